@@ -1,0 +1,30 @@
+/* The kopt command line: one file per verb, a table of verbs in main.c, shared output
+ * helpers here. The CLI uses only the public API in include/kopt/. */
+#ifndef KOPT_CLI_H
+#define KOPT_CLI_H
+
+#include "kopt/kopt.h"
+
+/* Exit codes (docs/cli.md). Verdicts map through kopt_verdict_exit_code(). */
+#define KOPT_EXIT_USAGE 2
+#define KOPT_EXIT_INVALID 9
+#define KOPT_EXIT_ERROR 10
+
+typedef struct cli_common {
+    const char *db_path;      /* NULL: no store */
+    const char *cache_dir;
+    int json;
+    int verbose;
+} cli_common;
+
+int cmd_eval(int argc, char **argv);
+int cmd_devices(int argc, char **argv);
+
+/* A context whose log goes to stderr at warning level (info with verbose). */
+kopt_ctx *cli_ctx(int verbose);
+/* Print "kopt: <message>" and, if any, the error detail, to stderr. */
+void cli_error(kopt_ctx *ctx);
+/* The default store path: $KOPT_DB, else ./kopt.db. */
+const char *cli_default_db(void);
+
+#endif

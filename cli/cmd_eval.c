@@ -1,0 +1,260 @@
+/* kopt eval PROBLEM [CANDIDATE]: verify and time a candidate (or the reference alone). */
+#include "cli.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void help(FILE *f)
+{
+    fprintf(f,
+        "usage: kopt eval PROBLEM [CANDIDATE.cu] [options]\n"
+        "\n"
+        "Compile CANDIDATE for this GPU, check every output element against the problem's\n"
+        "reference on fresh random inputs (several trials, at the problem's sizes and at its\n"
+        "check_sizes), time it with CUDA events (L2 flushed before each run), and place it on\n"
+        "the device's measured roofline. Without CANDIDATE the reference is timed alone.\n"
+        "Without a GPU it compiles, reports resources and says what it skipped.\n"
+        "\n"
+        "options:\n"
+        "  --size K=V        override a size (repeatable)\n"
+        "  --trials N        verification trials per size set (default 3)\n"
+        "  --seed S          input seed (default: fresh each run; printed)\n"
+        "  --no-check-sizes  skip the problem's second size set\n"
+        "  --no-time         verify only\n"
+        "  --budget-ms MS    GPU time for timed runs (default 200)\n"
+        "  --reps MIN:MAX    timed repetitions (default 10:2000)\n"
+        "  --no-flush        do not flush the L2 before timed runs\n"
+        "  --timeout S       seconds without progress before a worker is killed (default 10)\n"
+        "  --device N        GPU ordinal (default 0)\n"
+        "  --arch sm_XX      compile target (default: from the GPU; sm_90a without one)\n"
+        "  --db PATH         store (default ./kopt.db or $KOPT_DB); --no-store to skip\n"
+        "  --cache-dir DIR   compile cache (default ~/.cache/kopt or $KOPT_CACHE_DIR)\n"
+        "  --json            print the result as JSON\n"
+        "  -v, --verbose     log progress to stderr\n"
+        "\n"
+        "exit codes: 0 OK (or SKIPPED: no GPU), 1 WRONG, 2 usage, 3 COMPILE_ERROR, 4 CRASH,\n"
+        "5 TIMEOUT, 6 OOM, 7 SUSPECT, 8 LAUNCH_ERROR, 9 invalid input file, 10 kopt error\n");
+}
+
+static void print_vars(const kopt_vars *v)
+{
+    for (int i = 0; i < v->n; i++)
+        printf("%s%s=%lld", i ? " " : "", v->names[i], (long long)v->values[i]);
+}
+
+static void print_timing(const char *label, const kopt_timing *t)
+{
+    printf("%-10s median %.4f ms  (min %.4f, p10 %.4f, p90 %.4f; %d reps after %d warm-up)\n",
+           label, t->median_ms, t->min_ms, t->p10_ms, t->p90_ms, t->n, t->warmup_runs);
+}
+
+static void print_text(const kopt_problem *p, const char *cand_path, const kopt_eval_result *r)
+{
+    printf("problem    %s (%s)\n", p->name, p->path);
+    printf("candidate  %s\n", cand_path ? cand_path : "(the reference)");
+    if (r->has_device && r->device.name[0])
+        printf("device     %s, %s, %d SMs\n", r->device.name, r->arch, r->device.sm_count);
+    else
+        printf("device     none (compiled for %s)\n", r->arch);
+    printf("sizes      ");
+    print_vars(&r->sizes);
+    if (r->check_sizes.n) {
+        printf("; check: ");
+        print_vars(&r->check_sizes);
+    }
+    printf("\n");
+    if (r->verdict != KOPT_VERDICT_COMPILE_ERROR) {
+        printf("compile    %s (%.0f ms)\n", r->compile_cache_hit ? "cached" : "compiled",
+               r->compile_ms);
+        for (int i = 0; i < r->nkernels; i++) {
+            const kopt_kernel_resources *k = &r->kernels[i];
+            printf("  kernel   %s: %d registers, %d B static smem, %d B stack%s", k->name,
+                   k->registers, k->static_smem, k->stack_frame,
+                   k->spill_stores || k->spill_loads ? "" : ", no spills\n");
+            if (k->spill_stores || k->spill_loads)
+                printf(", SPILLS %d B stored / %d B loaded\n", k->spill_stores, k->spill_loads);
+        }
+    } else if (r->compile_log) {
+        printf("compile    FAILED\n%s", r->compile_log);
+    }
+    if (r->nchecks) {
+        int failing = 0;
+        for (int i = 0; i < r->nchecks; i++)
+            failing += r->checks[i].mismatches > 0;
+        printf("verify     %d checks (seed %llu), %d failing\n", r->nchecks,
+               (unsigned long long)r->seed, failing);
+        for (int i = 0; i < r->nchecks; i++) {
+            const kopt_check *c = &r->checks[i];
+            if (c->mismatches == 0 && i > 0 && !failing)
+                continue;   /* when all pass, one line says enough */
+            if (c->mismatches) {
+                printf("  FAIL     %s at %s sizes, %s: %lld/%lld wrong; first at [", c->tensor,
+                       c->sizes_label, c->run, (long long)c->mismatches, (long long)c->count);
+                for (int d = 0; d < c->ndim; d++)
+                    printf("%s%lld", d ? "," : "", (long long)c->first_coord[d]);
+                printf("] got %.9g expected %.9g\n", c->first_got, c->first_want);
+            } else if (!failing) {
+                double worst_abs = 0, worst_rel = 0;
+                for (int j = 0; j < r->nchecks; j++) {
+                    if (r->checks[j].max_abs_err > worst_abs)
+                        worst_abs = r->checks[j].max_abs_err;
+                    if (r->checks[j].max_rel_err > worst_rel)
+                        worst_rel = r->checks[j].max_rel_err;
+                }
+                printf("  all pass max abs err %.3g, max rel err %.3g (atol %g, rtol %g)\n",
+                       worst_abs, worst_rel, c->atol, c->rtol);
+            }
+        }
+    }
+    if (r->timing.n && !r->is_reference)
+        print_timing("time", &r->timing);
+    if (r->ref_timing.n)
+        print_timing("reference", &r->ref_timing);
+    if (r->speedup > 0)
+        printf("speedup    %.2fx over the reference\n", r->speedup);
+    if (r->roofline.valid) {
+        printf("roofline   %.0f GB/s, %.1f GFLOP/s: %.1f%% of the %s-bound limit (%.4f ms)\n",
+               r->roofline.achieved_gbs, r->roofline.achieved_gflops, r->roofline.pct_of_bound,
+               r->roofline.limiter, r->roofline.bound_ms);
+        printf("ceilings   DRAM %.0f GB/s (copy %.0f, read %.0f, write %.0f; measured %s), "
+               "%s %.0f GFLOP/s (%s)\n",
+               fmax(r->ceilings.dram_copy_gbs, fmax(r->ceilings.dram_read_gbs,
+                                                    r->ceilings.dram_write_gbs)),
+               r->ceilings.dram_copy_gbs, r->ceilings.dram_read_gbs, r->ceilings.dram_write_gbs,
+               r->ceilings.measured_at, kopt_compute_name(p->compute),
+               r->ceilings.gflops[p->compute],
+               r->roofline.compute_source);
+    }
+    printf("wall       compile %.0f ms, verify %.0f ms, time %.0f ms, total %.0f ms\n",
+           r->compile_ms, r->verify_ms, r->time_ms, r->total_ms);
+    if (r->worker_log && r->worker_log[0] && r->verdict != KOPT_VERDICT_OK)
+        printf("worker log (tail):\n%s\n", r->worker_log);
+    if (r->eval_id)
+        printf("stored     evaluation #%lld\n", (long long)r->eval_id);
+    printf("verdict    %s: %s\n", kopt_verdict_name(r->verdict), r->message);
+}
+
+int cmd_eval(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"size", required_argument, NULL, 's'}, {"trials", required_argument, NULL, 'n'},
+        {"seed", required_argument, NULL, 'S'}, {"no-check-sizes", no_argument, NULL, 'C'},
+        {"no-time", no_argument, NULL, 'T'}, {"budget-ms", required_argument, NULL, 'b'},
+        {"reps", required_argument, NULL, 'r'}, {"no-flush", no_argument, NULL, 'F'},
+        {"timeout", required_argument, NULL, 't'}, {"device", required_argument, NULL, 'd'},
+        {"arch", required_argument, NULL, 'a'}, {"db", required_argument, NULL, 'D'},
+        {"no-store", no_argument, NULL, 'N'}, {"cache-dir", required_argument, NULL, 'c'},
+        {"json", no_argument, NULL, 'j'}, {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+    };
+    kopt_eval_opts eo = KOPT_EVAL_OPTS_INIT;
+    kopt_vars sizes = KOPT_VARS_INIT;
+    kopt_problem *prob = NULL;
+    kopt_candidate *cand = NULL;
+    kopt_eval_result *res = NULL;
+    const char *cand_path = NULL;
+    int json = 0, verbose = 0, no_store = 0, c, code = 0;
+    kopt_ctx *ctx = cli_ctx(0);
+    char *end;
+
+    eo.db_path = cli_default_db();
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+        switch (c) {
+        case 's': {
+            char *name = NULL;
+            int64_t v;
+            if (kopt_vars_parse_assign(ctx, optarg, &name, &v) != KOPT_OK) {
+                fprintf(stderr, "kopt eval: --size %s\n", kopt_errmsg(ctx));
+                code = KOPT_EXIT_USAGE;
+                goto done;
+            }
+            kopt_vars_set(&sizes, name, v);
+            free(name);
+            break;
+        }
+        case 'n': eo.trials = (int)strtol(optarg, &end, 10);
+            if (*end || eo.trials < 1 || eo.trials > 16) goto bad_number;
+            break;
+        case 'S': eo.seed = strtoull(optarg, &end, 0);
+            if (*end || !eo.seed) goto bad_number;
+            break;
+        case 'C': eo.skip_check_sizes = 1; break;
+        case 'T': eo.no_timing = 1; break;
+        case 'b': eo.budget_ms = strtod(optarg, &end);
+            if (*end || eo.budget_ms <= 0) goto bad_number;
+            break;
+        case 'r':
+            if (sscanf(optarg, "%d:%d", &eo.min_reps, &eo.max_reps) != 2 || eo.min_reps < 1 ||
+                eo.max_reps < eo.min_reps)
+                goto bad_number;
+            break;
+        case 'F': eo.no_flush = 1; break;
+        case 't': eo.timeout_s = strtod(optarg, &end);
+            if (*end || eo.timeout_s <= 0) goto bad_number;
+            break;
+        case 'd': eo.device = (int)strtol(optarg, &end, 10);
+            if (*end || eo.device < 0) goto bad_number;
+            break;
+        case 'a': eo.arch = optarg; break;
+        case 'D': eo.db_path = optarg; break;
+        case 'N': no_store = 1; break;
+        case 'c': eo.cache_dir = optarg; break;
+        case 'j': json = 1; break;
+        case 'v': verbose = 1; break;
+        case 'h': help(stdout); goto done;
+        default: help(stderr); code = KOPT_EXIT_USAGE; goto done;
+        }
+        continue;
+bad_number:
+        fprintf(stderr, "kopt eval: bad value '%s' (see kopt eval --help)\n", optarg);
+        code = KOPT_EXIT_USAGE;
+        goto done;
+    }
+    if (no_store)
+        eo.db_path = NULL;
+    if (verbose)
+        kopt_log_set(ctx, NULL, NULL, KOPT_LOG_INFO);
+    if (optind >= argc || argc - optind > 2) {
+        help(stderr);
+        code = KOPT_EXIT_USAGE;
+        goto done;
+    }
+    if (kopt_problem_load(&prob, ctx, argv[optind]) != KOPT_OK) {
+        cli_error(ctx);
+        code = KOPT_EXIT_INVALID;
+        goto done;
+    }
+    if (optind + 1 < argc) {
+        cand_path = argv[optind + 1];
+        if (kopt_candidate_load(&cand, ctx, cand_path, prob) != KOPT_OK) {
+            cli_error(ctx);
+            code = KOPT_EXIT_INVALID;
+            goto done;
+        }
+    }
+    eo.sizes = sizes.n ? &sizes : NULL;
+    if (kopt_eval_run(&res, ctx, prob, cand, &eo) != KOPT_OK) {
+        cli_error(ctx);
+        code = KOPT_EXIT_ERROR;
+        goto done;
+    }
+    if (json) {
+        char *text = kopt_eval_result_json(res);
+        printf("%s\n", text ? text : "{}");
+        free(text);
+    } else {
+        print_text(prob, cand_path, res);
+    }
+    code = kopt_verdict_exit_code(res->verdict);
+done:
+    kopt_eval_result_free(res);
+    kopt_candidate_free(cand);
+    kopt_problem_free(prob);
+    kopt_vars_free(&sizes);
+    kopt_ctx_free(ctx);
+    return code;
+}

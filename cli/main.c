@@ -1,0 +1,70 @@
+/* kopt: the command-line entry point and verb table. */
+#include "cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct verb {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} verb;
+
+static const verb verbs[] = {
+    {"eval", cmd_eval, "check a candidate kernel against its problem and time it"},
+    {"devices", cmd_devices, "list GPUs, their properties and measured ceilings"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: kopt <verb> [options]   (kopt <verb> --help for each)\n\nverbs:\n");
+    for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+        fprintf(f, "  %-10s %s\n", verbs[i].name, verbs[i].summary);
+    fprintf(f, "\nkopt %s. Exit codes: docs/cli.md.\n", KOPT_VERSION);
+}
+
+kopt_ctx *cli_ctx(int verbose)
+{
+    kopt_ctx *ctx = kopt_ctx_new();
+    if (!ctx) {
+        fprintf(stderr, "kopt: out of memory\n");
+        exit(KOPT_EXIT_ERROR);
+    }
+    kopt_log_set(ctx, NULL, NULL, verbose ? KOPT_LOG_INFO : KOPT_LOG_WARN);
+    return ctx;
+}
+
+void cli_error(kopt_ctx *ctx)
+{
+    fprintf(stderr, "kopt: %s\n", kopt_errmsg(ctx));
+    if (kopt_errdetail(ctx)[0])
+        fprintf(stderr, "%s", kopt_errdetail(ctx));
+}
+
+const char *cli_default_db(void)
+{
+    const char *v = getenv("KOPT_DB");
+    return v && v[0] ? v : "kopt.db";
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2 && strcmp(argv[1], "__worker") == 0)
+        return kopt_worker_main();
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return argc < 2 ? KOPT_EXIT_USAGE : 0;
+    }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+        printf("kopt %s\n", KOPT_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+        if (strcmp(argv[1], verbs[i].name) == 0)
+            return verbs[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "kopt: unknown verb '%s'\n", argv[1]);
+    usage(stderr);
+    return KOPT_EXIT_USAGE;
+}

@@ -1,0 +1,74 @@
+/*
+ * kopt/compile.h: compiling candidates for a GPU architecture.
+ *
+ * Device mode: NVRTC to a cubin (-arch=sm_XX[a], -lineinfo, params as -D macros, the
+ * candidate's options and include folders), with the kernels' resource use (registers,
+ * shared memory, stack frame, spills) read from ptxas' verbose report, so it is known
+ * without a GPU. Host mode: nvcc into a shared object exporting kopt_candidate_run.
+ * Results are cached on disk by content (source, options, architecture, compiler version),
+ * so a repeated evaluation skips compilation.
+ *
+ * Ownership: kopt_compile() returns a kopt_compiled owned by the caller
+ * (kopt_compiled_free). On KOPT_E_COMPILE the compiler log, with the offending source
+ * lines quoted, is in kopt_errdetail(ctx).
+ */
+#ifndef KOPT_COMPILE_H
+#define KOPT_COMPILE_H
+
+#include "kopt/problem.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kopt_kernel_info {
+    char name[256];          /* as written in the launch plan ("k<128>") */
+    char lowered[512];       /* the symbol in the cubin */
+    int registers;           /* per thread */
+    int static_smem;         /* bytes per block */
+    int stack_frame;         /* bytes per thread (local memory) */
+    int spill_stores, spill_loads;   /* bytes */
+    int barriers;
+} kopt_kernel_info;
+
+typedef struct kopt_compiled {
+    char key[65];            /* cache key */
+    char arch[24];           /* "sm_90a" */
+    int host_mode;
+    char *binary_path;       /* cubin or .so in the cache */
+    char *log;               /* compiler output (warnings, ptxas report) */
+    int nkernels;
+    kopt_kernel_info *kernels;
+    int cache_hit;
+    double compile_ms;       /* 0 on a cache hit */
+    char compiler[64];       /* "nvrtc 13.0" / "nvcc" */
+} kopt_compiled;
+
+typedef struct kopt_compile_opts {
+    int version;
+    const char *arch;        /* NULL: "sm_90a" */
+    const char *cache_dir;   /* NULL: kopt_cache_dir() */
+    int no_cache;            /* compile even when cached */
+} kopt_compile_opts;
+#define KOPT_COMPILE_OPTS_INIT {1, NULL, NULL, 0}
+
+/* The architecture to build for a compute capability: "sm_90a" for 9.0, "sm_80", ... */
+void kopt_arch_for_cc(int major, int minor, char out[24]);
+
+kopt_status kopt_compile(kopt_compiled **out, kopt_ctx *ctx, const kopt_candidate *cand,
+                         const kopt_compile_opts *opts);
+void kopt_compiled_free(kopt_compiled *c);
+/* Find the info of a kernel by its launch-plan name; NULL if absent. */
+const kopt_kernel_info *kopt_compiled_kernel(const kopt_compiled *c, const char *name);
+
+/* Compile kopt's own helper kernels (input generation, poisoning, L2 flush, ceilings). */
+kopt_status kopt_compile_runtime(kopt_compiled **out, kopt_ctx *ctx, const kopt_compile_opts *o);
+
+/* Parse a ptxas verbose report into kernel infos matched by lowered name (exposed for
+ * tests). Unknown kernels are ignored. */
+void kopt_parse_ptxas_report(const char *log, kopt_kernel_info *kernels, int n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,143 @@
+/*
+ * kopt/eval.h: evaluating a candidate against its problem's reference.
+ *
+ * kopt_eval_run() compiles the reference and the candidate (cached), runs each in its own
+ * worker process (the calling process never creates a CUDA context), checks every output
+ * element of every trial against the reference's output for the same inputs, times both
+ * with CUDA events (warm-up, L2 flushed before each run, the outputs of timed runs checked
+ * too), places the result on the device's measured roofline, and gives a verdict.
+ * Without a GPU it compiles, reports resources and returns verdict KOPT_VERDICT_SKIPPED.
+ *
+ * Ownership: *out is owned by the caller (kopt_eval_result_free). Borrowed pointers in
+ * the options must outlive the call.
+ */
+#ifndef KOPT_EVAL_H
+#define KOPT_EVAL_H
+
+#include "kopt/compile.h"
+#include "kopt/device.h"
+#include "kopt/problem.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum kopt_verdict {
+    KOPT_VERDICT_OK = 0,        /* correct; timed */
+    KOPT_VERDICT_WRONG,         /* an output differs from the reference beyond tolerance */
+    KOPT_VERDICT_COMPILE_ERROR, /* the compiler rejected it */
+    KOPT_VERDICT_CRASH,         /* illegal address, trap, the worker died */
+    KOPT_VERDICT_TIMEOUT,       /* no progress within the timeout */
+    KOPT_VERDICT_OOM,           /* out of device memory */
+    KOPT_VERDICT_SUSPECT,       /* faster than the device's physical bound: not trusted */
+    KOPT_VERDICT_LAUNCH_ERROR,  /* the launch was refused (configuration, arguments) */
+    KOPT_VERDICT_SKIPPED,       /* no GPU: static work only */
+    KOPT_VERDICT_ERROR,         /* kopt itself failed (bad problem, harness error) */
+    KOPT_VERDICT_COUNT
+} kopt_verdict;
+const char *kopt_verdict_name(kopt_verdict v);
+/* The CLI's exit code for a verdict (documented in docs/cli.md). */
+int kopt_verdict_exit_code(kopt_verdict v);
+
+typedef struct kopt_check {
+    char tensor[64];
+    char sizes_label[16];       /* "main" or "check" */
+    char run[24];               /* "trial 0", ..., "timed" */
+    uint64_t seed;
+    int64_t count;
+    int64_t mismatches;
+    double max_abs_err, max_rel_err;
+    double atol, rtol;
+    int64_t first_index;        /* -1 when none */
+    int ndim;
+    int64_t first_coord[KOPT_MAX_DIMS];
+    double first_got, first_want;
+} kopt_check;
+
+typedef struct kopt_timing {
+    int n;                      /* timed repetitions (0: not timed) */
+    int warmup_runs;
+    double median_ms, mean_ms, min_ms, max_ms, p10_ms, p90_ms;
+} kopt_timing;
+
+typedef struct kopt_kernel_resources {
+    char name[256];
+    int registers, static_smem, stack_frame, spill_stores, spill_loads;
+    int max_threads_per_block;  /* from the driver; 0 when not run */
+} kopt_kernel_resources;
+
+typedef struct kopt_roofline {
+    int valid;
+    double flops, bytes;        /* the problem's work at the timed sizes */
+    double achieved_gbs, achieved_gflops;
+    double bound_ms;            /* max(bytes / bandwidth, flops / compute rate) */
+    double pct_of_bound;        /* bound_ms / median_ms * 100 */
+    const char *limiter;        /* "memory" or "compute" */
+    const char *compute_source; /* "measured" or "spec" */
+} kopt_roofline;
+
+typedef struct kopt_eval_result {
+    kopt_verdict verdict;
+    char message[2048];         /* why, in one paragraph */
+    char *compile_log;          /* the candidate's compiler output (errors annotated) */
+    char *worker_log;           /* the tail of the worker's stdout/stderr, if any */
+    int has_device;
+    kopt_device_info device;
+    kopt_ceilings ceilings;
+    char arch[24];
+    uint64_t seed;
+    kopt_vars sizes, check_sizes;   /* the size sets used (check_sizes.n == 0: none) */
+    int nchecks;
+    kopt_check *checks;         /* one per (size set, run, compared tensor) */
+    int nkernels;
+    kopt_kernel_resources *kernels;
+    int ncandidate_kernels;
+    kopt_timing timing;         /* the candidate (or the reference when evaluated alone) */
+    kopt_timing ref_timing;
+    double speedup;             /* reference median / candidate median; 0 when unknown */
+    kopt_roofline roofline, ref_roofline;
+    int compile_cache_hit;
+    double compile_ms, verify_ms, time_ms, total_ms;  /* wall time of each stage */
+    int is_reference;           /* no candidate: the reference was evaluated */
+    char candidate_hash[65];
+    char problem_hash[65];
+    int64_t eval_id;            /* row id in the store, 0 when not stored */
+} kopt_eval_result;
+
+typedef struct kopt_eval_opts {
+    int version;
+    int trials;                 /* verification trials per size set (>= 1; default 3) */
+    uint64_t seed;              /* 0: fresh random seed */
+    const kopt_vars *sizes;     /* overrides of the problem's sizes, or NULL */
+    int skip_check_sizes;       /* do not verify at the problem's check_sizes */
+    int no_timing;              /* verify only */
+    double timeout_s;           /* per step of a worker (default 10) */
+    double warmup_ms;           /* default 25 */
+    double budget_ms;           /* GPU time to spend on timed runs (default 200) */
+    int min_reps, max_reps;     /* default 10, 2000 */
+    int no_flush;               /* do not flush the L2 before timed runs */
+    int device;                 /* ordinal */
+    const char *arch;           /* override ("sm_90a") */
+    const char *cache_dir;
+    const char *db_path;        /* NULL: no store */
+    double suspect_margin;      /* faster than bound * (1 / margin) is SUSPECT; default 1.10 */
+} kopt_eval_opts;
+#define KOPT_EVAL_OPTS_INIT {1, 3, 0, NULL, 0, 0, 10.0, 25.0, 200.0, 10, 2000, 0, 0, NULL, NULL, NULL, 1.10}
+
+/* Evaluate `cand` (NULL: the reference alone, timed and placed on the roofline). Returns
+ * KOPT_OK whenever a verdict was reached (including WRONG, CRASH, SKIPPED, ...); an error
+ * status only when kopt itself failed before one could be given. */
+kopt_status kopt_eval_run(kopt_eval_result **out, kopt_ctx *ctx, const kopt_problem *prob,
+                          const kopt_candidate *cand, const kopt_eval_opts *opts);
+void kopt_eval_result_free(kopt_eval_result *r);
+/* The whole result as pretty JSON (the CLI's --json output and the store's copy).
+ * Caller frees. */
+char *kopt_eval_result_json(const kopt_eval_result *r);
+
+/* Entry point of the worker process (the CLI's hidden `__worker` verb). */
+int kopt_worker_main(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

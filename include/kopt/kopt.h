@@ -1,0 +1,14 @@
+/* kopt/kopt.h: the whole public API of libkopt (see each header for its module). */
+#ifndef KOPT_KOPT_H
+#define KOPT_KOPT_H
+
+#include "kopt/core.h"
+#include "kopt/expr.h"
+#include "kopt/problem.h"
+#include "kopt/compile.h"
+#include "kopt/device.h"
+#include "kopt/eval.h"
+#include "kopt/store.h"
+#include "kopt/proc.h"
+
+#endif

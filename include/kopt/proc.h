@@ -1,0 +1,26 @@
+/*
+ * kopt/proc.h: run a child program and capture its output (compilers, ncu).
+ * The output is owned by the caller (free()).
+ */
+#ifndef KOPT_PROC_H
+#define KOPT_PROC_H
+
+#include "kopt/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Run argv[0] (searched on PATH) with stdout and stderr captured together. *exit_code is
+ * the exit status, or 128 + signal. A timeout (seconds, 0 = none) kills the child and
+ * returns KOPT_E_TIMEOUT. */
+kopt_status kopt_proc_run(kopt_ctx *ctx, const char *const *argv, double timeout_s,
+                          int *exit_code, char **output);
+
+/* The path of the running executable (for spawning workers). Borrowed. */
+const char *kopt_self_exe(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

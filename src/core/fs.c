@@ -1,0 +1,153 @@
+/* Files and paths: whole-file read, atomic write, mkdir -p, joins, the cache folder. */
+#include "kopt/core.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+kopt_status kopt_file_read(kopt_ctx *ctx, const char *path, char **out, size_t *len)
+{
+    FILE *f = NULL;
+    char *data = NULL;
+    long size;
+    kopt_status rc = KOPT_OK;
+
+    *out = NULL;
+    f = fopen(path, "rb");
+    if (!f)
+        return kopt_seterr(ctx, errno == ENOENT ? KOPT_E_NOT_FOUND : KOPT_E_IO,
+                           "%s: %s", path, strerror(errno));
+    if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        rc = kopt_seterr(ctx, KOPT_E_IO, "%s: cannot read: %s", path, strerror(errno));
+        goto cleanup;
+    }
+    data = malloc((size_t)size + 1);
+    if (!data) {
+        rc = kopt_seterr(ctx, KOPT_E_NOMEM, "%s: %ld bytes", path, size);
+        goto cleanup;
+    }
+    if (size > 0 && fread(data, 1, (size_t)size, f) != (size_t)size) {
+        rc = kopt_seterr(ctx, KOPT_E_IO, "%s: short read", path);
+        goto cleanup;
+    }
+    data[size] = '\0';
+    if (len)
+        *len = (size_t)size;
+    *out = data;
+    data = NULL;
+cleanup:
+    free(data);
+    fclose(f);
+    return rc;
+}
+
+kopt_status kopt_file_write(kopt_ctx *ctx, const char *path, const void *data, size_t len)
+{
+    char *tmp = NULL;
+    FILE *f = NULL;
+    kopt_status rc = KOPT_OK;
+
+    if (asprintf(&tmp, "%s.tmp.%ld", path, (long)getpid()) < 0)
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "path");
+    f = fopen(tmp, "wb");
+    if (!f) {
+        rc = kopt_seterr(ctx, KOPT_E_IO, "%s: %s", tmp, strerror(errno));
+        goto cleanup;
+    }
+    if (len && fwrite(data, 1, len, f) != len) {
+        rc = kopt_seterr(ctx, KOPT_E_IO, "%s: write failed", tmp);
+        goto cleanup;
+    }
+    if (fclose(f) != 0) {
+        f = NULL;
+        rc = kopt_seterr(ctx, KOPT_E_IO, "%s: %s", tmp, strerror(errno));
+        goto cleanup;
+    }
+    f = NULL;
+    if (rename(tmp, path) != 0)
+        rc = kopt_seterr(ctx, KOPT_E_IO, "%s: %s", path, strerror(errno));
+cleanup:
+    if (f)
+        fclose(f);
+    if (rc != KOPT_OK)
+        unlink(tmp);
+    free(tmp);
+    return rc;
+}
+
+kopt_status kopt_mkdirs(kopt_ctx *ctx, const char *path)
+{
+    char *p = strdup(path), *s;
+
+    if (!p)
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "path");
+    for (s = p + 1; ; s++) {
+        if (*s == '/' || *s == '\0') {
+            char c = *s;
+            *s = '\0';
+            if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+                kopt_status rc = kopt_seterr(ctx, KOPT_E_IO, "%s: %s", p, strerror(errno));
+                free(p);
+                return rc;
+            }
+            *s = c;
+            if (c == '\0')
+                break;
+        }
+    }
+    free(p);
+    return KOPT_OK;
+}
+
+char *kopt_path_join(const char *dir, const char *rel)
+{
+    char *out = NULL;
+
+    if (rel[0] == '/' || !dir || !dir[0])
+        return strdup(rel);
+    if (asprintf(&out, "%s/%s", dir, rel) < 0)
+        return NULL;
+    return out;
+}
+
+char *kopt_path_dir(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+
+    if (!slash)
+        return strdup(".");
+    if (slash == path)
+        return strdup("/");
+    return strndup(path, (size_t)(slash - path));
+}
+
+char *kopt_cache_dir(void)
+{
+    const char *v = getenv("KOPT_CACHE_DIR");
+    char *out = NULL;
+
+    if (v && v[0])
+        return strdup(v);
+    v = getenv("XDG_CACHE_HOME");
+    if (v && v[0]) {
+        if (asprintf(&out, "%s/kopt", v) < 0)
+            return NULL;
+        return out;
+    }
+    v = getenv("HOME");
+    if (asprintf(&out, "%s/.cache/kopt", v && v[0] ? v : "/tmp") < 0)
+        return NULL;
+    return out;
+}
+
+double kopt_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}

@@ -1,0 +1,86 @@
+/* Child processes with captured output and a timeout (compilers, profilers). */
+#include "kopt/proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+kopt_status kopt_proc_run(kopt_ctx *ctx, const char *const *argv, double timeout_s,
+                          int *exit_code, char **output)
+{
+    posix_spawn_file_actions_t fa;
+    kopt_buf out = KOPT_BUF_INIT;
+    int fds[2], status = 0, timed_out = 0;
+    pid_t pid;
+    double deadline = kopt_now_ms() + timeout_s * 1e3;
+
+    *output = NULL;
+    *exit_code = -1;
+    if (pipe2(fds, O_CLOEXEC) != 0)
+        return kopt_seterr(ctx, KOPT_E_IO, "pipe: %s", strerror(errno));
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+    if ((errno = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ)) != 0) {
+        int e = errno;
+        posix_spawn_file_actions_destroy(&fa);
+        close(fds[0]);
+        close(fds[1]);
+        return kopt_seterr(ctx, KOPT_E_NOT_FOUND, "cannot run %s: %s", argv[0], strerror(e));
+    }
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    for (;;) {
+        struct pollfd p = {fds[0], POLLIN, 0};
+        int wait_ms = -1, r;
+        char buf[4096];
+        ssize_t n;
+        if (timeout_s > 0) {
+            wait_ms = (int)(deadline - kopt_now_ms());
+            if (wait_ms <= 0) {
+                timed_out = 1;
+                kill(pid, SIGKILL);
+                break;
+            }
+        }
+        r = poll(&p, 1, wait_ms);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r == 0)
+            continue;
+        n = read(fds[0], buf, sizeof(buf));
+        if (n <= 0)
+            break;
+        kopt_buf_append(&out, buf, (size_t)n);
+    }
+    close(fds[0]);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    *output = kopt_buf_detach(&out);
+    if (timed_out)
+        return kopt_seterr(ctx, KOPT_E_TIMEOUT, "%s did not finish in %.0f s", argv[0], timeout_s);
+    return KOPT_OK;
+}
+
+const char *kopt_self_exe(void)
+{
+    static char path[4096];
+    ssize_t n;
+
+    if (path[0])
+        return path;
+    n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+    if (n <= 0)
+        return "kopt";
+    path[n] = '\0';
+    return path;
+}

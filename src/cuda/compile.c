@@ -1,0 +1,402 @@
+/* Compile candidates: NVRTC (device mode) or nvcc (host mode), with a content-addressed
+ * on-disk cache and the ptxas resource report parsed per kernel. */
+#include "kopt/compile.h"
+#include "cuda_int.h"
+#include "compile_int.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+void kopt_arch_for_cc(int major, int minor, char out[24])
+{
+    /* Hopper's wgmma/setmaxnreg need the arch-specific target */
+    snprintf(out, 24, "sm_%d%d%s", major, minor, major == 9 && minor == 0 ? "a" : "");
+}
+
+void kopt_compiled_free(kopt_compiled *c)
+{
+    if (!c)
+        return;
+    free(c->binary_path);
+    free(c->log);
+    free(c->kernels);
+    free(c);
+}
+
+const kopt_kernel_info *kopt_compiled_kernel(const kopt_compiled *c, const char *name)
+{
+    for (int i = 0; c && i < c->nkernels; i++)
+        if (strcmp(c->kernels[i].name, name) == 0)
+            return &c->kernels[i];
+    return NULL;
+}
+
+/* ptxas prints, per entry function:
+ *   ptxas info    : Compiling entry function '_Z1kPf' for 'sm_90a'
+ *   ptxas         .     256 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads
+ *   ptxas info    : Used 32 registers, used 1 barriers, 4096 bytes smem, ...           */
+void kopt_parse_ptxas_report(const char *log, kopt_kernel_info *kernels, int n)
+{
+    kopt_kernel_info *cur = NULL;
+    const char *line = log;
+
+    while (line && *line) {
+        const char *eol = strchr(line, '\n');
+        size_t len = eol ? (size_t)(eol - line) : strlen(line);
+        char buf[1024];
+        const char *p;
+
+        if (len >= sizeof(buf))
+            len = sizeof(buf) - 1;
+        memcpy(buf, line, len);
+        buf[len] = '\0';
+        if ((p = strstr(buf, "entry function '"))) {
+            char name[512];
+            const char *q = p + 16, *e = strchr(q, '\'');
+            cur = NULL;
+            if (e && (size_t)(e - q) < sizeof(name)) {
+                memcpy(name, q, (size_t)(e - q));
+                name[e - q] = '\0';
+                for (int i = 0; i < n; i++)
+                    if (strcmp(kernels[i].lowered, name) == 0)
+                        cur = &kernels[i];
+            }
+        } else if (cur && strstr(buf, "bytes stack frame")) {
+            int a = 0, b = 0, c = 0;
+            if ((p = strstr(buf, ".")) && sscanf(p + 1, " %d bytes stack frame, %d bytes spill "
+                                                        "stores, %d bytes spill loads", &a, &b,
+                                                 &c) == 3) {
+                cur->stack_frame = a;
+                cur->spill_stores = b;
+                cur->spill_loads = c;
+            }
+        } else if (cur && (p = strstr(buf, "Used "))) {
+            const char *q;
+            sscanf(p, "Used %d registers", &cur->registers);
+            if ((q = strstr(p, "used ")) && q != p)
+                sscanf(q, "used %d barriers", &cur->barriers);
+            if ((q = strstr(p, "bytes smem"))) {
+                while (q > p && q[-1] == ' ')
+                    q--;
+                while (q > p && q[-1] >= '0' && q[-1] <= '9')
+                    q--;
+                cur->static_smem = atoi(q);
+            }
+        }
+        line = eol ? eol + 1 : NULL;
+    }
+}
+
+/* Quote the source lines an NVRTC log points at ("name(12): error: ..."). */
+static char *annotate_log(const char *log, const char *source, const char *file)
+{
+    kopt_buf out = KOPT_BUF_INIT;
+    const char *line = log;
+    char pat[600];
+
+    snprintf(pat, sizeof(pat), "%s(", file);
+    while (line && *line) {
+        const char *eol = strchr(line, '\n');
+        size_t len = eol ? (size_t)(eol - line) + 1 : strlen(line);
+        int ln = 0;
+        kopt_buf_append(&out, line, len);
+        if (!eol)
+            kopt_buf_append(&out, "\n", 1);
+        if (strncmp(line, pat, strlen(pat)) == 0 && sscanf(line + strlen(pat), "%d)", &ln) == 1 &&
+            (strstr(line, "error") || strstr(line, "warning")) && ln > 0) {
+            const char *s = source;
+            for (int i = 1; i < ln && s; i++)
+                s = (s = strchr(s, '\n')) ? s + 1 : NULL;
+            if (s) {
+                const char *e = strchr(s, '\n');
+                kopt_buf_printf(&out, "  %5d | %.*s\n", ln, (int)(e ? e - s : (long)strlen(s)), s);
+            }
+        }
+        line = eol ? eol + 1 : NULL;
+    }
+    return kopt_buf_detach(&out);
+}
+
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+/* ---- cache ----------------------------------------------------------------------------- */
+
+static kopt_status cache_paths(kopt_ctx *ctx, const kopt_compile_opts *o, const char *key,
+                               const char *ext, char **bin, char **meta)
+{
+    char *dir = o && o->cache_dir ? strdup(o->cache_dir) : kopt_cache_dir();
+    char *sub = NULL;
+    kopt_status rc;
+
+    if (!dir)
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "cache dir");
+    sub = kopt_path_join(dir, "compile");
+    free(dir);
+    if ((rc = kopt_mkdirs(ctx, sub)) != KOPT_OK) {
+        free(sub);
+        return kopt_adderr(ctx, rc, "compile cache");
+    }
+    if (asprintf(bin, "%s/%s.%s", sub, key, ext) < 0 || asprintf(meta, "%s/%s.json", sub, key) < 0)
+        rc = kopt_seterr(ctx, KOPT_E_NOMEM, "path");
+    free(sub);
+    return rc;
+}
+
+static kopt_status cache_load(kopt_ctx *ctx, kopt_compiled *c, const char *meta)
+{
+    json_t *root = json_load_file(meta, 0, NULL), *ks, *k;
+    size_t i;
+    struct stat st;
+
+    if (!root || stat(c->binary_path, &st) != 0) {
+        json_decref(root);
+        return KOPT_E_NOT_FOUND;
+    }
+    ks = json_object_get(root, "kernels");
+    c->log = strdup(json_string_value(json_object_get(root, "log")) ?: "");
+    snprintf(c->compiler, sizeof(c->compiler), "%s",
+             json_string_value(json_object_get(root, "compiler")) ?: "");
+    c->nkernels = (int)json_array_size(ks);
+    c->kernels = calloc((size_t)c->nkernels + 1, sizeof(*c->kernels));
+    json_array_foreach(ks, i, k) {
+        kopt_kernel_info *ki = &c->kernels[i];
+        snprintf(ki->name, sizeof(ki->name), "%s", json_string_value(json_object_get(k, "name")) ?: "");
+        snprintf(ki->lowered, sizeof(ki->lowered), "%s",
+                 json_string_value(json_object_get(k, "lowered")) ?: "");
+        ki->registers = (int)json_integer_value(json_object_get(k, "registers"));
+        ki->static_smem = (int)json_integer_value(json_object_get(k, "static_smem"));
+        ki->stack_frame = (int)json_integer_value(json_object_get(k, "stack_frame"));
+        ki->spill_stores = (int)json_integer_value(json_object_get(k, "spill_stores"));
+        ki->spill_loads = (int)json_integer_value(json_object_get(k, "spill_loads"));
+        ki->barriers = (int)json_integer_value(json_object_get(k, "barriers"));
+    }
+    json_decref(root);
+    c->cache_hit = 1;
+    (void)ctx;
+    return KOPT_OK;
+}
+
+static void cache_store(kopt_ctx *ctx, const kopt_compiled *c, const char *meta)
+{
+    json_t *root = json_object(), *ks = json_array();
+    char *text;
+
+    for (int i = 0; i < c->nkernels; i++) {
+        const kopt_kernel_info *k = &c->kernels[i];
+        json_array_append_new(ks, json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i}",
+                                            "name", k->name, "lowered", k->lowered,
+                                            "registers", k->registers, "static_smem",
+                                            k->static_smem, "stack_frame", k->stack_frame,
+                                            "spill_stores", k->spill_stores, "spill_loads",
+                                            k->spill_loads, "barriers", k->barriers));
+    }
+    json_object_set_new(root, "kernels", ks);
+    json_object_set_new(root, "log", json_string(c->log ? c->log : ""));
+    json_object_set_new(root, "compiler", json_string(c->compiler));
+    json_object_set_new(root, "arch", json_string(c->arch));
+    text = json_dumps(root, JSON_INDENT(1));
+    if (text && kopt_file_write(ctx, meta, text, strlen(text)) != KOPT_OK)
+        kopt_log(ctx, KOPT_LOG_WARN, "compile cache not written: %s", kopt_errmsg(ctx));
+    free(text);
+    json_decref(root);
+}
+
+/* ---- NVRTC ------------------------------------------------------------------------------ */
+
+kopt_status kopt__compile_nvrtc(kopt_compiled **out, kopt_ctx *ctx, const kopt__nvrtc_job *job,
+                                const kopt_compile_opts *o)
+{
+    const kopt_nvrtc_api *nv = NULL;
+    kopt_compiled *c = NULL;
+    nvrtcProgram prog = NULL;
+    char **argv = NULL, *meta = NULL, *cubin = NULL, *rawlog = NULL;
+    int argc = 0, major = 0, minor = 0;
+    size_t size = 0;
+    kopt_status rc;
+    kopt_hash *h;
+    double t0;
+    const char *inc = kopt__cuda_include_dir();
+
+    *out = NULL;
+    if ((rc = kopt__nvrtc_load(ctx, &nv)) != KOPT_OK)
+        return kopt_adderr(ctx, rc, "NVRTC");
+    nv->nvrtcVersion(&major, &minor);
+    c = calloc(1, sizeof(*c));
+    argv = calloc((size_t)job->noptions + (size_t)job->nincludes + (size_t)job->params->n + 8,
+                  sizeof(char *));
+    if (!c || !argv) {
+        rc = kopt_seterr(ctx, KOPT_E_NOMEM, "compile");
+        goto cleanup;
+    }
+    snprintf(c->arch, sizeof(c->arch), "%s", o && o->arch ? o->arch : "sm_90a");
+    snprintf(c->compiler, sizeof(c->compiler), "nvrtc %d.%d", major, minor);
+    if (asprintf(&argv[argc++], "--gpu-architecture=%s", c->arch) < 0)
+        goto nomem;
+    argv[argc++] = strdup("-std=c++17");
+    argv[argc++] = strdup("-lineinfo");
+    argv[argc++] = strdup("--ptxas-options=-v");
+    if (inc && asprintf(&argv[argc++], "-I%s", inc) < 0)
+        goto nomem;
+    for (int i = 0; i < job->params->n; i++)
+        if (asprintf(&argv[argc++], "-D%s=%lld", job->params->names[i],
+                     (long long)job->params->values[i]) < 0)
+            goto nomem;
+    for (int i = 0; i < job->nincludes; i++) {
+        char *p = kopt_path_join(job->dir, job->includes[i]);
+        if (!p || asprintf(&argv[argc++], "-I%s", p) < 0) {
+            free(p);
+            goto nomem;
+        }
+        free(p);
+    }
+    if (job->dir && asprintf(&argv[argc++], "-I%s", job->dir) < 0)
+        goto nomem;
+    for (int i = 0; i < job->noptions; i++)
+        argv[argc++] = strdup(job->options[i]);
+
+    /* key: everything that changes the binary */
+    h = kopt_hash_new();
+    kopt_hash_add_str(h, "kopt-compile-v1");
+    kopt_hash_add_str(h, c->compiler);
+    kopt_hash_add_str(h, job->source);
+    for (int i = 0; i < argc; i++)
+        kopt_hash_add_str(h, argv[i]);
+    for (int i = 0; i < job->nnames; i++)
+        kopt_hash_add_str(h, job->names[i]);
+    kopt_hash_hex(h, c->key);
+    if ((rc = cache_paths(ctx, o, c->key, "cubin", &c->binary_path, &meta)) != KOPT_OK)
+        goto cleanup;
+    if (!(o && o->no_cache) && cache_load(ctx, c, meta) == KOPT_OK) {
+        *out = c;
+        c = NULL;
+        goto cleanup;
+    }
+
+    t0 = kopt_now_ms();
+    if (nv->nvrtcCreateProgram(&prog, job->source, base_name(job->path), 0, NULL, NULL) !=
+        NVRTC_SUCCESS) {
+        rc = kopt_seterr(ctx, KOPT_E_ERROR, "nvrtcCreateProgram failed");
+        goto cleanup;
+    }
+    for (int i = 0; i < job->nnames; i++)
+        nv->nvrtcAddNameExpression(prog, job->names[i]);
+    {
+        nvrtcResult r = nv->nvrtcCompileProgram(prog, argc, (const char *const *)argv);
+        size_t n = 0;
+        nv->nvrtcGetProgramLogSize(prog, &n);
+        rawlog = calloc(n + 1, 1);
+        if (rawlog && n)
+            nv->nvrtcGetProgramLog(prog, rawlog);
+        c->log = annotate_log(rawlog ? rawlog : "", job->source, base_name(job->path));
+        if (r != NVRTC_SUCCESS) {
+            rc = kopt_seterr(ctx, KOPT_E_COMPILE, "%s: compilation failed (%s) for %s", job->path,
+                             nv->nvrtcGetErrorString(r), c->arch);
+            kopt_set_errdetail(ctx, c->log);
+            goto cleanup;
+        }
+    }
+    c->kernels = calloc((size_t)job->nnames + 1, sizeof(*c->kernels));
+    for (int i = 0; i < job->nnames; i++) {
+        const char *lowered = NULL;
+        kopt_kernel_info *k = &c->kernels[c->nkernels];
+        if (nv->nvrtcGetLoweredName(prog, job->names[i], &lowered) != NVRTC_SUCCESS || !lowered) {
+            rc = kopt_seterr(ctx, KOPT_E_COMPILE, "%s: no kernel named '%s' (the launch plan "
+                             "names it; is it __global__ and spelled the same?)", job->path,
+                             job->names[i]);
+            kopt_set_errdetail(ctx, c->log);
+            goto cleanup;
+        }
+        snprintf(k->name, sizeof(k->name), "%s", job->names[i]);
+        snprintf(k->lowered, sizeof(k->lowered), "%s", lowered);
+        c->nkernels++;
+    }
+    kopt_parse_ptxas_report(rawlog ? rawlog : "", c->kernels, c->nkernels);
+    if (nv->nvrtcGetCUBINSize(prog, &size) != NVRTC_SUCCESS || !size ||
+        !(cubin = malloc(size)) || nv->nvrtcGetCUBIN(prog, cubin) != NVRTC_SUCCESS) {
+        rc = kopt_seterr(ctx, KOPT_E_COMPILE, "%s: NVRTC produced no cubin for %s", job->path,
+                         c->arch);
+        goto cleanup;
+    }
+    if ((rc = kopt_file_write(ctx, c->binary_path, cubin, size)) != KOPT_OK)
+        goto cleanup;
+    c->compile_ms = kopt_now_ms() - t0;
+    cache_store(ctx, c, meta);
+    *out = c;
+    c = NULL;
+    rc = KOPT_OK;
+    goto cleanup;
+nomem:
+    rc = kopt_seterr(ctx, KOPT_E_NOMEM, "compile options");
+cleanup:
+    if (prog)
+        nv->nvrtcDestroyProgram(&prog);
+    kopt__strv_free_n(argc, argv);
+    kopt_compiled_free(c);
+    free(meta);
+    free(cubin);
+    free(rawlog);
+    return rc;
+}
+
+void kopt__strv_free_n(int n, char **v)
+{
+    for (int i = 0; v && i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+/* The launch plan's kernel names, each once. */
+static int plan_names(const kopt_plan *plan, const char **names)
+{
+    int n = 0;
+    for (int i = 0; i < plan->n; i++) {
+        int seen = 0;
+        if (plan->steps[i].is_memset)
+            continue;
+        for (int j = 0; j < n; j++)
+            seen |= strcmp(names[j], plan->steps[i].kernel) == 0;
+        if (!seen)
+            names[n++] = plan->steps[i].kernel;
+    }
+    return n;
+}
+
+kopt_status kopt_compile(kopt_compiled **out, kopt_ctx *ctx, const kopt_candidate *cand,
+                         const kopt_compile_opts *opts)
+{
+    const char **names = calloc((size_t)cand->plan.n + 1, sizeof(char *));
+    kopt__nvrtc_job job;
+    kopt_status rc;
+
+    *out = NULL;
+    if (!names)
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "names");
+    if (cand->host_mode) {
+        free(names);
+        return kopt__compile_host(out, ctx, cand, opts);
+    }
+    memset(&job, 0, sizeof(job));
+    job.source = cand->source;
+    job.path = cand->path;
+    job.dir = cand->dir;
+    job.params = &cand->params;
+    job.options = (const char *const *)cand->options;
+    job.noptions = cand->noptions;
+    job.includes = (const char *const *)cand->includes;
+    job.nincludes = cand->nincludes;
+    job.names = names;
+    job.nnames = plan_names(&cand->plan, names);
+    rc = kopt__compile_nvrtc(out, ctx, &job, opts);
+    free(names);
+    return rc;
+}

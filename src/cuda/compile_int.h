@@ -1,0 +1,28 @@
+/* Internal: the compile paths shared by candidates, host mode and kopt's runtime kernels. */
+#ifndef KOPT_COMPILE_INT_H
+#define KOPT_COMPILE_INT_H
+
+#include "kopt/compile.h"
+
+typedef struct kopt__nvrtc_job {
+    const char *source;
+    const char *path;               /* for messages and the log */
+    const char *dir;                /* include folder for relative includes, or NULL */
+    const kopt_vars *params;        /* -D macros */
+    const char *const *options;
+    int noptions;
+    const char *const *includes;
+    int nincludes;
+    const char **names;             /* kernel name expressions */
+    int nnames;
+} kopt__nvrtc_job;
+
+kopt_status kopt__compile_nvrtc(kopt_compiled **out, kopt_ctx *ctx, const kopt__nvrtc_job *job,
+                                const kopt_compile_opts *o);
+kopt_status kopt__compile_host(kopt_compiled **out, kopt_ctx *ctx, const kopt_candidate *cand,
+                               const kopt_compile_opts *o);
+void kopt__strv_free_n(int n, char **v);
+/* kopt's public include folder (for candidate.h), found next to the executable. */
+const char *kopt__include_dir(void);
+
+#endif

@@ -1,0 +1,180 @@
+/* dlopen/dlsym loader for libcuda, NVRTC, cuRAND and NVML (see cuda_int.h). */
+#include "cuda_int.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define KOPT_STR2(x) #x
+#define KOPT_STR(x) KOPT_STR2(x)
+
+typedef struct lib_state {
+    pthread_once_t once;
+    kopt_status status;
+    char msg[512];
+} lib_state;
+
+static kopt_cu_api cu_api;
+static kopt_nvrtc_api nvrtc_api;
+static kopt_curand_api curand_api;
+static kopt_nvml_api nvml_api;
+static lib_state cu_state = {PTHREAD_ONCE_INIT, KOPT_OK, ""};
+static lib_state nvrtc_state = {PTHREAD_ONCE_INIT, KOPT_OK, ""};
+static lib_state curand_state = {PTHREAD_ONCE_INIT, KOPT_OK, ""};
+static lib_state nvml_state = {PTHREAD_ONCE_INIT, KOPT_OK, ""};
+
+/* Try each name, then each name under $CUDA_HOME/lib64 and /usr/local/cuda/lib64. */
+static void *open_any(const char *const *names, lib_state *st)
+{
+    const char *home = getenv("CUDA_HOME");
+    const char *dirs[] = {home, "/usr/local/cuda/lib64", "/usr/local/cuda/lib", NULL};
+    char path[1024];
+    void *h;
+
+    for (const char *const *n = names; *n; n++)
+        if ((h = dlopen(*n, RTLD_NOW | RTLD_LOCAL)))
+            return h;
+    for (int d = 0; d < 3; d++) {
+        if (!dirs[d])
+            continue;
+        for (const char *const *n = names; *n; n++) {
+            snprintf(path, sizeof(path), d == 0 ? "%s/lib64/%s" : "%s/%s", dirs[d], *n);
+            if ((h = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
+                return h;
+        }
+    }
+    snprintf(st->msg, sizeof(st->msg), "cannot load %s", names[0]);
+    st->status = KOPT_E_NO_DEVICE;
+    return NULL;
+}
+
+static int sym(void *h, const char *name, void **slot, lib_state *st, int required)
+{
+    *slot = dlsym(h, name);
+    if (!*slot && required) {
+        snprintf(st->msg, sizeof(st->msg), "symbol %s missing from the library", name);
+        st->status = KOPT_E_NO_DEVICE;
+        return -1;
+    }
+    return 0;
+}
+
+static void load_cu(void)
+{
+    static const char *const names[] = {"libcuda.so.1", "libcuda.so", NULL};
+    void *h = open_any(names, &cu_state);
+    if (!h)
+        return;
+#define X(name) if (sym(h, KOPT_STR(name), (void **)&cu_api.name, &cu_state, 1)) return;
+    KOPT_CU_FUNCS(X)
+#undef X
+#define X(name) sym(h, KOPT_STR(name), (void **)&cu_api.name, &cu_state, 0);
+    KOPT_CU_OPTIONAL_FUNCS(X)
+#undef X
+}
+
+static void load_nvrtc(void)
+{
+    static const char *const names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", NULL};
+    void *h = open_any(names, &nvrtc_state);
+    if (!h)
+        return;
+#define X(name) if (sym(h, KOPT_STR(name), (void **)&nvrtc_api.name, &nvrtc_state, 1)) return;
+    KOPT_NVRTC_FUNCS(X)
+#undef X
+}
+
+static void load_curand(void)
+{
+    static const char *const names[] = {"libcurand.so.10", "libcurand.so", NULL};
+    void *h = open_any(names, &curand_state);
+    if (!h)
+        return;
+#define X(name) if (sym(h, KOPT_STR(name), (void **)&curand_api.name, &curand_state, 1)) return;
+    KOPT_CURAND_FUNCS(X)
+#undef X
+}
+
+static void load_nvml(void)
+{
+    static const char *const names[] = {"libnvidia-ml.so.1", "libnvidia-ml.so", NULL};
+    void *h = open_any(names, &nvml_state);
+    if (!h)
+        return;
+#define X(name) if (sym(h, #name, (void **)&nvml_api.name, &nvml_state, 1)) return;
+    X(nvmlInit_v2) X(nvmlShutdown) X(nvmlDeviceGetCount_v2) X(nvmlDeviceGetHandleByIndex_v2)
+    X(nvmlDeviceGetName) X(nvmlDeviceGetUUID) X(nvmlDeviceGetCudaComputeCapability)
+    X(nvmlSystemGetDriverVersion)
+#undef X
+}
+
+static kopt_status finish(kopt_ctx *ctx, lib_state *st)
+{
+    if (st->status != KOPT_OK)
+        return kopt_seterr(ctx, st->status, "%s", st->msg);
+    return KOPT_OK;
+}
+
+kopt_status kopt__cuda_load(kopt_ctx *ctx, const kopt_cu_api **out)
+{
+    pthread_once(&cu_state.once, load_cu);
+    *out = &cu_api;
+    return finish(ctx, &cu_state);
+}
+
+kopt_status kopt__nvrtc_load(kopt_ctx *ctx, const kopt_nvrtc_api **out)
+{
+    pthread_once(&nvrtc_state.once, load_nvrtc);
+    *out = &nvrtc_api;
+    return finish(ctx, &nvrtc_state);
+}
+
+kopt_status kopt__curand_load(kopt_ctx *ctx, const kopt_curand_api **out)
+{
+    pthread_once(&curand_state.once, load_curand);
+    *out = &curand_api;
+    return finish(ctx, &curand_state);
+}
+
+kopt_status kopt__nvml_load(kopt_ctx *ctx, const kopt_nvml_api **out)
+{
+    pthread_once(&nvml_state.once, load_nvml);
+    *out = &nvml_api;
+    return finish(ctx, &nvml_state);
+}
+
+const char *kopt__cuda_include_dir(void)
+{
+    static char dir[1024];
+    const char *home = getenv("CUDA_HOME");
+    struct stat st;
+
+    if (home) {
+        snprintf(dir, sizeof(dir), "%s/include", home);
+        if (stat(dir, &st) == 0)
+            return dir;
+    }
+    if (stat("/usr/local/cuda/include/cuda_fp16.h", &st) == 0)
+        return "/usr/local/cuda/include";
+#ifdef KOPT_CUDA_INCLUDE
+    snprintf(dir, sizeof(dir), "%s", KOPT_CUDA_INCLUDE);
+    if (stat(dir, &st) == 0)
+        return dir;
+#endif
+    return NULL;
+}
+
+const char *kopt__cu_errstr(CUresult r, char *buf, size_t n)
+{
+    const char *name = NULL, *text = NULL;
+
+    if (cu_state.status == KOPT_OK && cu_api.cuGetErrorName) {
+        cu_api.cuGetErrorName(r, &name);
+        cu_api.cuGetErrorString(r, &text);
+    }
+    snprintf(buf, n, "%s (%d): %s", name ? name : "CUDA error", (int)r, text ? text : "");
+    return buf;
+}

@@ -1,0 +1,116 @@
+/* Device discovery: NVML in the calling process (no CUDA context) to pick the compile
+ * target; a worker process for full properties and for measuring ceilings. */
+#include "kopt/device.h"
+#include "kopt/compile.h"
+#include "worker_int.h"
+#include "../cuda/cuda_int.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+kopt_status kopt_device_nvml(kopt_ctx *ctx, int ordinal, kopt_device_info *out, int *count)
+{
+    const kopt_nvml_api *nv;
+    kopt_nvml_device dev;
+    unsigned n = 0;
+    kopt_status rc;
+
+    memset(out, 0, sizeof(*out));
+    if (count)
+        *count = 0;
+    if ((rc = kopt__nvml_load(ctx, &nv)) != KOPT_OK)
+        return kopt_seterr(ctx, KOPT_E_NO_DEVICE, "no NVIDIA driver: %s", kopt_errmsg(ctx));
+    if (nv->nvmlInit_v2() != 0)
+        return kopt_seterr(ctx, KOPT_E_NO_DEVICE, "NVML could not start (no GPU?)");
+    if (nv->nvmlDeviceGetCount_v2(&n) != 0 || n == 0) {
+        nv->nvmlShutdown();
+        return kopt_seterr(ctx, KOPT_E_NO_DEVICE, "no GPU found");
+    }
+    if (count)
+        *count = (int)n;
+    if (ordinal < 0 || (unsigned)ordinal >= n) {
+        nv->nvmlShutdown();
+        return kopt_seterr(ctx, KOPT_E_NO_DEVICE, "GPU %d does not exist (%u found)", ordinal, n);
+    }
+    if (nv->nvmlDeviceGetHandleByIndex_v2((unsigned)ordinal, &dev) == 0) {
+        nv->nvmlDeviceGetName(dev, out->name, sizeof(out->name));
+        nv->nvmlDeviceGetUUID(dev, out->uuid, sizeof(out->uuid));
+        nv->nvmlDeviceGetCudaComputeCapability(dev, &out->cc_major, &out->cc_minor);
+    }
+    out->ordinal = ordinal;
+    nv->nvmlShutdown();
+    return KOPT_OK;
+}
+
+/* Start a worker for a device-level operation ("devices" or "ceilings"). */
+static kopt_status device_op(kopt_ctx *ctx, int ordinal, const char *op, const char *cache_dir,
+                             kopt__worker_run *run)
+{
+    kopt_compile_opts co = KOPT_COMPILE_OPTS_INIT;
+    kopt_compiled *rt = NULL;
+    kopt_device_info nvml;
+    json_t *job;
+    kopt_status rc;
+    char arch[24];
+
+    if ((rc = kopt_device_nvml(ctx, ordinal, &nvml, NULL)) != KOPT_OK)
+        return rc;
+    kopt_arch_for_cc(nvml.cc_major, nvml.cc_minor, arch);
+    co.arch = arch;
+    co.cache_dir = cache_dir;
+    if ((rc = kopt_compile_runtime(&rt, ctx, &co)) != KOPT_OK)
+        return kopt_adderr(ctx, rc, "kopt's runtime kernels");
+    job = json_pack("{s:s, s:i, s:s}", "op", op, "device", ordinal, "runtime", rt->binary_path);
+    rc = kopt__worker_spawn(ctx, job, 0, 60, run);
+    json_decref(job);
+    kopt_compiled_free(rt);
+    if (rc != KOPT_OK)
+        return rc;
+    if (!run->result) {
+        const char *msg = run->error ? json_string_value(json_object_get(run->error, "message"))
+                                     : NULL;
+        return kopt_seterr(ctx, KOPT_E_CUDA, "device worker failed: %s",
+                           msg ? msg : run->timed_out ? "timed out" : "it died");
+    }
+    return KOPT_OK;
+}
+
+kopt_status kopt_device_query(kopt_ctx *ctx, int ordinal, kopt_device_info *out)
+{
+    kopt__worker_run run;
+    kopt_status rc = device_op(ctx, ordinal, "devices", NULL, &run);
+
+    if (rc == KOPT_OK) {
+        kopt__device_from_json(json_object_get(run.result, "device"), out);
+        out->ordinal = ordinal;
+    }
+    kopt__worker_run_free(&run);
+    return rc;
+}
+
+kopt_status kopt_device_measure(kopt_ctx *ctx, int ordinal, const char *cache_dir,
+                                kopt_device_info *dev, kopt_ceilings *out)
+{
+    kopt__worker_run run;
+    kopt_status rc = device_op(ctx, ordinal, "ceilings", cache_dir, &run);
+    json_t *c;
+    time_t now = time(NULL);
+
+    memset(out, 0, sizeof(*out));
+    if (rc == KOPT_OK) {
+        kopt__device_from_json(json_object_get(run.result, "device"), dev);
+        dev->ordinal = ordinal;
+        c = json_object_get(run.result, "ceilings");
+        out->valid = 1;
+        out->dram_copy_gbs = json_number_value(json_object_get(c, "dram_copy_gbs"));
+        out->dram_read_gbs = json_number_value(json_object_get(c, "dram_read_gbs"));
+        out->dram_write_gbs = json_number_value(json_object_get(c, "dram_write_gbs"));
+        out->gflops[0] = json_number_value(json_object_get(c, "fp32_gflops"));
+        out->measured[0] = 1;
+        strftime(out->measured_at, sizeof(out->measured_at), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+        kopt_ceilings_fill_spec(out, dev);
+    }
+    kopt__worker_run_free(&run);
+    return rc;
+}

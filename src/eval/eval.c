@@ -1,0 +1,569 @@
+/*
+ * Evaluation, in the calling process (which holds no CUDA context): compile, bind sizes,
+ * run the reference and the candidate in separate workers on the same seeded inputs,
+ * compare every output, time, place on the roofline, give a verdict, store it.
+ */
+#include "eval_int.h"
+#include "worker_int.h"
+#include "kopt/store.h"
+
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const verdict_names[KOPT_VERDICT_COUNT] = {
+    "OK", "WRONG", "COMPILE_ERROR", "CRASH", "TIMEOUT", "OOM", "SUSPECT", "LAUNCH_ERROR",
+    "SKIPPED", "ERROR",
+};
+static const int verdict_codes[KOPT_VERDICT_COUNT] = {0, 1, 3, 4, 5, 6, 7, 8, 0, 10};
+
+const char *kopt_verdict_name(kopt_verdict v)
+{
+    return v >= 0 && v < KOPT_VERDICT_COUNT ? verdict_names[v] : "?";
+}
+
+int kopt_verdict_exit_code(kopt_verdict v)
+{
+    return v >= 0 && v < KOPT_VERDICT_COUNT ? verdict_codes[v] : 10;
+}
+
+void kopt_eval_result_free(kopt_eval_result *r)
+{
+    if (!r)
+        return;
+    free(r->compile_log);
+    free(r->worker_log);
+    kopt_vars_free(&r->sizes);
+    kopt_vars_free(&r->check_sizes);
+    free(r->checks);
+    free(r->kernels);
+    free(r);
+}
+
+static void set_verdict(kopt_eval_result *r, kopt_verdict v, const char *fmt, ...)
+    KOPT_PRINTF(3, 4);
+static void set_verdict(kopt_eval_result *r, kopt_verdict v, const char *fmt, ...)
+{
+    va_list ap;
+    r->verdict = v;
+    va_start(ap, fmt);
+    vsnprintf(r->message, sizeof(r->message), fmt, ap);
+    va_end(ap);
+}
+
+/* ---- job building ----------------------------------------------------------------------- */
+
+static size_t out_bytes(const kopt_bound *b)
+{
+    size_t n = 0;
+    for (int i = 0; i < b->ntensors; i++)
+        if (b->tensors[i].role == KOPT_ROLE_OUTPUT || b->tensors[i].role == KOPT_ROLE_INOUT)
+            n += (b->tensors[i].bytes + 63) & ~(size_t)63;
+    return n;
+}
+
+/* Byte offset of a compared tensor inside one run's slot: same layout as the worker's
+ * copy_out (tensors in order, each packed back to back). */
+static size_t slot_bytes(const kopt_bound *b)
+{
+    size_t n = 0;
+    for (int i = 0; i < b->ntensors; i++)
+        if (b->tensors[i].role == KOPT_ROLE_OUTPUT || b->tensors[i].role == KOPT_ROLE_INOUT)
+            n += b->tensors[i].bytes;
+    return n;
+}
+
+typedef struct phase_plan {
+    const char *label;
+    kopt_bound *ref, *cand;
+    int ntrials;
+    uint64_t seeds[16];
+    int timed;
+    uint64_t timing_seed;
+    size_t slot;               /* bytes per run */
+    size_t base;               /* offset of this phase in shm */
+} phase_plan;
+
+static json_t *phase_json(const phase_plan *ph, const kopt_bound *b, const kopt_compiled *comp,
+                          const kopt_eval_opts *o)
+{
+    json_t *ts = json_array(), *ls = json_array(), *tr = json_array(), *sz = json_object();
+    json_t *obj;
+
+    (void)out_bytes;
+    for (int i = 0; i < b->sizes.n; i++)
+        json_object_set_new(sz, b->sizes.names[i], json_integer(b->sizes.values[i]));
+    for (int i = 0; i < b->ntensors; i++) {
+        const kopt_btensor *t = &b->tensors[i];
+        json_t *shape = json_array();
+        for (int d = 0; d < t->ndim; d++)
+            json_array_append_new(shape, json_integer(t->shape[d]));
+        json_array_append_new(ts, json_pack("{s:s, s:i, s:i, s:I, s:I, s:i, s:f, s:f, s:o}",
+                              "name", t->name, "dtype", (int)t->dtype, "role", (int)t->role,
+                              "count", (json_int_t)t->count, "bytes", (json_int_t)t->bytes,
+                              "dist", (int)t->init.dist, "a", t->init.a, "b", t->init.b,
+                              "shape", shape));
+    }
+    for (int i = 0; i < b->nlaunches; i++) {
+        const kopt_blaunch *l = &b->launches[i];
+        const kopt_kernel_info *ki;
+        json_t *args;
+        if (l->is_memset) {
+            json_array_append_new(ls, json_pack("{s:i, s:f}", "memset", l->tensor, "value",
+                                                l->value));
+            continue;
+        }
+        ki = kopt_compiled_kernel(comp, l->kernel);
+        args = json_array();
+        for (int a = 0; a < l->nargs; a++)
+            json_array_append_new(args, json_pack("{s:i, s:i, s:I, s:f}", "k",
+                                  (int)l->args[a].kind, "t", l->args[a].tensor, "i",
+                                  (json_int_t)l->args[a].ival, "f", l->args[a].fval));
+        json_array_append_new(ls, json_pack("{s:s, s:s, s:[I,I,I], s:[I,I,I], s:I, s:o}",
+                              "name", l->kernel, "lowered", ki ? ki->lowered : l->kernel,
+                              "grid", (json_int_t)l->grid[0], (json_int_t)l->grid[1],
+                              (json_int_t)l->grid[2], "block", (json_int_t)l->block[0],
+                              (json_int_t)l->block[1], (json_int_t)l->block[2], "smem",
+                              (json_int_t)l->smem, "args", args));
+    }
+    for (int t = 0; t < ph->ntrials; t++)
+        json_array_append_new(tr, json_pack("{s:I, s:I}", "seed", (json_int_t)ph->seeds[t],
+                              "offset", (json_int_t)(ph->base + (size_t)t * ph->slot)));
+    obj = json_pack("{s:s, s:o, s:o, s:o, s:o}", "label", ph->label, "sizes", sz, "tensors", ts,
+                    "launches", ls, "trials", tr);
+    if (ph->timed)
+        json_object_set_new(obj, "timing", json_pack("{s:I, s:I, s:f, s:f, s:i, s:i, s:b}",
+                            "seed", (json_int_t)ph->timing_seed, "offset",
+                            (json_int_t)(ph->base + (size_t)ph->ntrials * ph->slot),
+                            "warmup_ms", o->warmup_ms, "budget_ms", o->budget_ms,
+                            "min_reps", o->min_reps, "max_reps", o->max_reps, "flush_l2",
+                            !o->no_flush));
+    return obj;
+}
+
+static size_t phase_size(const phase_plan *ph)
+{
+    return ph->slot * (size_t)(ph->ntrials + (ph->timed ? 1 : 0));
+}
+
+static kopt_status run_subject(kopt_ctx *ctx, int is_ref, phase_plan *phases, int nphases,
+                               const kopt_compiled *comp, const kopt_compiled *rt,
+                               const kopt_eval_opts *o, kopt__worker_run *run)
+{
+    json_t *job, *arr = json_array();
+    size_t total = 0;
+    kopt_status rc;
+
+    for (int p = 0; p < nphases; p++) {
+        phases[p].base = total;
+        total += phase_size(&phases[p]);
+    }
+    for (int p = 0; p < nphases; p++)
+        json_array_append_new(arr, phase_json(&phases[p], is_ref ? phases[p].ref : phases[p].cand,
+                                              comp, o));
+    job = json_pack("{s:s, s:i, s:s, s:s, s:s, s:o}", "op", "run", "device", o->device,
+                    "runtime", rt->binary_path, "mode", comp->host_mode ? "host" : "device",
+                    "binary", comp->binary_path, "phases", arr);
+    rc = kopt__worker_spawn(ctx, job, total, o->timeout_s, run);
+    json_decref(job);
+    return rc;
+}
+
+/* Verdict for a worker that did not finish with "result". */
+static void worker_failure(kopt_eval_result *r, const kopt__worker_run *run, const char *who,
+                           const kopt_eval_opts *o)
+{
+    const char *kind = run->error ? json_string_value(json_object_get(run->error, "kind")) : NULL;
+    const char *msg = run->error ? json_string_value(json_object_get(run->error, "message")) : NULL;
+    const char *phase = run->error ? json_string_value(json_object_get(run->error, "phase")) : NULL;
+    char where[96] = "";
+
+    if (phase)
+        snprintf(where, sizeof(where), " (at the %s sizes)", phase);
+    if (run->log && run->log[0]) {
+        free(r->worker_log);
+        r->worker_log = strdup(run->log);
+    }
+    if (run->timed_out) {
+        set_verdict(r, KOPT_VERDICT_TIMEOUT, "the %s made no progress for %.1f s (last step: %s); "
+                    "its worker was killed", who, o->timeout_s,
+                    run->last_progress[0] ? run->last_progress : "starting");
+    } else if (kind && strcmp(kind, "oom") == 0) {
+        set_verdict(r, KOPT_VERDICT_OOM, "the %s ran out of device memory%s: %s", who, where, msg);
+    } else if (kind && strcmp(kind, "launch") == 0) {
+        set_verdict(r, KOPT_VERDICT_LAUNCH_ERROR, "the %s could not be launched%s: %s", who, where,
+                    msg);
+    } else if (kind && strcmp(kind, "timeout") == 0) {
+        set_verdict(r, KOPT_VERDICT_TIMEOUT, "the %s hit the driver's watchdog%s: %s", who, where,
+                    msg);
+    } else if (kind && strcmp(kind, "nodevice") == 0) {
+        set_verdict(r, KOPT_VERDICT_SKIPPED, "no usable GPU: %s", msg);
+    } else if (kind && strcmp(kind, "crash") == 0) {
+        set_verdict(r, KOPT_VERDICT_CRASH, "the %s crashed%s: %s", who, where, msg);
+    } else if (kind) {
+        set_verdict(r, KOPT_VERDICT_ERROR, "kopt's worker failed while running the %s%s: %s", who,
+                    where, msg);
+    } else if (run->signal) {
+        set_verdict(r, KOPT_VERDICT_CRASH, "the %s's worker died with signal %d (%s)", who,
+                    run->signal, strsignal(run->signal));
+    } else {
+        set_verdict(r, KOPT_VERDICT_CRASH, "the %s's worker exited (code %d) without a result "
+                    "(last step: %s)", who, run->exit_code,
+                    run->last_progress[0] ? run->last_progress : "starting");
+    }
+}
+
+static void timing_from_run(const kopt__worker_run *run, int phase, kopt_timing *t)
+{
+    json_t *ph = json_array_get(json_object_get(run->result, "phases"), (size_t)phase);
+    json_t *s = json_object_get(ph, "samples_ms");
+    size_t n = json_array_size(s);
+    double *v = calloc(n + 1, sizeof(double));
+
+    for (size_t i = 0; v && i < n; i++)
+        v[i] = json_number_value(json_array_get(s, i));
+    kopt__timing_from_samples(v, (int)n, (int)json_integer_value(json_object_get(ph, "warmup_runs")), t);
+    free(v);
+}
+
+/* Compare every run's outputs; append checks to r. Returns the number of failing checks. */
+static int compare_phase(kopt_eval_result *r, const phase_plan *ph, const unsigned char *got,
+                         const unsigned char *want)
+{
+    int runs = ph->ntrials + (ph->timed ? 1 : 0), failing = 0;
+
+    for (int run = 0; run < runs; run++) {
+        size_t off = ph->base + (size_t)run * ph->slot;
+        for (int i = 0; i < ph->ref->ntensors; i++) {
+            const kopt_btensor *t = &ph->ref->tensors[i];
+            kopt_check *c;
+            if (t->role != KOPT_ROLE_OUTPUT && t->role != KOPT_ROLE_INOUT)
+                continue;
+            c = &r->checks[r->nchecks++];
+            memset(c, 0, sizeof(*c));
+            snprintf(c->tensor, sizeof(c->tensor), "%s", t->name);
+            snprintf(c->sizes_label, sizeof(c->sizes_label), "%s", ph->label);
+            if (run < ph->ntrials)
+                snprintf(c->run, sizeof(c->run), "trial %d", run);
+            else
+                snprintf(c->run, sizeof(c->run), "timed");
+            c->seed = run < ph->ntrials ? ph->seeds[run] : ph->timing_seed;
+            kopt__compare(t, got + off, want + off, c);
+            failing += c->mismatches > 0;
+            off += t->bytes;
+        }
+    }
+    return failing;
+}
+
+/* Wall time a worker spent in its timed loops (warm-up included). */
+static double timing_wall(const kopt__worker_run *run)
+{
+    json_t *phs = json_object_get(run->result, "phases"), *ph;
+    size_t i;
+    double ms = 0;
+
+    json_array_foreach(phs, i, ph)
+        ms += json_number_value(json_object_get(ph, "timing_wall_ms"));
+    return ms;
+}
+
+static uint64_t fresh_seed(void)
+{
+    uint64_t s = 0;
+    int fd = open("/dev/urandom", O_RDONLY);
+    if (fd >= 0) {
+        if (read(fd, &s, sizeof(s)) != (ssize_t)sizeof(s))
+            s = 0;
+        close(fd);
+    }
+    if (!s)
+        s = (uint64_t)kopt_now_ms() * 2654435761u;
+    return s & 0x7fffffffffffffffULL;   /* fits the store's signed integer */
+}
+
+static void add_kernels(kopt_eval_result *r, const kopt_compiled *c)
+{
+    if (!c)
+        return;
+    r->kernels = calloc((size_t)c->nkernels + 1, sizeof(*r->kernels));
+    for (int i = 0; r->kernels && i < c->nkernels; i++) {
+        kopt_kernel_resources *k = &r->kernels[r->nkernels++];
+        snprintf(k->name, sizeof(k->name), "%s", c->kernels[i].name);
+        k->registers = c->kernels[i].registers;
+        k->static_smem = c->kernels[i].static_smem;
+        k->stack_frame = c->kernels[i].stack_frame;
+        k->spill_stores = c->kernels[i].spill_stores;
+        k->spill_loads = c->kernels[i].spill_loads;
+    }
+}
+
+static kopt_status get_ceilings(kopt_ctx *ctx, kopt_eval_result *r, const kopt_eval_opts *o)
+{
+    kopt_store *st = NULL;
+    kopt_device_info dev;
+    int found = 0;
+    kopt_status rc;
+
+    if (o->db_path && kopt_store_open(&st, ctx, o->db_path) == KOPT_OK &&
+        kopt_store_get_ceilings(st, ctx, r->device.uuid, &r->ceilings, &found) == KOPT_OK &&
+        found) {
+        kopt_ceilings_fill_spec(&r->ceilings, &r->device);
+        kopt_store_close(st);
+        return KOPT_OK;
+    }
+    rc = kopt_device_measure(ctx, o->device, o->cache_dir, &dev, &r->ceilings);
+    if (rc == KOPT_OK && st)
+        kopt_store_put_device(st, ctx, &dev, &r->ceilings);
+    kopt_store_close(st);
+    return rc;
+}
+
+/* ---- the evaluation -------------------------------------------------------------------- */
+
+kopt_status kopt_eval_run(kopt_eval_result **out, kopt_ctx *ctx, const kopt_problem *prob,
+                          const kopt_candidate *cand, const kopt_eval_opts *opts)
+{
+    kopt_eval_opts o = KOPT_EVAL_OPTS_INIT;
+    kopt_eval_result *r = calloc(1, sizeof(*r));
+    kopt_candidate *ref = NULL;
+    kopt_compiled *ref_comp = NULL, *cand_comp = NULL, *rt = NULL;
+    kopt_compile_opts co = KOPT_COMPILE_OPTS_INIT;
+    kopt__worker_run ref_run, cand_run;
+    phase_plan phases[2];
+    int nphases = 0, ncompared = 0;
+    kopt_device_info nvml;
+    double t0 = kopt_now_ms(), t1;
+    kopt_status rc = KOPT_OK;
+    const kopt_candidate *subject = NULL;
+
+    memset(&ref_run, 0, sizeof(ref_run));
+    memset(&cand_run, 0, sizeof(cand_run));
+    memset(phases, 0, sizeof(phases));
+    *out = NULL;
+    if (!r)
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "result");
+    if (opts)
+        o = *opts;
+    if (o.trials < 1)
+        o.trials = 1;
+    if (o.trials > 16)
+        o.trials = 16;
+    r->is_reference = cand == NULL;
+    snprintf(r->problem_hash, sizeof(r->problem_hash), "%s", prob->hash);
+
+    /* sizes */
+    if ((rc = kopt_sizes_resolve(&r->sizes, ctx, prob, o.sizes)) != KOPT_OK)
+        goto fail;
+    if (prob->has_check_sizes && !o.skip_check_sizes) {
+        kopt_vars merged = KOPT_VARS_INIT;
+        kopt_vars_copy(&merged, o.sizes);
+        kopt_vars_copy(&merged, &prob->check_sizes);
+        rc = kopt_sizes_resolve(&r->check_sizes, ctx, prob, &merged);
+        kopt_vars_free(&merged);
+        if (rc != KOPT_OK)
+            goto fail;
+    }
+
+    /* device and compile target, without a CUDA context */
+    r->has_device = kopt_device_nvml(ctx, o.device, &nvml, NULL) == KOPT_OK;
+    if (o.arch)
+        snprintf(r->arch, sizeof(r->arch), "%s", o.arch);
+    else if (r->has_device)
+        kopt_arch_for_cc(nvml.cc_major, nvml.cc_minor, r->arch);
+    else
+        snprintf(r->arch, sizeof(r->arch), "sm_90a");
+    co.arch = r->arch;
+    co.cache_dir = o.cache_dir;
+
+    if ((rc = kopt_candidate_from_reference(&ref, ctx, prob)) != KOPT_OK)
+        goto fail;
+    subject = cand ? cand : ref;
+    snprintf(r->candidate_hash, sizeof(r->candidate_hash), "%s", subject->hash);
+    t1 = kopt_now_ms();
+    if (cand) {
+        rc = kopt_compile(&cand_comp, ctx, cand, &co);
+        if (rc == KOPT_E_COMPILE) {
+            r->compile_log = strdup(kopt_errdetail(ctx));
+            r->compile_ms = kopt_now_ms() - t1;
+            set_verdict(r, KOPT_VERDICT_COMPILE_ERROR, "%s", kopt_errmsg(ctx));
+            rc = KOPT_OK;
+            goto done;
+        }
+        if (rc != KOPT_OK)
+            goto fail;
+    }
+    if ((rc = kopt_compile(&ref_comp, ctx, ref, &co)) != KOPT_OK) {
+        kopt_adderr(ctx, rc, "the problem's reference does not compile");
+        goto fail;
+    }
+    if (!cand_comp) {
+        cand_comp = ref_comp;
+        ref_comp = NULL;
+    }
+    r->compile_cache_hit = cand_comp->cache_hit;
+    r->compile_log = strdup(cand_comp->log ? cand_comp->log : "");
+    add_kernels(r, cand_comp);
+    if (r->has_device && (rc = kopt_compile_runtime(&rt, ctx, &co)) != KOPT_OK)
+        goto fail;
+    r->compile_ms = kopt_now_ms() - t1;
+
+    /* bind every size set to both */
+    phases[0].label = "main";
+    phases[nphases++].timed = !o.no_timing;
+    if (r->check_sizes.n) {
+        phases[1].label = "check";
+        nphases++;
+    }
+    for (int p = 0; p < nphases; p++) {
+        const kopt_vars *sz = p == 0 ? &r->sizes : &r->check_sizes;
+        if ((rc = kopt_bind(&phases[p].ref, ctx, prob, ref, sz)) != KOPT_OK) {
+            kopt_adderr(ctx, rc, "the reference at the %s sizes", phases[p].label);
+            goto fail;
+        }
+        if (cand && (rc = kopt_bind(&phases[p].cand, ctx, prob, cand, sz)) != KOPT_OK) {
+            set_verdict(r, KOPT_VERDICT_LAUNCH_ERROR, "the candidate's launch plan does not hold "
+                        "at the %s sizes: %s", phases[p].label, kopt_errmsg(ctx));
+            rc = KOPT_OK;
+            goto done;
+        }
+        phases[p].slot = slot_bytes(phases[p].ref);
+    }
+
+    if (!r->has_device) {
+        set_verdict(r, KOPT_VERDICT_SKIPPED, "no GPU here (%s): compiled for %s and bound the "
+                    "launch plan at every size set; verification, timing and the roofline were "
+                    "skipped", kopt_errmsg(ctx), r->arch);
+        goto done;
+    }
+
+    /* seeds: fresh unless given; every trial differs, and so do the timed inputs */
+    r->seed = o.seed ? o.seed : fresh_seed();
+    for (int p = 0; p < nphases; p++) {
+        phases[p].ntrials = o.trials;
+        for (int t = 0; t < o.trials; t++)
+            phases[p].seeds[t] = r->seed + (uint64_t)p * 1000 + (uint64_t)t + 1;
+        phases[p].timing_seed = r->seed + 999;
+    }
+    r->checks = calloc((size_t)(2 * (o.trials + 1) * (prob->ntensors + 1)) + 1, sizeof(*r->checks));
+
+    /* the reference: outputs for every trial, and its time */
+    t1 = kopt_now_ms();
+    if ((rc = run_subject(ctx, 1, phases, nphases, cand ? ref_comp : cand_comp, rt, &o,
+                          &ref_run)) != KOPT_OK)
+        goto fail;
+    if (!ref_run.result) {
+        worker_failure(r, &ref_run, "reference", &o);
+        if (r->verdict != KOPT_VERDICT_SKIPPED) {
+            char msg[sizeof(r->message)];
+            snprintf(msg, sizeof(msg), "%s", r->message);
+            set_verdict(r, KOPT_VERDICT_ERROR, "the problem's reference failed, so nothing can be "
+                        "checked: %s", msg);
+        }
+        goto done;
+    }
+    kopt__device_from_json(ref_run.device, &r->device);
+    r->device.ordinal = o.device;
+    if (phases[0].timed)
+        timing_from_run(&ref_run, 0, &r->ref_timing);
+    if (get_ceilings(ctx, r, &o) != KOPT_OK)
+        kopt_log(ctx, KOPT_LOG_WARN, "device ceilings not measured: %s", kopt_errmsg(ctx));
+
+    if (!cand) {
+        r->timing = r->ref_timing;
+        r->time_ms = timing_wall(&ref_run);
+        r->verify_ms = kopt_now_ms() - t1 - r->time_ms;
+        if (phases[0].ref->has_work && r->timing.n)
+            kopt__roofline(&r->roofline, phases[0].ref->flops, phases[0].ref->bytes,
+                           (int)prob->compute, &r->ceilings, r->timing.median_ms);
+        r->ref_roofline = r->roofline;
+        set_verdict(r, KOPT_VERDICT_OK, "reference timed (no candidate given)");
+        goto done;
+    }
+
+    /* the candidate, in a fresh worker that never sees the reference's outputs */
+    if ((rc = run_subject(ctx, 0, phases, nphases, cand_comp, rt, &o, &cand_run)) != KOPT_OK)
+        goto fail;
+    if (!cand_run.result) {
+        worker_failure(r, &cand_run, "candidate", &o);
+        goto done;
+    }
+    {
+        json_t *ks = json_object_get(cand_run.result, "kernels"), *k;
+        size_t i;
+        json_array_foreach(ks, i, k)
+            for (int j = 0; j < r->nkernels; j++)
+                if (strcmp(r->kernels[j].name, json_string_value(json_object_get(k, "name")) ?: "") == 0)
+                    r->kernels[j].max_threads_per_block =
+                        (int)json_integer_value(json_object_get(k, "max_threads_per_block"));
+    }
+    for (int p = 0; p < nphases; p++)
+        ncompared += compare_phase(r, &phases[p], cand_run.shm, ref_run.shm);
+    /* wall time split: everything the workers did except their timed loops is verification */
+    r->time_ms = timing_wall(&ref_run) + timing_wall(&cand_run);
+    r->verify_ms = kopt_now_ms() - t1 - r->time_ms;
+    if (ncompared) {
+        const kopt_check *c = NULL;
+        for (int i = 0; i < r->nchecks && !c; i++)
+            if (r->checks[i].mismatches)
+                c = &r->checks[i];
+        set_verdict(r, KOPT_VERDICT_WRONG, "%s differs from the reference at the %s sizes (%s): "
+                    "%lld of %lld elements outside atol=%g rtol=%g; first at index %lld: got %.9g, "
+                    "expected %.9g; max abs error %.3g",
+                    c->tensor, c->sizes_label, c->run, (long long)c->mismatches,
+                    (long long)c->count, c->atol, c->rtol, (long long)c->first_index,
+                    c->first_got, c->first_want, c->max_abs_err);
+        goto done;
+    }
+    if (phases[0].timed) {
+        timing_from_run(&cand_run, 0, &r->timing);
+        if (r->timing.median_ms > 0 && r->ref_timing.median_ms > 0)
+            r->speedup = r->ref_timing.median_ms / r->timing.median_ms;
+        if (phases[0].cand->has_work) {
+            kopt__roofline(&r->roofline, phases[0].cand->flops, phases[0].cand->bytes,
+                           (int)prob->compute, &r->ceilings, r->timing.median_ms);
+            kopt__roofline(&r->ref_roofline, phases[0].cand->flops, phases[0].cand->bytes,
+                           (int)prob->compute, &r->ceilings, r->ref_timing.median_ms);
+        }
+        if (r->roofline.valid && r->roofline.bound_ms > 0 &&
+            r->timing.median_ms * o.suspect_margin < r->roofline.bound_ms) {
+            set_verdict(r, KOPT_VERDICT_SUSPECT, "correct, but its median %.4f ms is faster than "
+                        "the device allows for this problem's work (%.4f ms at the measured "
+                        "ceilings, %s-bound): the timing is not trusted", r->timing.median_ms,
+                        r->roofline.bound_ms, r->roofline.limiter);
+            goto done;
+        }
+    }
+    set_verdict(r, KOPT_VERDICT_OK, "correct on %d trial(s) at %d size set(s)%s", o.trials, nphases,
+                phases[0].timed ? " and in the timed runs" : "");
+    goto done;
+
+fail:
+    set_verdict(r, KOPT_VERDICT_ERROR, "%s", kopt_errmsg(ctx));
+done:
+    r->total_ms = kopt_now_ms() - t0;
+    for (int p = 0; p < 2; p++) {
+        kopt_bound_free(phases[p].ref);
+        kopt_bound_free(phases[p].cand);
+    }
+    if (o.db_path && r->verdict != KOPT_VERDICT_ERROR) {
+        kopt_store *st = NULL;
+        char *js = kopt_eval_result_json(r);
+        if (kopt_store_open(&st, ctx, o.db_path) != KOPT_OK ||
+            kopt_store_put_eval(st, ctx, prob, subject, r, js, &r->eval_id) != KOPT_OK)
+            kopt_log(ctx, KOPT_LOG_WARN, "evaluation not stored: %s", kopt_errmsg(ctx));
+        kopt_store_close(st);
+        free(js);
+    }
+    kopt__worker_run_free(&ref_run);
+    kopt__worker_run_free(&cand_run);
+    kopt_compiled_free(ref_comp);
+    kopt_compiled_free(cand_comp);
+    kopt_compiled_free(rt);
+    kopt_candidate_free(ref);
+    *out = r;
+    return KOPT_OK;
+}

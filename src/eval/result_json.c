@@ -1,0 +1,122 @@
+/* An evaluation result as JSON: the CLI's --json output and the copy kept in the store. */
+#include "eval_int.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+
+static const char *cc_major_str(int v)
+{
+    static const char *digits[] = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10",
+                                   "11", "12"};
+    return v >= 0 && v <= 12 ? digits[v] : "?";
+}
+
+static json_t *num(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *timing_json(const kopt_timing *t)
+{
+    if (!t->n)
+        return json_null();
+    return json_pack("{s:i, s:i, s:o, s:o, s:o, s:o, s:o, s:o}", "reps", t->n, "warmup_runs",
+                     t->warmup_runs, "median_ms", num(t->median_ms), "mean_ms", num(t->mean_ms),
+                     "min_ms", num(t->min_ms), "max_ms", num(t->max_ms), "p10_ms",
+                     num(t->p10_ms), "p90_ms", num(t->p90_ms));
+}
+
+static json_t *roofline_json(const kopt_roofline *r)
+{
+    if (!r->valid)
+        return json_null();
+    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:s}", "flops", num(r->flops), "bytes",
+                     num(r->bytes), "achieved_gbs", num(r->achieved_gbs), "achieved_gflops",
+                     num(r->achieved_gflops), "bound_ms", num(r->bound_ms), "pct_of_bound",
+                     num(r->pct_of_bound), "limiter", r->limiter, "compute_ceiling",
+                     r->compute_source);
+}
+
+static json_t *vars_json(const kopt_vars *v)
+{
+    json_t *o = json_object();
+    for (int i = 0; i < v->n; i++)
+        json_object_set_new(o, v->names[i], json_integer(v->values[i]));
+    return o;
+}
+
+char *kopt_eval_result_json(const kopt_eval_result *r)
+{
+    json_t *root = json_object(), *checks = json_array(), *kernels = json_array();
+    char *text;
+
+    json_object_set_new(root, "verdict", json_string(kopt_verdict_name(r->verdict)));
+    json_object_set_new(root, "message", json_string(r->message));
+    json_object_set_new(root, "reference_only", json_boolean(r->is_reference));
+    json_object_set_new(root, "problem_hash", json_string(r->problem_hash));
+    json_object_set_new(root, "candidate_hash", json_string(r->candidate_hash));
+    json_object_set_new(root, "arch", json_string(r->arch));
+    json_object_set_new(root, "seed", json_integer((json_int_t)r->seed));
+    json_object_set_new(root, "sizes", vars_json(&r->sizes));
+    json_object_set_new(root, "check_sizes", r->check_sizes.n ? vars_json(&r->check_sizes)
+                                                              : json_null());
+    if (r->has_device && r->device.name[0])
+        json_object_set_new(root, "device", json_pack("{s:s, s:s, s:s++, s:i, s:i, s:i}", "name",
+                            r->device.name, "uuid", r->device.uuid, "cc",
+                            cc_major_str(r->device.cc_major), ".",
+                            cc_major_str(r->device.cc_minor), "sm_count", r->device.sm_count,
+                            "l2_bytes", r->device.l2_bytes, "clock_khz", r->device.clock_khz));
+    else
+        json_object_set_new(root, "device", json_null());
+    if (r->ceilings.valid)
+        json_object_set_new(root, "ceilings", json_pack("{s:o, s:o, s:o, s:o, s:b, s:s}",
+                            "dram_copy_gbs", num(r->ceilings.dram_copy_gbs), "dram_read_gbs",
+                            num(r->ceilings.dram_read_gbs), "dram_write_gbs",
+                            num(r->ceilings.dram_write_gbs), "fp32_gflops",
+                            num(r->ceilings.gflops[0]), "fp32_measured", r->ceilings.measured[0],
+                            "measured_at", r->ceilings.measured_at));
+    for (int i = 0; i < r->nchecks; i++) {
+        const kopt_check *c = &r->checks[i];
+        json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:o, s:o, s:f, s:f}", "tensor",
+                              c->tensor, "sizes", c->sizes_label, "run", c->run, "seed",
+                              (json_int_t)c->seed, "elements", (json_int_t)c->count,
+                              "mismatches", (json_int_t)c->mismatches, "max_abs_err",
+                              num(c->max_abs_err), "max_rel_err", num(c->max_rel_err), "atol",
+                              c->atol, "rtol", c->rtol);
+        if (c->first_index >= 0) {
+            json_t *coord = json_array();
+            for (int d = 0; d < c->ndim; d++)
+                json_array_append_new(coord, json_integer(c->first_coord[d]));
+            json_object_set_new(o, "first_mismatch", json_pack("{s:I, s:o, s:o, s:o}", "index",
+                                (json_int_t)c->first_index, "coord", coord, "got",
+                                num(c->first_got), "expected", num(c->first_want)));
+        }
+        json_array_append_new(checks, o);
+    }
+    json_object_set_new(root, "checks", checks);
+    for (int i = 0; i < r->nkernels; i++) {
+        const kopt_kernel_resources *k = &r->kernels[i];
+        json_array_append_new(kernels, json_pack("{s:s, s:i, s:i, s:i, s:i, s:i}", "name",
+                              k->name, "registers", k->registers, "static_smem", k->static_smem,
+                              "stack_frame", k->stack_frame, "spill_stores", k->spill_stores,
+                              "spill_loads", k->spill_loads));
+    }
+    json_object_set_new(root, "kernels", kernels);
+    json_object_set_new(root, "timing", timing_json(&r->timing));
+    json_object_set_new(root, "reference_timing", timing_json(&r->ref_timing));
+    json_object_set_new(root, "speedup", r->speedup > 0 ? num(r->speedup) : json_null());
+    json_object_set_new(root, "roofline", roofline_json(&r->roofline));
+    json_object_set_new(root, "reference_roofline", roofline_json(&r->ref_roofline));
+    json_object_set_new(root, "wall_ms", json_pack("{s:o, s:o, s:o, s:o}", "compile",
+                        num(r->compile_ms), "verify", num(r->verify_ms), "time", num(r->time_ms),
+                        "total", num(r->total_ms)));
+    json_object_set_new(root, "compile_cache_hit", json_boolean(r->compile_cache_hit));
+    json_object_set_new(root, "compile_log", r->compile_log ? json_string(r->compile_log)
+                                                            : json_null());
+    json_object_set_new(root, "worker_log", r->worker_log ? json_string(r->worker_log)
+                                                          : json_null());
+    text = json_dumps(root, JSON_INDENT(2));
+    json_decref(root);
+    return text;
+}

@@ -1,0 +1,928 @@
+/*
+ * The worker process: owns the CUDA context, generates inputs, runs a candidate (device
+ * or host mode) over trials and timed repetitions, and copies outputs to shared memory.
+ * It never sees reference outputs: the parent compares. Protocol in worker_int.h.
+ */
+#include "worker_int.h"
+#include "kopt/candidate.h"
+#include "kopt/problem.h"
+#include "../cuda/cuda_int.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define MAX_ARGS 64
+
+typedef union argval {
+    CUdeviceptr p;
+    int32_t i32;
+    int64_t i64;
+    float f32;
+    double f64;
+} argval;
+
+typedef struct wtensor {
+    kopt_btensor t;
+    CUdeviceptr ptr;
+    CUdeviceptr pristine;        /* inout: the generated values, restored before each run */
+} wtensor;
+
+typedef struct wlaunch {
+    int is_memset;
+    int tensor;
+    double value;
+    CUfunction fn;
+    char name[256];
+    unsigned grid[3], block[3], smem;
+    int nargs;
+    argval vals[MAX_ARGS];
+    void *params[MAX_ARGS];
+} wlaunch;
+
+typedef struct worker {
+    kopt_ctx *ctx;
+    const kopt_cu_api *cu;
+    const kopt_curand_api *cr;
+    CUdevice dev;
+    CUcontext pctx;
+    CUstream stream;
+    CUmodule rt, mod;
+    CUfunction f_from_f32, f_from_f64, f_set, f_fill, f_flush, f_copy, f_read, f_write, f_fma;
+    curandGenerator_t gen;
+    CUdeviceptr rand_buf, flush_buf, sink;
+    size_t rand_cap, flush_n4;
+    int sm_count;
+    void *so;
+    kopt_candidate_run_fn host_run;
+    unsigned char *shm;
+    size_t shm_size;
+    /* the current phase */
+    int ntensors;
+    wtensor *tensors;
+    int nlaunches;
+    wlaunch *launches;
+    kopt_vars sizes;
+    const char *phase_label;
+    /* last failure */
+    const char *fail_kind;
+    int fail_cuda;
+    char fail_step[128];
+} worker;
+
+/* ---- events ------------------------------------------------------------------------------ */
+
+static void emit(json_t *obj)
+{
+    char *s = json_dumps(obj, JSON_COMPACT);
+    if (s) {
+        size_t n = strlen(s), off = 0;
+        s[n] = '\n';   /* json_dumps leaves room for the NUL; replace it */
+        while (off < n + 1) {
+            ssize_t w = write(KOPT_WORKER_EVENT_FD, s + off, n + 1 - off);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0)
+                break;
+            off += (size_t)w;
+        }
+        free(s);
+    }
+    json_decref(obj);
+}
+
+static void progress(worker *w, int phase, const char *what)
+{
+    emit(json_pack("{s:s, s:i, s:s}", "event", "progress", "phase", phase, "what", what));
+    (void)w;
+}
+
+/* Classify a CUDA error as the verdict family the parent will report. */
+static const char *classify(CUresult r)
+{
+    switch (r) {
+    case CUDA_ERROR_OUT_OF_MEMORY: return "oom";
+    case CUDA_ERROR_LAUNCH_TIMEOUT: return "timeout";
+    case CUDA_ERROR_INVALID_VALUE:
+    case CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES:
+    case CUDA_ERROR_INVALID_HANDLE:
+    case CUDA_ERROR_NOT_FOUND:
+    case CUDA_ERROR_INVALID_IMAGE:
+    case CUDA_ERROR_NO_BINARY_FOR_GPU:
+    case CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE:
+        return "launch";
+    default: return "crash";
+    }
+}
+
+/* Record a CUDA failure on the worker and context. Returns KOPT_E_CUDA. */
+static kopt_status cufail(worker *w, CUresult r, const char *what)
+{
+    char buf[256];
+    w->fail_kind = classify(r);
+    w->fail_cuda = (int)r;
+    snprintf(w->fail_step, sizeof(w->fail_step), "%s", what);
+    return kopt_seterr(w->ctx, KOPT_E_CUDA, "%s: %s", what, kopt__cu_errstr(r, buf, sizeof(buf)));
+}
+
+#define CU(call, what)                                  \
+    do {                                                \
+        CUresult r_ = w->cu->call;                      \
+        if (r_ != CUDA_SUCCESS)                         \
+            return cufail(w, r_, what);                 \
+    } while (0)
+
+/* ---- helpers ------------------------------------------------------------------------------- */
+
+static unsigned grid_for(worker *w, long long n)
+{
+    long long g = (n + 255) / 256, cap = (long long)w->sm_count * 16;
+    if (g < 1)
+        g = 1;
+    return (unsigned)(g < cap ? g : cap);
+}
+
+static kopt_status launch_rt(worker *w, CUfunction f, long long n, void **params, const char *what)
+{
+    CU(cuLaunchKernel(f, grid_for(w, n), 1, 1, 256, 1, 1, 0, w->stream, params, NULL), what);
+    return KOPT_OK;
+}
+
+static uint64_t mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+static kopt_status fill_bits(worker *w, CUdeviceptr p, long long n, int width, uint64_t bits)
+{
+    void *params[] = {&p, &n, &width, &bits};
+    return launch_rt(w, w->f_fill, n, params, "poison");
+}
+
+/* Outputs get NaN (or a pattern for integers); scratch gets 0xff bytes. */
+static kopt_status poison(worker *w)
+{
+    for (int i = 0; i < w->ntensors; i++) {
+        wtensor *t = &w->tensors[i];
+        kopt_status rc = KOPT_OK;
+        if (t->t.count == 0)
+            continue;
+        if (t->t.role == KOPT_ROLE_OUTPUT) {
+            switch (t->t.dtype) {
+            case KOPT_F32: rc = fill_bits(w, t->ptr, t->t.count, 4, 0x7fc00000u); break;
+            case KOPT_F16: rc = fill_bits(w, t->ptr, t->t.count, 2, 0x7e00u); break;
+            case KOPT_BF16: rc = fill_bits(w, t->ptr, t->t.count, 2, 0x7fc0u); break;
+            case KOPT_F64: rc = fill_bits(w, t->ptr, t->t.count, 8, 0x7ff8000000000000ull); break;
+            case KOPT_I32: rc = fill_bits(w, t->ptr, t->t.count, 4, 0x7fa5a5a5u); break;
+            case KOPT_I64: rc = fill_bits(w, t->ptr, t->t.count, 8, 0x7fa5a5a57fa5a5a5ull); break;
+            default: break;
+            }
+        } else if (t->t.role == KOPT_ROLE_SCRATCH) {
+            rc = fill_bits(w, t->ptr, (long long)t->t.bytes, 1, 0xff);
+        } else if (t->t.role == KOPT_ROLE_INOUT) {
+            CU(cuMemcpyDtoD(t->ptr, t->pristine, t->t.bytes), "restore inout");
+        }
+        if (rc != KOPT_OK)
+            return rc;
+    }
+    return KOPT_OK;
+}
+
+static kopt_status generate(worker *w, uint64_t seed)
+{
+    for (int i = 0; i < w->ntensors; i++) {
+        wtensor *t = &w->tensors[i];
+        long long n = t->t.count, n_even = n + (n & 1);
+        int dbl = t->t.dtype == KOPT_F64 || !kopt_dtype_is_float(t->t.dtype);
+        int dtype = (int)t->t.dtype, dist = (int)t->t.init.dist;
+        double a = t->t.init.a, b = t->t.init.b;
+        curandStatus_t s;
+
+        if (t->t.role != KOPT_ROLE_INPUT && t->t.role != KOPT_ROLE_INOUT)
+            continue;
+        if (n == 0)
+            continue;
+        if ((size_t)n_even * 8 > w->rand_cap) {
+            if (w->rand_buf)
+                w->cu->cuMemFree(w->rand_buf);
+            w->rand_buf = 0;
+            w->rand_cap = (size_t)n_even * 8;
+            CU(cuMemAlloc(&w->rand_buf, w->rand_cap), "allocate the random buffer");
+        }
+        w->cr->curandSetPseudoRandomGeneratorSeed(w->gen, mix64(seed ^ mix64((uint64_t)i + 1)));
+        w->cr->curandSetGeneratorOffset(w->gen, 0);
+        if (dist == KOPT_DIST_NORMAL)
+            s = dbl ? w->cr->curandGenerateNormalDouble(w->gen, (double *)w->rand_buf, (size_t)n_even, 0, 1)
+                    : w->cr->curandGenerateNormal(w->gen, (float *)w->rand_buf, (size_t)n_even, 0, 1);
+        else
+            s = dbl ? w->cr->curandGenerateUniformDouble(w->gen, (double *)w->rand_buf, (size_t)n_even)
+                    : w->cr->curandGenerateUniform(w->gen, (float *)w->rand_buf, (size_t)n_even);
+        if (s != CURAND_STATUS_SUCCESS) {
+            w->fail_kind = "harness";
+            return kopt_seterr(w->ctx, KOPT_E_CUDA, "cuRAND failed (%d) for tensor %s", (int)s,
+                               t->t.name);
+        }
+        {
+            void *params[] = {&w->rand_buf, &t->ptr, &n, &dtype, &dist, &a, &b};
+            kopt_status rc = launch_rt(w, dbl ? w->f_from_f64 : w->f_from_f32, n, params, "generate");
+            if (rc != KOPT_OK)
+                return rc;
+        }
+        if (t->t.role == KOPT_ROLE_INOUT)
+            CU(cuMemcpyDtoDAsync(t->pristine, t->ptr, t->t.bytes, w->stream), "keep inout");
+    }
+    return KOPT_OK;
+}
+
+static kopt_status flush_l2(worker *w)
+{
+    long long n = (long long)w->flush_n4;
+    void *params[] = {&w->flush_buf, &n, &w->sink};
+    return launch_rt(w, w->f_flush, n, params, "flush L2");
+}
+
+/* One run of the candidate: its launch plan, or the host-mode entry point. */
+static kopt_status run_once(worker *w)
+{
+    if (w->host_run) {
+        kopt_candidate_tensor ts[64];
+        kopt_candidate_io io;
+        int rc;
+        memset(&io, 0, sizeof(io));
+        for (int i = 0; i < w->ntensors && i < 64; i++) {
+            ts[i].name = w->tensors[i].t.name;
+            ts[i].data = (void *)(uintptr_t)w->tensors[i].ptr;
+            ts[i].dtype = (int)w->tensors[i].t.dtype;
+            ts[i].ndim = w->tensors[i].t.ndim;
+            ts[i].shape = w->tensors[i].t.shape;
+            ts[i].count = w->tensors[i].t.count;
+        }
+        io.abi = KOPT_CANDIDATE_ABI;
+        io.ntensors = w->ntensors;
+        io.tensors = ts;
+        io.nsizes = w->sizes.n;
+        io.size_names = (const char *const *)w->sizes.names;
+        io.size_values = w->sizes.values;
+        io.stream = w->stream;
+        rc = w->host_run(&io);
+        if (rc != 0) {
+            w->fail_kind = "crash";
+            snprintf(w->fail_step, sizeof(w->fail_step), "kopt_candidate_run");
+            return kopt_seterr(w->ctx, KOPT_E_CUDA, "kopt_candidate_run returned %d", rc);
+        }
+        return KOPT_OK;
+    }
+    for (int i = 0; i < w->nlaunches; i++) {
+        wlaunch *l = &w->launches[i];
+        char what[400];
+        if (l->is_memset) {
+            wtensor *t = &w->tensors[l->tensor];
+            long long n = t->t.count;
+            int dtype = (int)t->t.dtype;
+            void *params[] = {&t->ptr, &n, &dtype, &l->value};
+            kopt_status rc;
+            if (n && (rc = launch_rt(w, w->f_set, n, params, "memset step")) != KOPT_OK)
+                return rc;
+            continue;
+        }
+        snprintf(what, sizeof(what), "launch %d (%s, grid %ux%ux%u, block %ux%ux%u, smem %u)", i,
+                 l->name, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
+                 l->block[2], l->smem);
+        CU(cuLaunchKernel(l->fn, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
+                          l->block[2], l->smem, w->stream, l->params, NULL), what);
+    }
+    return KOPT_OK;
+}
+
+static kopt_status sync_checked(worker *w, const char *what)
+{
+    CU(cuStreamSynchronize(w->stream), what);
+    CU(cuCtxSynchronize(), what);   /* catches work a host-mode candidate left elsewhere */
+    return KOPT_OK;
+}
+
+/* Copy the compared tensors (outputs and inouts, in order) to shm at `offset`. */
+static kopt_status copy_out(worker *w, size_t offset)
+{
+    for (int i = 0; i < w->ntensors; i++) {
+        wtensor *t = &w->tensors[i];
+        if (t->t.role != KOPT_ROLE_OUTPUT && t->t.role != KOPT_ROLE_INOUT)
+            continue;
+        if (offset + t->t.bytes > w->shm_size) {
+            w->fail_kind = "harness";
+            return kopt_seterr(w->ctx, KOPT_E_ERROR, "shared memory too small");
+        }
+        if (t->t.bytes)
+            CU(cuMemcpyDtoH(w->shm + offset, t->ptr, t->t.bytes), "copy outputs");
+        offset += t->t.bytes;
+    }
+    return KOPT_OK;
+}
+
+/* ---- phase setup ------------------------------------------------------------------------- */
+
+static void free_phase(worker *w)
+{
+    for (int i = 0; i < w->ntensors; i++) {
+        if (w->tensors[i].ptr)
+            w->cu->cuMemFree(w->tensors[i].ptr);
+        if (w->tensors[i].pristine)
+            w->cu->cuMemFree(w->tensors[i].pristine);
+    }
+    free(w->tensors);
+    free(w->launches);
+    kopt_vars_free(&w->sizes);
+    w->tensors = NULL;
+    w->launches = NULL;
+    w->ntensors = w->nlaunches = 0;
+}
+
+static kopt_status setup_phase(worker *w, json_t *ph, json_t *kernels_out)
+{
+    json_t *ts = json_object_get(ph, "tensors"), *ls = json_object_get(ph, "launches"), *v;
+    json_t *sz = json_object_get(ph, "sizes");
+    const char *key;
+    size_t i;
+
+    w->phase_label = json_string_value(json_object_get(ph, "label"));
+    json_object_foreach(sz, key, v)
+        kopt_vars_set(&w->sizes, key, json_integer_value(v));
+    w->ntensors = (int)json_array_size(ts);
+    w->tensors = calloc((size_t)w->ntensors + 1, sizeof(*w->tensors));
+    w->nlaunches = (int)json_array_size(ls);
+    w->launches = calloc((size_t)w->nlaunches + 1, sizeof(*w->launches));
+    json_array_foreach(ts, i, v) {
+        wtensor *t = &w->tensors[i];
+        json_t *sh = json_object_get(v, "shape"), *d;
+        size_t k;
+        snprintf(t->t.name, sizeof(t->t.name), "%s", json_string_value(json_object_get(v, "name")));
+        t->t.dtype = (kopt_dtype)json_integer_value(json_object_get(v, "dtype"));
+        t->t.role = (kopt_role)json_integer_value(json_object_get(v, "role"));
+        t->t.count = json_integer_value(json_object_get(v, "count"));
+        t->t.bytes = (size_t)json_integer_value(json_object_get(v, "bytes"));
+        t->t.init.dist = (kopt_dist)json_integer_value(json_object_get(v, "dist"));
+        t->t.init.a = json_number_value(json_object_get(v, "a"));
+        t->t.init.b = json_number_value(json_object_get(v, "b"));
+        t->t.ndim = (int)json_array_size(sh);
+        json_array_foreach(sh, k, d)
+            t->t.shape[k] = json_integer_value(d);
+        CU(cuMemAlloc(&t->ptr, t->t.bytes ? t->t.bytes : 16), "allocate tensors");
+        if (t->t.role == KOPT_ROLE_INOUT)
+            CU(cuMemAlloc(&t->pristine, t->t.bytes ? t->t.bytes : 16), "allocate tensors");
+    }
+    json_array_foreach(ls, i, v) {
+        wlaunch *l = &w->launches[i];
+        json_t *args = json_object_get(v, "args"), *a;
+        size_t k, offset = 0, psize = 0;
+        int nparams = 0;
+
+        if (json_object_get(v, "memset")) {
+            l->is_memset = 1;
+            l->tensor = (int)json_integer_value(json_object_get(v, "memset"));
+            l->value = json_number_value(json_object_get(v, "value"));
+            continue;
+        }
+        snprintf(l->name, sizeof(l->name), "%s", json_string_value(json_object_get(v, "name")));
+        CU(cuModuleGetFunction(&l->fn, w->mod, json_string_value(json_object_get(v, "lowered"))),
+           "find kernel");
+        for (int d = 0; d < 3; d++) {
+            l->grid[d] = (unsigned)json_integer_value(json_array_get(json_object_get(v, "grid"), (size_t)d));
+            l->block[d] = (unsigned)json_integer_value(json_array_get(json_object_get(v, "block"), (size_t)d));
+        }
+        l->smem = (unsigned)json_integer_value(json_object_get(v, "smem"));
+        if (l->smem > 48 * 1024)
+            CU(cuFuncSetAttribute(l->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                  (int)l->smem), "raise the kernel's dynamic shared memory limit");
+        /* the kernel's parameters: count and widths, when the driver can tell */
+        if (w->cu->cuFuncGetParamInfo)
+            while (w->cu->cuFuncGetParamInfo(l->fn, (size_t)nparams, &offset, &psize) ==
+                   CUDA_SUCCESS)
+                nparams++;
+        l->nargs = (int)json_array_size(args);
+        if (l->nargs > MAX_ARGS) {
+            w->fail_kind = "launch";
+            return kopt_seterr(w->ctx, KOPT_E_INVALID, "%s: more than %d arguments", l->name,
+                               MAX_ARGS);
+        }
+        if (w->cu->cuFuncGetParamInfo && nparams != l->nargs) {
+            w->fail_kind = "launch";
+            snprintf(w->fail_step, sizeof(w->fail_step), "bind arguments");
+            return kopt_seterr(w->ctx, KOPT_E_INVALID, "kernel %s takes %d parameters but the "
+                               "launch plan passes %d", l->name, nparams, l->nargs);
+        }
+        json_array_foreach(args, k, a) {
+            int kind = (int)json_integer_value(json_object_get(a, "k"));
+            size_t width = 0;
+            argval *av = &l->vals[k];
+            if (w->cu->cuFuncGetParamInfo)
+                w->cu->cuFuncGetParamInfo(l->fn, k, &offset, &width);
+            if (kind == KOPT_ARG_TENSOR) {
+                av->p = w->tensors[json_integer_value(json_object_get(a, "t"))].ptr;
+                width = width ? width : 8;
+                if (width != 8) {
+                    w->fail_kind = "launch";
+                    return kopt_seterr(w->ctx, KOPT_E_INVALID, "kernel %s parameter %zu is %zu "
+                                       "bytes wide but gets a pointer", l->name, k, width);
+                }
+            } else if (kind == KOPT_ARG_INT) {
+                int64_t x = json_integer_value(json_object_get(a, "i"));
+                if (width == 8)
+                    av->i64 = x;
+                else if (width == 4 || width == 0) {
+                    if (x > INT32_MAX || x < INT32_MIN) {
+                        w->fail_kind = "launch";
+                        return kopt_seterr(w->ctx, KOPT_E_INVALID, "kernel %s parameter %zu is "
+                                           "32-bit but gets %lld", l->name, k, (long long)x);
+                    }
+                    av->i32 = (int32_t)x;
+                } else {
+                    w->fail_kind = "launch";
+                    return kopt_seterr(w->ctx, KOPT_E_INVALID, "kernel %s parameter %zu is %zu "
+                                       "bytes wide; give it a type ({\"f32\": ...})", l->name,
+                                       k, width);
+                }
+            } else if (kind == KOPT_ARG_I32) {
+                av->i32 = (int32_t)json_integer_value(json_object_get(a, "i"));
+            } else if (kind == KOPT_ARG_I64) {
+                av->i64 = json_integer_value(json_object_get(a, "i"));
+            } else if (kind == KOPT_ARG_F32) {
+                av->f32 = (float)json_number_value(json_object_get(a, "f"));
+            } else {
+                av->f64 = json_number_value(json_object_get(a, "f"));
+            }
+            l->params[k] = av;
+        }
+        if (kernels_out) {
+            int regs = 0, local = 0, shared = 0, maxt = 0;
+            w->cu->cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, l->fn);
+            w->cu->cuFuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, l->fn);
+            w->cu->cuFuncGetAttribute(&shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, l->fn);
+            w->cu->cuFuncGetAttribute(&maxt, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, l->fn);
+            json_array_append_new(kernels_out, json_pack("{s:s, s:i, s:i, s:i, s:i}", "name",
+                                  l->name, "registers", regs, "local_bytes", local,
+                                  "static_smem", shared, "max_threads_per_block", maxt));
+        }
+    }
+    return KOPT_OK;
+}
+
+/* ---- trials and timing -------------------------------------------------------------------- */
+
+static kopt_status run_trials(worker *w, int phase, json_t *trials)
+{
+    json_t *t;
+    size_t i;
+    kopt_status rc;
+
+    json_array_foreach(trials, i, t) {
+        char what[64];
+        uint64_t seed = (uint64_t)json_integer_value(json_object_get(t, "seed"));
+        size_t off = (size_t)json_integer_value(json_object_get(t, "offset"));
+        if ((rc = generate(w, seed)) != KOPT_OK || (rc = poison(w)) != KOPT_OK ||
+            (rc = sync_checked(w, "prepare inputs")) != KOPT_OK)
+            return rc;
+        if ((rc = run_once(w)) != KOPT_OK || (rc = sync_checked(w, "run")) != KOPT_OK ||
+            (rc = copy_out(w, off)) != KOPT_OK)
+            return rc;
+        snprintf(what, sizeof(what), "trial %zu", i);
+        progress(w, phase, what);
+    }
+    return KOPT_OK;
+}
+
+#define CHUNK 64
+
+static kopt_status run_timing(worker *w, int phase, json_t *tm, json_t *result)
+{
+    uint64_t seed = (uint64_t)json_integer_value(json_object_get(tm, "seed"));
+    size_t off = (size_t)json_integer_value(json_object_get(tm, "offset"));
+    double warmup_ms = json_number_value(json_object_get(tm, "warmup_ms"));
+    double budget_ms = json_number_value(json_object_get(tm, "budget_ms"));
+    int min_reps = (int)json_integer_value(json_object_get(tm, "min_reps"));
+    int max_reps = (int)json_integer_value(json_object_get(tm, "max_reps"));
+    int flush = json_is_true(json_object_get(tm, "flush_l2"));
+    CUevent ev[2 * CHUNK];
+    json_t *samples = json_array();
+    double total = 0, t0, est = 0;
+    int reps = 0, warm = 0;
+    kopt_status rc = KOPT_OK;
+
+    memset(ev, 0, sizeof(ev));
+    for (int i = 0; i < 2 * CHUNK; i++)
+        {
+            CUresult r = w->cu->cuEventCreate(&ev[i], CU_EVENT_DEFAULT);
+            if (r != CUDA_SUCCESS) {
+                rc = cufail(w, r, "create events");
+                goto done;
+            }
+        }
+    if ((rc = generate(w, seed)) != KOPT_OK)
+        goto done;
+    /* warm-up: at least 3 runs and warmup_ms of wall time */
+    t0 = kopt_now_ms();
+    while (warm < 3 || kopt_now_ms() - t0 < warmup_ms) {
+        float ms = 0;
+        if ((rc = poison(w)) != KOPT_OK)
+            goto done;
+        if (flush && (rc = flush_l2(w)) != KOPT_OK)
+            goto done;
+        w->cu->cuEventRecord(ev[0], w->stream);
+        if ((rc = run_once(w)) != KOPT_OK)
+            goto done;
+        w->cu->cuEventRecord(ev[1], w->stream);
+        if ((rc = sync_checked(w, "warm-up")) != KOPT_OK)
+            goto done;
+        w->cu->cuEventElapsedTime(&ms, ev[0], ev[1]);
+        est = warm == 0 ? ms : (est < ms ? est : ms);
+        warm++;
+        if (warm >= 1000)
+            break;
+    }
+    progress(w, phase, "warm-up");
+    /* timed repetitions, in chunks of about a second of work so heartbeats keep coming */
+    while (reps < max_reps && (reps < min_reps || total < budget_ms)) {
+        int chunk = CHUNK;
+        if (est > 0 && (int)(1000.0 / est) < chunk)
+            chunk = (int)(1000.0 / est) > 1 ? (int)(1000.0 / est) : 1;
+        if (chunk > max_reps - reps)
+            chunk = max_reps - reps;
+        for (int r = 0; r < chunk; r++) {
+            if ((rc = poison(w)) != KOPT_OK)
+                goto done;
+            if (flush && (rc = flush_l2(w)) != KOPT_OK)
+                goto done;
+            w->cu->cuEventRecord(ev[2 * r], w->stream);
+            if ((rc = run_once(w)) != KOPT_OK)
+                goto done;
+            w->cu->cuEventRecord(ev[2 * r + 1], w->stream);
+        }
+        if ((rc = sync_checked(w, "timed runs")) != KOPT_OK)
+            goto done;
+        for (int r = 0; r < chunk; r++) {
+            float ms = 0;
+            w->cu->cuEventElapsedTime(&ms, ev[2 * r], ev[2 * r + 1]);
+            json_array_append_new(samples, json_real(ms));
+            total += ms;
+        }
+        reps += chunk;
+        progress(w, phase, "timing");
+    }
+    /* the outputs of the last timed run are checked too */
+    if ((rc = copy_out(w, off)) != KOPT_OK)
+        goto done;
+    json_object_set_new(result, "samples_ms", samples);
+    json_object_set_new(result, "warmup_runs", json_integer(warm));
+    samples = NULL;
+done:
+    json_decref(samples);
+    for (int i = 0; i < 2 * CHUNK; i++)
+        if (ev[i])
+            w->cu->cuEventDestroy(ev[i]);
+    return rc;
+}
+
+/* ---- ceilings ----------------------------------------------------------------------------- */
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median over `reps` timed launches of f (after one warm-up launch). */
+static kopt_status time_kernel(worker *w, CUfunction f, unsigned grid, unsigned block,
+                               void **params, int reps, float *median_ms)
+{
+    CUevent a = NULL, b = NULL;
+    float t[32];
+
+    CU(cuEventCreate(&a, CU_EVENT_DEFAULT), "events");
+    CU(cuEventCreate(&b, CU_EVENT_DEFAULT), "events");
+    CU(cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, w->stream, params, NULL), "ceiling warm-up");
+    for (int r = 0; r < reps && r < 32; r++) {
+        CU(cuEventRecord(a, w->stream), "event");
+        CU(cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, w->stream, params, NULL), "ceiling");
+        CU(cuEventRecord(b, w->stream), "event");
+        CU(cuEventSynchronize(b), "ceiling");
+        w->cu->cuEventElapsedTime(&t[r], a, b);
+    }
+    qsort(t, (size_t)reps, sizeof(float), cmp_float);
+    *median_ms = t[reps / 2];
+    w->cu->cuEventDestroy(a);
+    w->cu->cuEventDestroy(b);
+    return KOPT_OK;
+}
+
+static kopt_status measure_ceilings(worker *w, json_t *out)
+{
+    size_t free_b = 0, total_b = 0, bytes;
+    CUdeviceptr a = 0, b = 0;
+    long long n4;
+    float ms;
+    kopt_status rc;
+    unsigned grid = (unsigned)w->sm_count * 8;
+
+    CU(cuMemGetInfo(&free_b, &total_b), "memory info");
+    bytes = (size_t)1 << 30;
+    while (bytes * 2 > free_b / 2 && bytes > ((size_t)64 << 20))
+        bytes /= 2;
+    n4 = (long long)(bytes / 16);
+    CU(cuMemAlloc(&a, bytes), "allocate");
+    CU(cuMemAlloc(&b, bytes), "allocate");
+    CU(cuMemsetD8(a, 1, bytes), "memset");
+    {
+        void *p[] = {&a, &b, &n4};
+        if ((rc = time_kernel(w, w->f_copy, grid, 256, p, 15, &ms)) != KOPT_OK)
+            return rc;
+        json_object_set_new(out, "dram_copy_gbs", json_real(2.0 * (double)bytes / (ms * 1e6)));
+    }
+    {
+        void *p[] = {&a, &n4, &w->sink};
+        if ((rc = time_kernel(w, w->f_read, grid, 256, p, 15, &ms)) != KOPT_OK)
+            return rc;
+        json_object_set_new(out, "dram_read_gbs", json_real((double)bytes / (ms * 1e6)));
+    }
+    {
+        void *p[] = {&b, &n4};
+        if ((rc = time_kernel(w, w->f_write, grid, 256, p, 15, &ms)) != KOPT_OK)
+            return rc;
+        json_object_set_new(out, "dram_write_gbs", json_real((double)bytes / (ms * 1e6)));
+    }
+    {
+        int iters = 8192;
+        float fa = 0.999f, fb = 0.001f;
+        unsigned g = (unsigned)w->sm_count * 16, blk = 256;
+        void *p[] = {&w->sink, &iters, &fa, &fb};
+        if ((rc = time_kernel(w, w->f_fma, g, blk, p, 9, &ms)) != KOPT_OK)
+            return rc;
+        json_object_set_new(out, "fp32_gflops",
+                            json_real((double)g * blk * iters * 16.0 / (ms * 1e6)));
+    }
+    w->cu->cuMemFree(a);
+    w->cu->cuMemFree(b);
+    return KOPT_OK;
+}
+
+/* ---- setup ------------------------------------------------------------------------------ */
+
+static kopt_status device_json(worker *w, json_t **out)
+{
+    char name[256], uuid[64];
+    CUuuid u;
+    size_t mem = 0;
+    int drv = 0, v[12];
+    static const CUdevice_attribute attrs[12] = {
+        CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+        CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE,
+        CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+        CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
+        CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR,
+        CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, CU_DEVICE_ATTRIBUTE_CLOCK_RATE,
+        CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH,
+    };
+
+    CU(cuDeviceGetName(name, sizeof(name), w->dev), "device name");
+    CU(cuDeviceGetUuid(&u, w->dev), "device uuid");
+    CU(cuDeviceTotalMem(&mem, w->dev), "device memory");
+    w->cu->cuDriverGetVersion(&drv);
+    for (int i = 0; i < 12; i++)
+        CU(cuDeviceGetAttribute(&v[i], attrs[i], w->dev), "device attribute");
+    snprintf(uuid, sizeof(uuid), "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             (unsigned char)u.bytes[0], (unsigned char)u.bytes[1], (unsigned char)u.bytes[2],
+             (unsigned char)u.bytes[3], (unsigned char)u.bytes[4], (unsigned char)u.bytes[5],
+             (unsigned char)u.bytes[6], (unsigned char)u.bytes[7], (unsigned char)u.bytes[8],
+             (unsigned char)u.bytes[9], (unsigned char)u.bytes[10], (unsigned char)u.bytes[11],
+             (unsigned char)u.bytes[12], (unsigned char)u.bytes[13], (unsigned char)u.bytes[14],
+             (unsigned char)u.bytes[15]);
+    w->sm_count = v[2];
+    *out = json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:I, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i}",
+                     "name", name, "uuid", uuid, "cc_major", v[0], "cc_minor", v[1],
+                     "sm_count", v[2], "l2_bytes", v[3], "total_mem", (json_int_t)mem,
+                     "max_threads_per_block", v[4], "max_smem_per_block_optin", v[5],
+                     "smem_per_sm", v[6], "regs_per_sm", v[7], "max_threads_per_sm", v[8],
+                     "clock_khz", v[9], "mem_clock_khz", v[10], "mem_bus_width", v[11],
+                     "driver_version", drv);
+    return KOPT_OK;
+}
+
+static kopt_status load_module(worker *w, const char *path, CUmodule *mod)
+{
+    char *data = NULL;
+    size_t len = 0;
+    kopt_status rc;
+
+    if ((rc = kopt_file_read(w->ctx, path, &data, &len)) != KOPT_OK) {
+        w->fail_kind = "harness";
+        return rc;
+    }
+    {
+        CUresult r = w->cu->cuModuleLoadData(mod, data);
+        free(data);
+        if (r != CUDA_SUCCESS)
+            return cufail(w, r, "load module");
+    }
+    return KOPT_OK;
+}
+
+static kopt_status setup(worker *w, json_t *job, json_t **dev)
+{
+    int ordinal = (int)json_integer_value(json_object_get(job, "device"));
+    const char *rt = json_string_value(json_object_get(job, "runtime"));
+    kopt_status rc;
+
+    if ((rc = kopt__cuda_load(w->ctx, &w->cu)) != KOPT_OK) {
+        w->fail_kind = "nodevice";
+        return rc;
+    }
+    {
+        CUresult r = w->cu->cuInit(0);
+        if (r != CUDA_SUCCESS) {
+            w->fail_kind = "nodevice";
+            char b[256];
+            return kopt_seterr(w->ctx, KOPT_E_NO_DEVICE, "cuInit: %s",
+                               kopt__cu_errstr(r, b, sizeof(b)));
+        }
+    }
+    CU(cuDeviceGet(&w->dev, ordinal), "select device");
+    CU(cuDevicePrimaryCtxRetain(&w->pctx, w->dev), "create context");
+    CU(cuCtxSetCurrent(w->pctx), "make context current");
+    if ((rc = device_json(w, dev)) != KOPT_OK)
+        return rc;
+    CU(cuStreamCreate(&w->stream, CU_STREAM_NON_BLOCKING), "create stream");
+    if (!rt) {
+        w->fail_kind = "harness";
+        return kopt_seterr(w->ctx, KOPT_E_INVALID, "job has no runtime module");
+    }
+    if ((rc = load_module(w, rt, &w->rt)) != KOPT_OK)
+        return rc;
+#define GETF(var, name) CU(cuModuleGetFunction(&w->var, w->rt, name), "runtime kernel " name)
+    GETF(f_from_f32, "kopt_from_f32");
+    GETF(f_from_f64, "kopt_from_f64");
+    GETF(f_set, "kopt_set_value");
+    GETF(f_fill, "kopt_fill_bits");
+    GETF(f_flush, "kopt_l2_flush");
+    GETF(f_copy, "kopt_bw_copy");
+    GETF(f_read, "kopt_bw_read");
+    GETF(f_write, "kopt_bw_write");
+    GETF(f_fma, "kopt_fma_f32");
+#undef GETF
+    if ((rc = kopt__curand_load(w->ctx, &w->cr)) != KOPT_OK) {
+        w->fail_kind = "harness";
+        return rc;
+    }
+    if (w->cr->curandCreateGenerator(&w->gen, CURAND_RNG_PSEUDO_PHILOX4_32_10) !=
+            CURAND_STATUS_SUCCESS ||
+        w->cr->curandSetStream(w->gen, (cudaStream_t)w->stream) != CURAND_STATUS_SUCCESS) {
+        w->fail_kind = "harness";
+        return kopt_seterr(w->ctx, KOPT_E_CUDA, "cannot create the cuRAND generator");
+    }
+    CU(cuMemAlloc(&w->sink, 4096), "allocate");
+    {
+        int l2 = (int)json_integer_value(json_object_get(*dev, "l2_bytes"));
+        size_t bytes = (size_t)(l2 > 0 ? l2 : 64 << 20) * 2;
+        w->flush_n4 = bytes / 16;
+        CU(cuMemAlloc(&w->flush_buf, bytes), "allocate the L2 flush buffer");
+        CU(cuMemsetD8(w->flush_buf, 0, bytes), "clear the L2 flush buffer");
+    }
+    return KOPT_OK;
+}
+
+static kopt_status load_candidate(worker *w, json_t *job)
+{
+    const char *mode = json_string_value(json_object_get(job, "mode"));
+    const char *bin = json_string_value(json_object_get(job, "binary"));
+
+    if (!bin)
+        return KOPT_OK;
+    if (mode && strcmp(mode, "host") == 0) {
+        w->so = dlopen(bin, RTLD_NOW | RTLD_LOCAL);
+        if (!w->so) {
+            w->fail_kind = "launch";
+            return kopt_seterr(w->ctx, KOPT_E_ERROR, "cannot load %s: %s", bin, dlerror());
+        }
+        *(void **)&w->host_run = dlsym(w->so, "kopt_candidate_run");
+        if (!w->host_run) {
+            w->fail_kind = "launch";
+            return kopt_seterr(w->ctx, KOPT_E_NOT_FOUND, "the shared object does not export "
+                               "kopt_candidate_run (declare it extern \"C\")");
+        }
+        return KOPT_OK;
+    }
+    return load_module(w, bin, &w->mod);
+}
+
+/* ---- main --------------------------------------------------------------------------------- */
+
+static void emit_error(worker *w)
+{
+    emit(json_pack("{s:s, s:s, s:s, s:i, s:s, s:s?}", "event", "error", "kind",
+                   w->fail_kind ? w->fail_kind : "harness", "message", kopt_errmsg(w->ctx),
+                   "cuda", w->fail_cuda, "step", w->fail_step, "phase", w->phase_label));
+}
+
+static kopt_status run_job(worker *w, json_t *job)
+{
+    const char *op = json_string_value(json_object_get(job, "op"));
+    json_t *dev = NULL, *result = NULL, *phases_out = NULL, *kernels = NULL, *ph;
+    size_t i;
+    kopt_status rc;
+
+    if ((rc = setup(w, job, &dev)) != KOPT_OK)
+        return rc;
+    emit(json_pack("{s:s, s:O}", "event", "hello", "device", dev));
+    result = json_pack("{s:s, s:o}", "event", "result", "device", dev);
+    dev = NULL;
+    if (op && strcmp(op, "ceilings") == 0) {
+        json_t *c = json_object();
+        if ((rc = measure_ceilings(w, c)) == KOPT_OK)
+            json_object_set_new(result, "ceilings", c);
+        else
+            json_decref(c);
+        goto done;
+    }
+    if (op && strcmp(op, "devices") == 0)
+        goto done;
+    {
+        int fd = KOPT_WORKER_SHM_FD;
+        w->shm_size = (size_t)json_integer_value(json_object_get(job, "shm_size"));
+        if (w->shm_size) {
+            void *m = mmap(NULL, w->shm_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+            if (m == MAP_FAILED) {
+                w->fail_kind = "harness";
+                rc = kopt_seterr(w->ctx, KOPT_E_IO, "mmap of the output buffer: %s",
+                                 strerror(errno));
+                goto done;
+            }
+            w->shm = m;
+        }
+    }
+    if ((rc = load_candidate(w, job)) != KOPT_OK)
+        goto done;
+    phases_out = json_array();
+    kernels = json_array();
+    json_array_foreach(json_object_get(job, "phases"), i, ph) {
+        json_t *po = json_object(), *tm = json_object_get(ph, "timing");
+        json_array_append_new(phases_out, po);
+        if ((rc = setup_phase(w, ph, i == 0 ? kernels : NULL)) != KOPT_OK)
+            goto done;
+        progress(w, (int)i, "setup");
+        if ((rc = run_trials(w, (int)i, json_object_get(ph, "trials"))) != KOPT_OK)
+            goto done;
+        if (json_is_object(tm)) {
+            double t0 = kopt_now_ms();
+            if ((rc = run_timing(w, (int)i, tm, po)) != KOPT_OK)
+                goto done;
+            json_object_set_new(po, "timing_wall_ms", json_real(kopt_now_ms() - t0));
+        }
+        free_phase(w);
+    }
+    json_object_set(result, "phases", phases_out);
+    json_object_set(result, "kernels", kernels);
+done:
+    json_decref(phases_out);
+    json_decref(kernels);
+    if (rc == KOPT_OK)
+        emit(result);
+    else
+        json_decref(result);
+    return rc;
+}
+
+int kopt_worker_main(void)
+{
+    worker w;
+    kopt_buf in = KOPT_BUF_INIT;
+    json_t *job = NULL;
+    json_error_t err;
+    char buf[65536];
+    ssize_t n;
+    kopt_status rc;
+
+    memset(&w, 0, sizeof(w));
+    w.ctx = kopt_ctx_new();
+    while ((n = read(0, buf, sizeof(buf))) > 0)
+        kopt_buf_append(&in, buf, (size_t)n);
+    job = json_loads(kopt_buf_cstr(&in), 0, &err);
+    kopt_buf_free(&in);
+    if (!job) {
+        kopt_seterr(w.ctx, KOPT_E_INVALID, "bad job: %s", err.text);
+        emit_error(&w);
+        return 2;
+    }
+    rc = run_job(&w, job);
+    if (rc != KOPT_OK)
+        emit_error(&w);
+    json_decref(job);
+    kopt_ctx_free(w.ctx);
+    /* leave the context to the process exit: a faulted context cannot be torn down cleanly */
+    return rc == KOPT_OK ? 0 : 1;
+}

@@ -1,0 +1,54 @@
+/*
+ * Internal: the worker process and its protocol.
+ *
+ * The parent (which never creates a CUDA context) starts `kopt __worker` with the job as
+ * JSON on stdin, a pipe for events on fd 3 (one JSON object per line), and a shared
+ * memory file on fd 4 into which the worker copies the outputs of each run. The worker's
+ * own stdout/stderr go to a log file. Events:
+ *   {"event":"hello","device":{...}}           once the context is up
+ *   {"event":"progress","phase":p,"what":"..."} a heartbeat after each synchronized step
+ *   {"event":"result",...}                      the end: kernels, per-phase timings
+ *   {"event":"error","kind":"crash|oom|launch|harness","message":...,"cuda":code}
+ * A worker that dies by signal, stops talking, or exits without "result" or "error" is
+ * classified by the parent (CRASH, TIMEOUT).
+ */
+#ifndef KOPT_WORKER_INT_H
+#define KOPT_WORKER_INT_H
+
+#include "kopt/core.h"
+
+#define KOPT_WORKER_EVENT_FD 3
+#define KOPT_WORKER_SHM_FD 4
+
+/* Entry point of `kopt __worker` (used by the CLI's hidden verb). Returns the exit code. */
+int kopt_worker_main(void);
+
+#endif
+
+#include <jansson.h>
+
+/* What came back from one worker. */
+typedef struct kopt__worker_run {
+    json_t *device;          /* from "hello", or NULL */
+    json_t *result;          /* the "result" event, or NULL */
+    json_t *error;           /* the "error" event, or NULL */
+    int timed_out;
+    int signal;              /* the signal that ended it, or 0 */
+    int exit_code;
+    char *log;               /* the tail of its stdout/stderr */
+    unsigned char *shm;      /* the outputs it copied (parent mapping), or NULL */
+    size_t shm_size;
+    double wall_ms;
+    char last_progress[128];
+} kopt__worker_run;
+
+/* Start a worker with `job`, wait for it (a step with no progress for timeout_s is a
+ * hang: the worker's process group is killed), and collect its events. KOPT_OK when the
+ * worker ran at all; its outcome is in *out. */
+kopt_status kopt__worker_spawn(kopt_ctx *ctx, json_t *job, size_t shm_size, double timeout_s,
+                               kopt__worker_run *out);
+void kopt__worker_run_free(kopt__worker_run *r);
+
+/* Device info from the worker's JSON. */
+struct kopt_device_info;
+void kopt__device_from_json(json_t *j, struct kopt_device_info *d);

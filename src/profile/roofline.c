@@ -1,0 +1,59 @@
+/* Speed of light: spec-derived compute rates per architecture (a labeled fallback for
+ * what is not measured) and the roofline position of a timed kernel. */
+#include "../eval/eval_int.h"
+
+#include <string.h>
+
+/* Dense FLOP per clock per SM, by kopt_compute (fp32, fp64, fp16-tc, bf16-tc, tf32-tc,
+ * fp8-tc, int). From the architecture whitepapers: e.g. H100 SXM bf16 989 TFLOP/s =
+ * 132 SMs x 1.83 GHz x 4096. Zero: unknown. */
+static const struct {
+    int major, minor;
+    double per_sm_clk[KOPT_NCOMPUTE];
+} arch_rates[] = {
+    {9, 0, {256, 128, 4096, 4096, 2048, 8192, 128}},
+    {8, 0, {128, 64, 2048, 2048, 1024, 0, 128}},
+    {8, 6, {256, 4, 1024, 1024, 512, 0, 128}},
+    {8, 9, {256, 4, 1024, 1024, 512, 2048, 128}},
+    {10, 0, {256, 128, 8192, 8192, 4096, 16384, 128}},
+};
+
+void kopt_ceilings_fill_spec(kopt_ceilings *c, const kopt_device_info *dev)
+{
+    for (size_t a = 0; a < sizeof(arch_rates) / sizeof(arch_rates[0]); a++) {
+        if (arch_rates[a].major != dev->cc_major || arch_rates[a].minor != dev->cc_minor)
+            continue;
+        for (int k = 0; k < KOPT_NCOMPUTE; k++)
+            if (!c->measured[k])
+                c->gflops[k] = arch_rates[a].per_sm_clk[k] * dev->sm_count *
+                               (dev->clock_khz * 1e3) / 1e9;
+    }
+}
+
+void kopt__roofline(kopt_roofline *r, double flops, double bytes, int compute,
+                    const kopt_ceilings *c, double median_ms)
+{
+    double bw, rate, t_mem, t_comp;
+
+    memset(r, 0, sizeof(*r));
+    if (!c->valid || median_ms <= 0)
+        return;
+    bw = c->dram_copy_gbs;
+    if (c->dram_read_gbs > bw)
+        bw = c->dram_read_gbs;
+    if (c->dram_write_gbs > bw)
+        bw = c->dram_write_gbs;
+    rate = compute >= 0 && compute < KOPT_NCOMPUTE ? c->gflops[compute] : 0;
+    t_mem = bw > 0 ? bytes / (bw * 1e6) : 0;           /* GB/s -> bytes per ms */
+    t_comp = rate > 0 ? flops / (rate * 1e6) : 0;
+    r->valid = 1;
+    r->flops = flops;
+    r->bytes = bytes;
+    r->achieved_gbs = bytes / (median_ms * 1e6);
+    r->achieved_gflops = flops / (median_ms * 1e6);
+    r->bound_ms = t_mem > t_comp ? t_mem : t_comp;
+    r->limiter = t_mem >= t_comp ? "memory" : "compute";
+    r->compute_source = compute >= 0 && compute < KOPT_NCOMPUTE && c->measured[compute]
+                            ? "measured" : "spec";
+    r->pct_of_bound = r->bound_ms > 0 ? 100.0 * r->bound_ms / median_ms : 0;
+}

@@ -1,0 +1,298 @@
+/* The SQLite store: schema, migrations, and the few writes and reads kopt needs. */
+#include "kopt/store.h"
+
+#include <jansson.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct kopt_store {
+    sqlite3 *db;
+};
+
+/* Schema versions in order; migration i brings user_version from i to i + 1. */
+static const char *const migrations[] = {
+    /* 0 -> 1 */
+    "CREATE TABLE devices (uuid TEXT PRIMARY KEY, name TEXT NOT NULL, cc TEXT NOT NULL,"
+    "  sm_count INTEGER, info_json TEXT, ceilings_json TEXT, measured_at TEXT);"
+    "CREATE TABLE problems (hash TEXT PRIMARY KEY, name TEXT NOT NULL, path TEXT,"
+    "  first_seen TEXT DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')));"
+    "CREATE TABLE candidates (hash TEXT PRIMARY KEY, problem_hash TEXT, path TEXT,"
+    "  source TEXT NOT NULL, is_reference INTEGER NOT NULL DEFAULT 0);"
+    "CREATE TABLE evaluations (id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  created_at TEXT DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')),"
+    "  problem_hash TEXT NOT NULL, candidate_hash TEXT, device_uuid TEXT, arch TEXT,"
+    "  sizes_json TEXT, seed INTEGER, verdict TEXT NOT NULL, message TEXT,"
+    "  median_ms REAL, min_ms REAL, p10_ms REAL, p90_ms REAL, reps INTEGER,"
+    "  ref_median_ms REAL, speedup REAL, pct_of_bound REAL, achieved_gbs REAL,"
+    "  achieved_gflops REAL, compile_cache_hit INTEGER, compile_ms REAL, verify_ms REAL,"
+    "  time_ms REAL, total_ms REAL, compile_log TEXT, result_json TEXT);"
+    "CREATE INDEX evaluations_by_problem ON evaluations(problem_hash, candidate_hash);",
+};
+
+static kopt_status sqlerr(kopt_store *s, kopt_ctx *ctx, const char *what)
+{
+    return kopt_seterr(ctx, KOPT_E_DB, "%s: %s", what, sqlite3_errmsg(s->db));
+}
+
+int kopt_store_schema_version(kopt_store *s)
+{
+    sqlite3_stmt *st = NULL;
+    int v = -1;
+
+    if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+kopt_status kopt_store_open(kopt_store **out, kopt_ctx *ctx, const char *path)
+{
+    kopt_store *s = calloc(1, sizeof(*s));
+    kopt_status rc = KOPT_OK;
+    int v;
+
+    *out = NULL;
+    if (!s)
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "store");
+    if (sqlite3_open(path, &s->db) != SQLITE_OK) {
+        rc = kopt_seterr(ctx, KOPT_E_DB, "%s: %s", path, s->db ? sqlite3_errmsg(s->db) : "open");
+        goto cleanup;
+    }
+    sqlite3_busy_timeout(s->db, 5000);
+    sqlite3_exec(s->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
+    v = kopt_store_schema_version(s);
+    if (v < 0) {
+        rc = kopt_seterr(ctx, KOPT_E_DB, "%s: not a SQLite database", path);
+        goto cleanup;
+    }
+    if (v > KOPT_STORE_SCHEMA_VERSION) {
+        rc = kopt_seterr(ctx, KOPT_E_DB, "%s: schema version %d is newer than this kopt (%d)",
+                         path, v, KOPT_STORE_SCHEMA_VERSION);
+        goto cleanup;
+    }
+    for (; v < KOPT_STORE_SCHEMA_VERSION; v++) {
+        char *err = NULL, pragma[64];
+        snprintf(pragma, sizeof(pragma), "PRAGMA user_version=%d", v + 1);
+        if (sqlite3_exec(s->db, "BEGIN", NULL, NULL, &err) != SQLITE_OK ||
+            sqlite3_exec(s->db, migrations[v], NULL, NULL, &err) != SQLITE_OK ||
+            sqlite3_exec(s->db, pragma, NULL, NULL, &err) != SQLITE_OK ||
+            sqlite3_exec(s->db, "COMMIT", NULL, NULL, &err) != SQLITE_OK) {
+            rc = kopt_seterr(ctx, KOPT_E_DB, "%s: migration to version %d: %s", path, v + 1,
+                             err ? err : "failed");
+            sqlite3_free(err);
+            sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+            goto cleanup;
+        }
+    }
+    *out = s;
+    s = NULL;
+cleanup:
+    kopt_store_close(s);
+    return rc;
+}
+
+void kopt_store_close(kopt_store *s)
+{
+    if (!s)
+        return;
+    sqlite3_close(s->db);
+    free(s);
+}
+
+kopt_status kopt_store_get_ceilings(kopt_store *s, kopt_ctx *ctx, const char *uuid,
+                                    kopt_ceilings *out, int *found)
+{
+    sqlite3_stmt *st = NULL;
+    kopt_status rc = KOPT_OK;
+
+    memset(out, 0, sizeof(*out));
+    *found = 0;
+    if (sqlite3_prepare_v2(s->db, "SELECT ceilings_json, measured_at FROM devices WHERE uuid=?",
+                           -1, &st, NULL) != SQLITE_OK)
+        return sqlerr(s, ctx, "read ceilings");
+    sqlite3_bind_text(st, 1, uuid, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
+        json_t *j = json_loads((const char *)sqlite3_column_text(st, 0), 0, NULL), *g, *m;
+        if (j) {
+            out->valid = 1;
+            out->dram_copy_gbs = json_number_value(json_object_get(j, "dram_copy_gbs"));
+            out->dram_read_gbs = json_number_value(json_object_get(j, "dram_read_gbs"));
+            out->dram_write_gbs = json_number_value(json_object_get(j, "dram_write_gbs"));
+            g = json_object_get(j, "gflops");
+            m = json_object_get(j, "measured");
+            for (int k = 0; k < KOPT_NCOMPUTE; k++) {
+                out->gflops[k] = json_number_value(json_array_get(g, (size_t)k));
+                out->measured[k] = (int)json_integer_value(json_array_get(m, (size_t)k));
+            }
+            snprintf(out->measured_at, sizeof(out->measured_at), "%s",
+                     sqlite3_column_text(st, 1) ? (const char *)sqlite3_column_text(st, 1) : "");
+            *found = 1;
+            json_decref(j);
+        }
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+kopt_status kopt_store_put_device(kopt_store *s, kopt_ctx *ctx, const kopt_device_info *d,
+                                  const kopt_ceilings *c)
+{
+    json_t *cj = json_object(), *g = json_array(), *m = json_array();
+    char *ctext, cc[16];
+    sqlite3_stmt *st = NULL;
+    kopt_status rc = KOPT_OK;
+
+    for (int k = 0; k < KOPT_NCOMPUTE; k++) {
+        json_array_append_new(g, json_real(c->gflops[k]));
+        json_array_append_new(m, json_integer(c->measured[k]));
+    }
+    json_object_set_new(cj, "dram_copy_gbs", json_real(c->dram_copy_gbs));
+    json_object_set_new(cj, "dram_read_gbs", json_real(c->dram_read_gbs));
+    json_object_set_new(cj, "dram_write_gbs", json_real(c->dram_write_gbs));
+    json_object_set_new(cj, "gflops", g);
+    json_object_set_new(cj, "measured", m);
+    ctext = json_dumps(cj, JSON_COMPACT);
+    json_decref(cj);
+    snprintf(cc, sizeof(cc), "%d.%d", d->cc_major, d->cc_minor);
+    if (sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO devices (uuid, name, cc, sm_count, "
+                           "ceilings_json, measured_at) VALUES (?,?,?,?,?,?)", -1, &st,
+                           NULL) != SQLITE_OK) {
+        rc = sqlerr(s, ctx, "write device");
+        goto cleanup;
+    }
+    sqlite3_bind_text(st, 1, d->uuid, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, d->name, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 3, cc, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(st, 4, d->sm_count);
+    sqlite3_bind_text(st, 5, ctext, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 6, c->measured_at, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(st) != SQLITE_DONE)
+        rc = sqlerr(s, ctx, "write device");
+cleanup:
+    sqlite3_finalize(st);
+    free(ctext);
+    return rc;
+}
+
+static void bind_text_or_null(sqlite3_stmt *st, int i, const char *v)
+{
+    if (v)
+        sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+kopt_status kopt_store_put_eval(kopt_store *s, kopt_ctx *ctx, const kopt_problem *p,
+                                const kopt_candidate *c, const kopt_eval_result *r,
+                                const char *result_json, int64_t *id)
+{
+    sqlite3_stmt *st = NULL;
+    json_t *sizes = json_object();
+    char *sizes_text;
+    kopt_status rc = KOPT_OK;
+
+    for (int i = 0; i < r->sizes.n; i++)
+        json_object_set_new(sizes, r->sizes.names[i], json_integer(r->sizes.values[i]));
+    sizes_text = json_dumps(sizes, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(sizes);
+    if (sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
+        rc = sqlerr(s, ctx, "begin");
+        goto cleanup;
+    }
+    if (sqlite3_prepare_v2(s->db, "INSERT OR IGNORE INTO problems (hash, name, path) VALUES "
+                           "(?,?,?)", -1, &st, NULL) != SQLITE_OK)
+        goto fail;
+    sqlite3_bind_text(st, 1, p->hash, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, p->name, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 3, p->path, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(st) != SQLITE_DONE)
+        goto fail;
+    sqlite3_finalize(st);
+    st = NULL;
+    if (c) {
+        if (sqlite3_prepare_v2(s->db, "INSERT OR IGNORE INTO candidates (hash, problem_hash, path,"
+                               " source, is_reference) VALUES (?,?,?,?,?)", -1, &st, NULL) !=
+            SQLITE_OK)
+            goto fail;
+        sqlite3_bind_text(st, 1, c->hash, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 2, p->hash, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 3, c->path, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 4, c->source, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int(st, 5, c->is_reference);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            goto fail;
+        sqlite3_finalize(st);
+        st = NULL;
+    }
+    if (sqlite3_prepare_v2(s->db,
+            "INSERT INTO evaluations (problem_hash, candidate_hash, device_uuid, arch, sizes_json,"
+            " seed, verdict, message, median_ms, min_ms, p10_ms, p90_ms, reps, ref_median_ms,"
+            " speedup, pct_of_bound, achieved_gbs, achieved_gflops, compile_cache_hit,"
+            " compile_ms, verify_ms, time_ms, total_ms, compile_log, result_json)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &st, NULL) !=
+        SQLITE_OK)
+        goto fail;
+    sqlite3_bind_text(st, 1, p->hash, -1, SQLITE_TRANSIENT);
+    bind_text_or_null(st, 2, c ? c->hash : NULL);
+    bind_text_or_null(st, 3, r->has_device ? r->device.uuid : NULL);
+    sqlite3_bind_text(st, 4, r->arch, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 5, sizes_text, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 6, (sqlite3_int64)r->seed);
+    sqlite3_bind_text(st, 7, kopt_verdict_name(r->verdict), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 8, r->message, -1, SQLITE_TRANSIENT);
+    if (r->timing.n) {
+        sqlite3_bind_double(st, 9, r->timing.median_ms);
+        sqlite3_bind_double(st, 10, r->timing.min_ms);
+        sqlite3_bind_double(st, 11, r->timing.p10_ms);
+        sqlite3_bind_double(st, 12, r->timing.p90_ms);
+        sqlite3_bind_int(st, 13, r->timing.n);
+    }
+    if (r->ref_timing.n)
+        sqlite3_bind_double(st, 14, r->ref_timing.median_ms);
+    if (r->speedup > 0)
+        sqlite3_bind_double(st, 15, r->speedup);
+    if (r->roofline.valid) {
+        sqlite3_bind_double(st, 16, r->roofline.pct_of_bound);
+        sqlite3_bind_double(st, 17, r->roofline.achieved_gbs);
+        sqlite3_bind_double(st, 18, r->roofline.achieved_gflops);
+    }
+    sqlite3_bind_int(st, 19, r->compile_cache_hit);
+    sqlite3_bind_double(st, 20, r->compile_ms);
+    sqlite3_bind_double(st, 21, r->verify_ms);
+    sqlite3_bind_double(st, 22, r->time_ms);
+    sqlite3_bind_double(st, 23, r->total_ms);
+    bind_text_or_null(st, 24, r->compile_log);
+    bind_text_or_null(st, 25, result_json);
+    if (sqlite3_step(st) != SQLITE_DONE)
+        goto fail;
+    if (id)
+        *id = sqlite3_last_insert_rowid(s->db);
+    sqlite3_finalize(st);
+    st = NULL;
+    if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        goto fail;
+    goto cleanup;
+fail:
+    rc = sqlerr(s, ctx, "record evaluation");
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+cleanup:
+    sqlite3_finalize(st);
+    free(sizes_text);
+    return rc;
+}
+
+kopt_status kopt_store_count_evals(kopt_store *s, kopt_ctx *ctx, int64_t *n)
+{
+    sqlite3_stmt *st = NULL;
+
+    *n = 0;
+    if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM evaluations", -1, &st, NULL) != SQLITE_OK)
+        return sqlerr(s, ctx, "count");
+    if (sqlite3_step(st) == SQLITE_ROW)
+        *n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return KOPT_OK;
+}
