@@ -24,8 +24,8 @@ static void help(FILE *f)
         "  --seed S          input seed (default: fresh each run; printed)\n"
         "  --no-check-sizes  skip the problem's second size set\n"
         "  --no-time         verify only\n"
-        "  --budget-ms MS    GPU time for timed runs (default 200)\n"
-        "  --reps MIN:MAX    timed repetitions (default 10:2000)\n"
+        "  --budget-ms MS    GPU time for timed runs (default 100)\n"
+        "  --reps MIN:MAX    timed repetitions (default 10:1000)\n"
         "  --no-flush        do not flush the L2 before timed runs\n"
         "  --timeout S       seconds without progress before a worker is killed (default 10)\n"
         "  --device N        GPU ordinal (default 0)\n"
@@ -47,8 +47,9 @@ static void print_vars(const kopt_vars *v)
 
 static void print_timing(const char *label, const kopt_timing *t)
 {
-    printf("%-10s median %.4f ms  (min %.4f, p10 %.4f, p90 %.4f; %d reps after %d warm-up)\n",
-           label, t->median_ms, t->min_ms, t->p10_ms, t->p90_ms, t->n, t->warmup_runs);
+    printf("%-10s median %.4f ms  (min %.4f, p10 %.4f, p90 %.4f; %d reps after %d warm-up; "
+           "event overhead %.4f ms removed)\n", label, t->median_ms, t->min_ms, t->p10_ms,
+           t->p90_ms, t->n, t->warmup_runs, t->overhead_ms);
 }
 
 static void print_text(const kopt_problem *p, const char *cand_path, const kopt_eval_result *r)

@@ -54,10 +54,14 @@ typedef struct kopt_check {
     double first_got, first_want;
 } kopt_check;
 
+/* Times are CUDA-event brackets around one run, minus the bracket's own cost (an empty
+ * kernel timed the same way, `overhead_ms`), so they match the kernels' GPU duration. */
 typedef struct kopt_timing {
     int n;                      /* timed repetitions (0: not timed) */
     int warmup_runs;
     double median_ms, mean_ms, min_ms, max_ms, p10_ms, p90_ms;
+    double raw_median_ms;       /* before subtracting overhead_ms */
+    double overhead_ms;
 } kopt_timing;
 
 typedef struct kopt_kernel_resources {
@@ -98,6 +102,7 @@ typedef struct kopt_eval_result {
     kopt_roofline roofline, ref_roofline;
     int compile_cache_hit;
     double compile_ms, verify_ms, time_ms, total_ms;  /* wall time of each stage */
+    double ref_setup_ms, cand_setup_ms;   /* each worker's start: process, context, modules */
     int is_reference;           /* no candidate: the reference was evaluated */
     char candidate_hash[65];
     char problem_hash[65];
@@ -113,8 +118,8 @@ typedef struct kopt_eval_opts {
     int no_timing;              /* verify only */
     double timeout_s;           /* per step of a worker (default 10) */
     double warmup_ms;           /* default 25 */
-    double budget_ms;           /* GPU time to spend on timed runs (default 200) */
-    int min_reps, max_reps;     /* default 10, 2000 */
+    double budget_ms;           /* GPU time to spend on timed runs (default 100) */
+    int min_reps, max_reps;     /* default 10, 1000 */
     int no_flush;               /* do not flush the L2 before timed runs */
     int device;                 /* ordinal */
     const char *arch;           /* override ("sm_90a") */
@@ -122,7 +127,7 @@ typedef struct kopt_eval_opts {
     const char *db_path;        /* NULL: no store */
     double suspect_margin;      /* faster than bound * (1 / margin) is SUSPECT; default 1.10 */
 } kopt_eval_opts;
-#define KOPT_EVAL_OPTS_INIT {1, 3, 0, NULL, 0, 0, 10.0, 25.0, 200.0, 10, 2000, 0, 0, NULL, NULL, NULL, 1.10}
+#define KOPT_EVAL_OPTS_INIT {1, 3, 0, NULL, 0, 0, 10.0, 25.0, 100.0, 10, 1000, 0, 0, NULL, NULL, NULL, 1.10}
 
 /* Evaluate `cand` (NULL: the reference alone, timed and placed on the roofline). Returns
  * KOPT_OK whenever a verdict was reached (including WRONG, CRASH, SKIPPED, ...); an error

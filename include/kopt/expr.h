@@ -42,8 +42,8 @@ typedef struct kopt_env {
 
 /* Evaluate `text`. On error the message names the expression and the column. */
 kopt_status kopt_expr_eval(kopt_ctx *ctx, const char *text, const kopt_env *env, int64_t *out);
-/* Check syntax and that every name is either in `env` or (when allow_unknown) anything.
- * Used to validate files before sizes are known. */
+/* Check syntax and that every name is in `env`, without arithmetic errors (division by
+ * zero, overflow): used to validate files before the real sizes are known. */
 kopt_status kopt_expr_check(kopt_ctx *ctx, const char *text, const kopt_env *env);
 
 #ifdef __cplusplus

@@ -101,7 +101,8 @@ typedef struct parser {
     kopt_ctx *ctx;
     const char *text, *p;
     const kopt_env *env;
-    int check_only;      /* syntax + names, no arithmetic errors */
+    int quiet;           /* > 0: syntax and names only, no arithmetic errors (an untaken
+                            branch, or kopt_expr_check) */
     kopt_status rc;
 } parser;
 
@@ -113,6 +114,12 @@ static int64_t fail(parser *ps, kopt_status st, const char *what)
         ps->rc = kopt_seterr(ps->ctx, st, "expression '%s': %s at column %d", ps->text, what,
                              (int)(ps->p - ps->text) + 1);
     return 0;
+}
+
+/* An arithmetic error: reported unless the value will not be used. */
+static int64_t arith_fail(parser *ps, const char *what)
+{
+    return ps->quiet ? 0 : fail(ps, KOPT_E_INVALID, what);
 }
 
 static void skip_ws(parser *ps)
@@ -138,7 +145,7 @@ static int accept(parser *ps, const char *tok)
 static int64_t checked(parser *ps, __int128 v)
 {
     if (v > INT64_MAX || v < INT64_MIN)
-        return fail(ps, KOPT_E_INVALID, "integer overflow");
+        return arith_fail(ps, "integer overflow");
     return (int64_t)v;
 }
 
@@ -167,7 +174,7 @@ static int64_t call(parser *ps, const char *name, size_t len)
         if (strlen(fns[i].name) == len && strncmp(fns[i].name, name, len) == 0)
             f = i;
     if (f < 0) {
-        ps->p -= len;
+        ps->p = name;
         return fail(ps, KOPT_E_INVALID, "unknown function");
     }
     n = fns[f].nargs;
@@ -178,30 +185,30 @@ static int64_t call(parser *ps, const char *name, size_t len)
     }
     if (!accept(ps, ")"))
         return fail(ps, KOPT_E_INVALID, "expected ')'");
-    if (ps->rc != KOPT_OK || ps->check_only)
+    if (ps->rc != KOPT_OK)
         return 1;
     switch (f) {
     case 0: return a[0] < a[1] ? a[0] : a[1];
     case 1: return a[0] > a[1] ? a[0] : a[1];
     case 2:
         if (a[1] <= 0)
-            return fail(ps, KOPT_E_INVALID, "cdiv by a value <= 0");
+            return arith_fail(ps, "cdiv by a value <= 0");
         return a[0] >= 0 ? (a[0] / a[1] + (a[0] % a[1] != 0)) : a[0] / a[1];
     case 3: return a[0] > 0 && (a[0] & (a[0] - 1)) == 0;
     case 4: {
         int64_t r = -1;
         if (a[0] <= 0)
-            return fail(ps, KOPT_E_INVALID, "log2 of a value <= 0");
+            return arith_fail(ps, "log2 of a value <= 0");
         while (a[0]) { a[0] >>= 1; r++; }
         return r;
     }
     case 5:
         if (a[0] == INT64_MIN)
-            return fail(ps, KOPT_E_INVALID, "integer overflow");
+            return arith_fail(ps, "integer overflow");
         return a[0] < 0 ? -a[0] : a[0];
     case 6:
         if (a[1] <= 0)
-            return fail(ps, KOPT_E_INVALID, "align to a value <= 0");
+            return arith_fail(ps, "align to a value <= 0");
         return checked(ps, ((__int128)a[0] + a[1] - 1) / a[1] * a[1]);
     }
     return 0;
@@ -276,10 +283,9 @@ static int64_t parse_mul(parser *ps)
         if (op == '*') {
             v = checked(ps, (__int128)v * r);
         } else if (r == 0) {
-            if (!ps->check_only)
-                return fail(ps, KOPT_E_INVALID, "division by zero");
+            v = arith_fail(ps, "division by zero");
         } else if (v == INT64_MIN && r == -1) {
-            return fail(ps, KOPT_E_INVALID, "integer overflow");
+            v = arith_fail(ps, "integer overflow");
         } else {
             v = op == '/' ? v / r : v % r;
         }
@@ -300,14 +306,12 @@ static int64_t parse_add(parser *ps)
     }
 }
 
-static int64_t parse_cmp(parser *ps)
+static int64_t parse_rel(parser *ps)
 {
     int64_t v = parse_add(ps);
 
     for (;;) {
-        if (accept(ps, "=="))      v = v == parse_add(ps);
-        else if (accept(ps, "!=")) v = v != parse_add(ps);
-        else if (accept(ps, "<=")) v = v <= parse_add(ps);
+        if (accept(ps, "<="))      v = v <= parse_add(ps);
         else if (accept(ps, ">=")) v = v >= parse_add(ps);
         else if (accept(ps, "<"))  v = v < parse_add(ps);
         else if (accept(ps, ">"))  v = v > parse_add(ps);
@@ -315,12 +319,34 @@ static int64_t parse_cmp(parser *ps)
     }
 }
 
+static int64_t parse_eq(parser *ps)
+{
+    int64_t v = parse_rel(ps);
+
+    for (;;) {
+        if (accept(ps, "=="))      v = v == parse_rel(ps);
+        else if (accept(ps, "!=")) v = v != parse_rel(ps);
+        else return v;
+    }
+}
+
+/* The right side of && and ||, and the untaken branch of ?:, are parsed (so syntax and
+ * names are checked) but their arithmetic errors do not count: "K > 0 ? N / K : 0". */
+static int64_t parse_quiet_if(parser *ps, int quiet, int64_t (*sub)(parser *))
+{
+    int64_t v;
+    ps->quiet += quiet;
+    v = sub(ps);
+    ps->quiet -= quiet;
+    return v;
+}
+
 static int64_t parse_and(parser *ps)
 {
-    int64_t v = parse_cmp(ps);
+    int64_t v = parse_eq(ps);
 
     while (accept(ps, "&&")) {
-        int64_t r = parse_cmp(ps);
+        int64_t r = parse_quiet_if(ps, !v, parse_eq);
         v = v && r;
     }
     return v;
@@ -331,7 +357,7 @@ static int64_t parse_or(parser *ps)
     int64_t v = parse_and(ps);
 
     while (accept(ps, "||")) {
-        int64_t r = parse_and(ps);
+        int64_t r = parse_quiet_if(ps, v != 0, parse_and);
         v = v || r;
     }
     return v;
@@ -343,17 +369,17 @@ static int64_t parse_ternary(parser *ps)
 
     if (!accept(ps, "?"))
         return c;
-    a = parse_ternary(ps);
+    a = parse_quiet_if(ps, !c, parse_ternary);
     if (!accept(ps, ":"))
         return fail(ps, KOPT_E_INVALID, "expected ':'");
-    b = parse_ternary(ps);
+    b = parse_quiet_if(ps, c != 0, parse_ternary);
     return c ? a : b;
 }
 
 static kopt_status run(kopt_ctx *ctx, const char *text, const kopt_env *env, int check,
                        int64_t *out)
 {
-    parser ps = {ctx, text, text, env, check, KOPT_OK};
+    parser ps = {ctx, text, text, env, check ? 1 : 0, KOPT_OK};
     int64_t v;
 
     if (!text)

@@ -43,7 +43,8 @@ const kopt_kernel_info *kopt_compiled_kernel(const kopt_compiled *c, const char 
  *   ptxas info    : Used 32 registers, used 1 barriers, 4096 bytes smem, ...           */
 void kopt_parse_ptxas_report(const char *log, kopt_kernel_info *kernels, int n)
 {
-    kopt_kernel_info *cur = NULL;
+    kopt_kernel_info *cur = NULL;    /* the entry function being reported */
+    kopt_kernel_info *props = NULL;  /* whose "Function properties" block we are in */
     const char *line = log;
 
     while (line && *line) {
@@ -67,14 +68,21 @@ void kopt_parse_ptxas_report(const char *log, kopt_kernel_info *kernels, int n)
                     if (strcmp(kernels[i].lowered, name) == 0)
                         cur = &kernels[i];
             }
-        } else if (cur && strstr(buf, "bytes stack frame")) {
+            props = NULL;
+        } else if ((p = strstr(buf, "Function properties for "))) {
+            /* also printed for device functions that were not inlined: skip theirs */
+            const char *q = p + 24;
+            size_t nlen = strcspn(q, " \r\n");
+            props = cur && strlen(cur->lowered) == nlen && strncmp(cur->lowered, q, nlen) == 0
+                        ? cur : NULL;
+        } else if (props && strstr(buf, "bytes stack frame")) {
             int a = 0, b = 0, c = 0;
             if ((p = strstr(buf, ".")) && sscanf(p + 1, " %d bytes stack frame, %d bytes spill "
                                                         "stores, %d bytes spill loads", &a, &b,
                                                  &c) == 3) {
-                cur->stack_frame = a;
-                cur->spill_stores = b;
-                cur->spill_loads = c;
+                props->stack_frame = a;
+                props->spill_stores = b;
+                props->spill_loads = c;
             }
         } else if (cur && (p = strstr(buf, "Used "))) {
             const char *q;

@@ -149,25 +149,32 @@ static size_t phase_size(const phase_plan *ph)
     return ph->slot * (size_t)(ph->ntrials + (ph->timed ? 1 : 0));
 }
 
-static kopt_status run_subject(kopt_ctx *ctx, int is_ref, phase_plan *phases, int nphases,
-                               const kopt_compiled *comp, const kopt_compiled *rt,
-                               const kopt_eval_opts *o, kopt__worker_run *run)
+/* Lay out the phases in the output buffer; return its size. */
+static size_t layout(phase_plan *phases, int nphases)
 {
-    json_t *job, *arr = json_array();
     size_t total = 0;
-    kopt_status rc;
-
     for (int p = 0; p < nphases; p++) {
         phases[p].base = total;
         total += phase_size(&phases[p]);
     }
+    return total;
+}
+
+static kopt_status start_subject(kopt_ctx *ctx, int is_ref, phase_plan *phases, int nphases,
+                                 const kopt_compiled *comp, const kopt_compiled *rt,
+                                 const kopt_eval_opts *o, kopt__worker_proc **proc)
+{
+    json_t *job, *arr = json_array();
+    size_t total = layout(phases, nphases);
+    kopt_status rc;
+
     for (int p = 0; p < nphases; p++)
         json_array_append_new(arr, phase_json(&phases[p], is_ref ? phases[p].ref : phases[p].cand,
                                               comp, o));
     job = json_pack("{s:s, s:i, s:s, s:s, s:s, s:o}", "op", "run", "device", o->device,
                     "runtime", rt->binary_path, "mode", comp->host_mode ? "host" : "device",
                     "binary", comp->binary_path, "phases", arr);
-    rc = kopt__worker_spawn(ctx, job, total, o->timeout_s, run);
+    rc = kopt__worker_start(ctx, job, total, proc);
     json_decref(job);
     return rc;
 }
@@ -223,9 +230,17 @@ static void timing_from_run(const kopt__worker_run *run, int phase, kopt_timing 
     size_t n = json_array_size(s);
     double *v = calloc(n + 1, sizeof(double));
 
+    double overhead = json_number_value(json_object_get(ph, "event_overhead_ms")), raw;
+
     for (size_t i = 0; v && i < n; i++)
         v[i] = json_number_value(json_array_get(s, i));
     kopt__timing_from_samples(v, (int)n, (int)json_integer_value(json_object_get(ph, "warmup_runs")), t);
+    raw = t->median_ms;
+    for (size_t i = 0; v && i < n; i++)
+        v[i] = v[i] > overhead ? v[i] - overhead : 0;
+    kopt__timing_from_samples(v, (int)n, t->warmup_runs, t);
+    t->raw_median_ms = raw;
+    t->overhead_ms = overhead;
     free(v);
 }
 
@@ -333,6 +348,7 @@ kopt_status kopt_eval_run(kopt_eval_result **out, kopt_ctx *ctx, const kopt_prob
     kopt_compiled *ref_comp = NULL, *cand_comp = NULL, *rt = NULL;
     kopt_compile_opts co = KOPT_COMPILE_OPTS_INIT;
     kopt__worker_run ref_run, cand_run;
+    kopt__worker_proc *ref_proc = NULL, *cand_proc = NULL;
     phase_plan phases[2];
     int nphases = 0, ncompared = 0;
     kopt_device_info nvml;
@@ -450,10 +466,21 @@ kopt_status kopt_eval_run(kopt_eval_result **out, kopt_ctx *ctx, const kopt_prob
     }
     r->checks = calloc((size_t)(2 * (o.trials + 1) * (prob->ntensors + 1)) + 1, sizeof(*r->checks));
 
-    /* the reference: outputs for every trial, and its time */
+    /* Both workers start together and set up side by side (process, context, modules);
+     * then the reference runs alone on the GPU (outputs of every trial, its time), then the
+     * candidate, in a process that never sees the reference's outputs. */
     t1 = kopt_now_ms();
-    if ((rc = run_subject(ctx, 1, phases, nphases, cand ? ref_comp : cand_comp, rt, &o,
-                          &ref_run)) != KOPT_OK)
+    if ((rc = start_subject(ctx, 1, phases, nphases, cand ? ref_comp : cand_comp, rt, &o,
+                            &ref_proc)) != KOPT_OK ||
+        (cand && (rc = start_subject(ctx, 0, phases, nphases, cand_comp, rt, &o,
+                                     &cand_proc)) != KOPT_OK))
+        goto fail;
+    kopt__worker_ready(ctx, ref_proc);
+    if (cand_proc)
+        kopt__worker_ready(ctx, cand_proc);
+    rc = kopt__worker_finish(ctx, ref_proc, o.timeout_s, &ref_run);
+    ref_proc = NULL;
+    if (rc != KOPT_OK)
         goto fail;
     if (!ref_run.result) {
         worker_failure(r, &ref_run, "reference", &o);
@@ -466,6 +493,7 @@ kopt_status kopt_eval_run(kopt_eval_result **out, kopt_ctx *ctx, const kopt_prob
         goto done;
     }
     kopt__device_from_json(ref_run.device, &r->device);
+    r->ref_setup_ms = json_number_value(json_object_get(ref_run.device, "setup_ms"));
     r->device.ordinal = o.device;
     if (phases[0].timed)
         timing_from_run(&ref_run, 0, &r->ref_timing);
@@ -484,9 +512,11 @@ kopt_status kopt_eval_run(kopt_eval_result **out, kopt_ctx *ctx, const kopt_prob
         goto done;
     }
 
-    /* the candidate, in a fresh worker that never sees the reference's outputs */
-    if ((rc = run_subject(ctx, 0, phases, nphases, cand_comp, rt, &o, &cand_run)) != KOPT_OK)
+    rc = kopt__worker_finish(ctx, cand_proc, o.timeout_s, &cand_run);
+    cand_proc = NULL;
+    if (rc != KOPT_OK)
         goto fail;
+    r->cand_setup_ms = json_number_value(json_object_get(cand_run.device, "setup_ms"));
     if (!cand_run.result) {
         worker_failure(r, &cand_run, "candidate", &o);
         goto done;
@@ -558,6 +588,8 @@ done:
         kopt_store_close(st);
         free(js);
     }
+    kopt__worker_proc_free(ref_proc);
+    kopt__worker_proc_free(cand_proc);
     kopt__worker_run_free(&ref_run);
     kopt__worker_run_free(&cand_run);
     kopt_compiled_free(ref_comp);

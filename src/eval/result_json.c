@@ -21,10 +21,11 @@ static json_t *timing_json(const kopt_timing *t)
 {
     if (!t->n)
         return json_null();
-    return json_pack("{s:i, s:i, s:o, s:o, s:o, s:o, s:o, s:o}", "reps", t->n, "warmup_runs",
-                     t->warmup_runs, "median_ms", num(t->median_ms), "mean_ms", num(t->mean_ms),
-                     "min_ms", num(t->min_ms), "max_ms", num(t->max_ms), "p10_ms",
-                     num(t->p10_ms), "p90_ms", num(t->p90_ms));
+    return json_pack("{s:i, s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "reps", t->n,
+                     "warmup_runs", t->warmup_runs, "median_ms", num(t->median_ms), "mean_ms",
+                     num(t->mean_ms), "min_ms", num(t->min_ms), "max_ms", num(t->max_ms),
+                     "p10_ms", num(t->p10_ms), "p90_ms", num(t->p90_ms), "raw_median_ms",
+                     num(t->raw_median_ms), "event_overhead_ms", num(t->overhead_ms));
 }
 
 static json_t *roofline_json(const kopt_roofline *r)
@@ -108,9 +109,11 @@ char *kopt_eval_result_json(const kopt_eval_result *r)
     json_object_set_new(root, "speedup", r->speedup > 0 ? num(r->speedup) : json_null());
     json_object_set_new(root, "roofline", roofline_json(&r->roofline));
     json_object_set_new(root, "reference_roofline", roofline_json(&r->ref_roofline));
-    json_object_set_new(root, "wall_ms", json_pack("{s:o, s:o, s:o, s:o}", "compile",
+    json_object_set_new(root, "wall_ms", json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "compile",
                         num(r->compile_ms), "verify", num(r->verify_ms), "time", num(r->time_ms),
-                        "total", num(r->total_ms)));
+                        "total", num(r->total_ms), "reference_worker_setup",
+                        num(r->ref_setup_ms), "candidate_worker_setup",
+                        num(r->cand_setup_ms)));
     json_object_set_new(root, "compile_cache_hit", json_boolean(r->compile_cache_hit));
     json_object_set_new(root, "compile_log", r->compile_log ? json_string(r->compile_log)
                                                             : json_null());

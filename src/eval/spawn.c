@@ -76,25 +76,37 @@ static void handle_line(kopt__worker_run *out, const char *line)
     json_decref(ev);
 }
 
-kopt_status kopt__worker_spawn(kopt_ctx *ctx, json_t *job, size_t shm_size, double timeout_s,
-                               kopt__worker_run *out)
+struct kopt__worker_proc {
+    pid_t pid;
+    int job_w, ev_r, log_fd;
+    kopt_buf acc;
+    int eof;
+    double t0;
+    kopt__worker_run run;
+};
+
+kopt_status kopt__worker_start(kopt_ctx *ctx, json_t *job, size_t shm_size,
+                               kopt__worker_proc **out)
 {
-    int job_p[2] = {-1, -1}, ev_p[2] = {-1, -1}, shm_fd = -1, log_fd = -1, status = 0;
+    int job_p[2] = {-1, -1}, ev_p[2] = {-1, -1}, shm_fd = -1;
+    kopt__worker_proc *w = calloc(1, sizeof(*w));
     char *text = NULL;
     size_t text_len, written = 0;
-    kopt_buf acc = KOPT_BUF_INIT;
-    double t0 = kopt_now_ms(), deadline;
     kopt_status rc = KOPT_OK;
-    pid_t pid = -1;
 
-    memset(out, 0, sizeof(*out));
+    *out = NULL;
+    if (!w)
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "worker");
+    w->pid = -1;
+    w->job_w = w->ev_r = w->log_fd = -1;
+    w->t0 = kopt_now_ms();
     if (pipe2(job_p, O_CLOEXEC) != 0 || pipe2(ev_p, O_CLOEXEC) != 0) {
         rc = kopt_seterr(ctx, KOPT_E_IO, "pipe: %s", strerror(errno));
         goto cleanup;
     }
     shm_fd = memfd_create("kopt-outputs", MFD_CLOEXEC);
-    log_fd = memfd_create("kopt-worker-log", MFD_CLOEXEC);
-    if (shm_fd < 0 || log_fd < 0 || ftruncate(shm_fd, (off_t)(shm_size ? shm_size : 1)) != 0) {
+    w->log_fd = memfd_create("kopt-worker-log", MFD_CLOEXEC);
+    if (shm_fd < 0 || w->log_fd < 0 || ftruncate(shm_fd, (off_t)(shm_size ? shm_size : 1)) != 0) {
         rc = kopt_seterr(ctx, KOPT_E_IO, "shared memory for %zu bytes: %s", shm_size,
                          strerror(errno));
         goto cleanup;
@@ -105,90 +117,42 @@ kopt_status kopt__worker_spawn(kopt_ctx *ctx, json_t *job, size_t shm_size, doub
             rc = kopt_seterr(ctx, KOPT_E_IO, "mmap %zu bytes: %s", shm_size, strerror(errno));
             goto cleanup;
         }
-        out->shm = m;
-        out->shm_size = shm_size;
+        w->run.shm = m;
+        w->run.shm_size = shm_size;
     }
     json_object_set_new(job, "shm_size", json_integer((json_int_t)shm_size));
-    text = json_dumps(job, JSON_COMPACT);
+    text = json_dumps(job, JSON_COMPACT);   /* one line: jansson escapes newlines */
     if (!text) {
         rc = kopt_seterr(ctx, KOPT_E_NOMEM, "job");
         goto cleanup;
     }
     text_len = strlen(text);
-    pid = fork();
-    if (pid < 0) {
+    w->pid = fork();
+    if (w->pid < 0) {
         rc = kopt_seterr(ctx, KOPT_E_ERROR, "fork: %s", strerror(errno));
         goto cleanup;
     }
-    if (pid == 0)
-        child(job_p[0], ev_p[1], shm_fd, log_fd);
-    setpgid(pid, pid);
-    close(job_p[0]);
-    close(ev_p[1]);
-    job_p[0] = ev_p[1] = -1;
+    if (w->pid == 0)
+        child(job_p[0], ev_p[1], shm_fd, w->log_fd);
+    setpgid(w->pid, w->pid);
     signal(SIGPIPE, SIG_IGN);
-    while (written < text_len) {
-        ssize_t n = write(job_p[1], text + written, text_len - written);
+    while (written < text_len + 1) {
+        ssize_t n = written < text_len ? write(job_p[1], text + written, text_len - written)
+                                       : write(job_p[1], "\n", 1);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
             break;
         written += (size_t)n;
     }
-    close(job_p[1]);
+    w->job_w = job_p[1];
     job_p[1] = -1;
-
-    deadline = kopt_now_ms() + FIRST_CONTACT_S * 1e3;
-    for (;;) {
-        struct pollfd p = {ev_p[0], POLLIN, 0};
-        int wait_ms = (int)(deadline - kopt_now_ms()), r;
-        char buf[8192];
-        ssize_t n;
-        if (wait_ms <= 0) {
-            out->timed_out = 1;
-            kill(-pid, SIGKILL);
-            kill(pid, SIGKILL);
-            break;
-        }
-        r = poll(&p, 1, wait_ms);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r == 0)
-            continue;
-        n = read(ev_p[0], buf, sizeof(buf));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        kopt_buf_append(&acc, buf, (size_t)n);
-        /* handle complete lines; any line is progress */
-        for (char *nl; acc.ptr && (nl = memchr(acc.ptr, '\n', acc.len));) {
-            size_t len = (size_t)(nl - acc.ptr) + 1;
-            *nl = '\0';
-            handle_line(out, acc.ptr);
-            memmove(acc.ptr, acc.ptr + len, acc.len - len + 1);
-            acc.len -= len;
-            deadline = kopt_now_ms() + timeout_s * 1e3;
-        }
-    }
-    /* the process group goes too: a host-mode candidate may have left children */
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    kill(-pid, SIGKILL);
-    out->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    out->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-    if (out->timed_out)
-        out->signal = 0;
-    {
-        off_t size = lseek(log_fd, 0, SEEK_END), from = size > LOG_TAIL ? size - LOG_TAIL : 0;
-        out->log = calloc(LOG_TAIL + 1, 1);
-        if (out->log && size > 0 && pread(log_fd, out->log, (size_t)(size - from), from) < 0)
-            out->log[0] = '\0';
-    }
+    w->ev_r = ev_p[0];
+    ev_p[0] = -1;
+    *out = w;
+    w = NULL;
 cleanup:
-    out->wall_ms = kopt_now_ms() - t0;
     free(text);
-    kopt_buf_free(&acc);
     for (int i = 0; i < 2; i++) {
         if (job_p[i] >= 0)
             close(job_p[i]);
@@ -197,9 +161,136 @@ cleanup:
     }
     if (shm_fd >= 0)
         close(shm_fd);
-    if (log_fd >= 0)
-        close(log_fd);
+    if (w) {
+        if (w->run.shm)
+            munmap(w->run.shm, w->run.shm_size);
+        if (w->log_fd >= 0)
+            close(w->log_fd);
+        free(w);
+    }
     return rc;
+}
+
+/* Read events until `until` returns true, EOF, or no event for timeout_s (then kill). */
+static void pump(kopt__worker_proc *w, double timeout_s, int (*until)(const kopt__worker_run *))
+{
+    double deadline = kopt_now_ms() + timeout_s * 1e3;
+
+    while (!w->eof && !(until && until(&w->run))) {
+        struct pollfd p = {w->ev_r, POLLIN, 0};
+        int wait_ms = (int)(deadline - kopt_now_ms()), r;
+        char buf[8192];
+        ssize_t n;
+        if (wait_ms <= 0) {
+            w->run.timed_out = 1;
+            kill(-w->pid, SIGKILL);
+            kill(w->pid, SIGKILL);
+            w->eof = 1;
+            break;
+        }
+        r = poll(&p, 1, wait_ms);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r == 0)
+            continue;
+        n = read(w->ev_r, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            w->eof = 1;
+            break;
+        }
+        kopt_buf_append(&w->acc, buf, (size_t)n);
+        /* handle complete lines; any line is progress */
+        for (char *nl; w->acc.ptr && (nl = memchr(w->acc.ptr, '\n', w->acc.len));) {
+            size_t len = (size_t)(nl - w->acc.ptr) + 1;
+            *nl = '\0';
+            handle_line(&w->run, w->acc.ptr);
+            memmove(w->acc.ptr, w->acc.ptr + len, w->acc.len - len + 1);
+            w->acc.len -= len;
+            deadline = kopt_now_ms() + timeout_s * 1e3;
+        }
+    }
+}
+
+static int said_hello(const kopt__worker_run *r)
+{
+    return r->device != NULL;
+}
+
+kopt_status kopt__worker_ready(kopt_ctx *ctx, kopt__worker_proc *w)
+{
+    pump(w, FIRST_CONTACT_S, said_hello);
+    (void)ctx;
+    return KOPT_OK;
+}
+
+kopt_status kopt__worker_finish(kopt_ctx *ctx, kopt__worker_proc *w, double timeout_s,
+                                kopt__worker_run *out)
+{
+    int status = 0;
+
+    pump(w, FIRST_CONTACT_S, said_hello);
+    if (!w->eof && w->job_w >= 0) {
+        ssize_t n;
+        do
+            n = write(w->job_w, "go\n", 3);
+        while (n < 0 && errno == EINTR);
+    }
+    if (w->job_w >= 0)
+        close(w->job_w);
+    w->job_w = -1;
+    pump(w, timeout_s, NULL);
+    /* the process group goes too: a host-mode candidate may have left children */
+    while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    kill(-w->pid, SIGKILL);
+    w->run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    w->run.signal = WIFSIGNALED(status) && !w->run.timed_out ? WTERMSIG(status) : 0;
+    {
+        off_t size = lseek(w->log_fd, 0, SEEK_END), from = size > LOG_TAIL ? size - LOG_TAIL : 0;
+        w->run.log = calloc(LOG_TAIL + 1, 1);
+        if (w->run.log && size > 0 && pread(w->log_fd, w->run.log, (size_t)(size - from), from) < 0)
+            w->run.log[0] = '\0';
+    }
+    w->run.wall_ms = kopt_now_ms() - w->t0;
+    *out = w->run;
+    memset(&w->run, 0, sizeof(w->run));
+    kopt__worker_proc_free(w);
+    (void)ctx;
+    return KOPT_OK;
+}
+
+void kopt__worker_proc_free(kopt__worker_proc *w)
+{
+    if (!w)
+        return;
+    if (w->pid > 0 && !w->eof) {
+        kill(-w->pid, SIGKILL);
+        kill(w->pid, SIGKILL);
+        waitpid(w->pid, NULL, 0);
+    }
+    if (w->job_w >= 0)
+        close(w->job_w);
+    if (w->ev_r >= 0)
+        close(w->ev_r);
+    if (w->log_fd >= 0)
+        close(w->log_fd);
+    kopt_buf_free(&w->acc);
+    kopt__worker_run_free(&w->run);
+    free(w);
+}
+
+kopt_status kopt__worker_spawn(kopt_ctx *ctx, json_t *job, size_t shm_size, double timeout_s,
+                               kopt__worker_run *out)
+{
+    kopt__worker_proc *w = NULL;
+    kopt_status rc;
+
+    memset(out, 0, sizeof(*out));
+    if ((rc = kopt__worker_start(ctx, job, shm_size, &w)) != KOPT_OK)
+        return rc;
+    return kopt__worker_finish(ctx, w, timeout_s, out);
 }
 
 void kopt__device_from_json(json_t *j, kopt_device_info *d)

@@ -6,8 +6,37 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The common case, f32, without a per-element type switch: a fast scan, falling back to
+ * the general loop only to describe mismatches and errors exactly. */
+static int f32_all_close(const kopt_btensor *t, const float *g, const float *w, double *max_abs,
+                         double *max_rel)
+{
+    double ma = 0, mr = 0;
+    for (int64_t i = 0; i < t->count; i++) {
+        double a = g[i], b = w[i], e = fabs(a - b);
+        if (!(e <= t->atol + t->rtol * fabs(b)))   /* NaN fails here too */
+            return 0;
+        if (e > ma)
+            ma = e;
+        if (b != 0 && e / fabs(b) > mr)
+            mr = e / fabs(b);
+    }
+    *max_abs = ma;
+    *max_rel = mr;
+    return 1;
+}
+
 void kopt__compare(const kopt_btensor *t, const void *got, const void *want, kopt_check *c)
 {
+    if (t->dtype == KOPT_F32 && f32_all_close(t, got, want, &c->max_abs_err, &c->max_rel_err)) {
+        c->count = t->count;
+        c->mismatches = 0;
+        c->atol = t->atol;
+        c->rtol = t->rtol;
+        c->first_index = -1;
+        c->ndim = t->ndim;
+        return;
+    }
     c->count = t->count;
     c->mismatches = 0;
     c->max_abs_err = c->max_rel_err = 0;

@@ -55,6 +55,7 @@ typedef struct worker {
     CUstream stream;
     CUmodule rt, mod;
     CUfunction f_from_f32, f_from_f64, f_set, f_fill, f_flush, f_copy, f_read, f_write, f_fma;
+    CUfunction f_empty;
     curandGenerator_t gen;
     CUdeviceptr rand_buf, flush_buf, sink;
     size_t rand_cap, flush_n4;
@@ -499,6 +500,12 @@ static kopt_status run_trials(worker *w, int phase, json_t *trials)
     return KOPT_OK;
 }
 
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
 #define CHUNK 64
 
 static kopt_status run_timing(worker *w, int phase, json_t *tm, json_t *result)
@@ -548,6 +555,28 @@ static kopt_status run_timing(worker *w, int phase, json_t *tm, json_t *result)
             break;
     }
     progress(w, phase, "warm-up");
+    /* the cost of the event bracket itself: an empty kernel timed the same way */
+    {
+        float o[CHUNK];
+        for (int r = 0; r < CHUNK; r++) {
+            if (flush && (rc = flush_l2(w)) != KOPT_OK)
+                goto done;
+            w->cu->cuEventRecord(ev[2 * r], w->stream);
+            if (w->cu->cuLaunchKernel(w->f_empty, 1, 1, 1, 32, 1, 1, 0, w->stream, NULL, NULL) !=
+                CUDA_SUCCESS) {
+                rc = kopt_seterr(w->ctx, KOPT_E_CUDA, "empty kernel");
+                w->fail_kind = "harness";
+                goto done;
+            }
+            w->cu->cuEventRecord(ev[2 * r + 1], w->stream);
+        }
+        if ((rc = sync_checked(w, "event overhead")) != KOPT_OK)
+            goto done;
+        for (int r = 0; r < CHUNK; r++)
+            w->cu->cuEventElapsedTime(&o[r], ev[2 * r], ev[2 * r + 1]);
+        qsort(o, CHUNK, sizeof(float), cmp_float);
+        json_object_set_new(result, "event_overhead_ms", json_real(o[CHUNK / 2]));
+    }
     /* timed repetitions, in chunks of about a second of work so heartbeats keep coming */
     while (reps < max_reps && (reps < min_reps || total < budget_ms)) {
         int chunk = CHUNK;
@@ -592,11 +621,6 @@ done:
 
 /* ---- ceilings ----------------------------------------------------------------------------- */
 
-static int cmp_float(const void *a, const void *b)
-{
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
 
 /* Median over `reps` timed launches of f (after one warm-up launch). */
 static kopt_status time_kernel(worker *w, CUfunction f, unsigned grid, unsigned block,
@@ -737,6 +761,7 @@ static kopt_status setup(worker *w, json_t *job, json_t **dev)
 {
     int ordinal = (int)json_integer_value(json_object_get(job, "device"));
     const char *rt = json_string_value(json_object_get(job, "runtime"));
+    double t0 = kopt_now_ms(), t_ctx, t_rand;
     kopt_status rc;
 
     if ((rc = kopt__cuda_load(w->ctx, &w->cu)) != KOPT_OK) {
@@ -755,6 +780,7 @@ static kopt_status setup(worker *w, json_t *job, json_t **dev)
     CU(cuDeviceGet(&w->dev, ordinal), "select device");
     CU(cuDevicePrimaryCtxRetain(&w->pctx, w->dev), "create context");
     CU(cuCtxSetCurrent(w->pctx), "make context current");
+    t_ctx = kopt_now_ms() - t0;
     if ((rc = device_json(w, dev)) != KOPT_OK)
         return rc;
     CU(cuStreamCreate(&w->stream, CU_STREAM_NON_BLOCKING), "create stream");
@@ -774,7 +800,9 @@ static kopt_status setup(worker *w, json_t *job, json_t **dev)
     GETF(f_read, "kopt_bw_read");
     GETF(f_write, "kopt_bw_write");
     GETF(f_fma, "kopt_fma_f32");
+    GETF(f_empty, "kopt_empty");
 #undef GETF
+    t_rand = kopt_now_ms();
     if ((rc = kopt__curand_load(w->ctx, &w->cr)) != KOPT_OK) {
         w->fail_kind = "harness";
         return rc;
@@ -785,6 +813,8 @@ static kopt_status setup(worker *w, json_t *job, json_t **dev)
         w->fail_kind = "harness";
         return kopt_seterr(w->ctx, KOPT_E_CUDA, "cannot create the cuRAND generator");
     }
+    json_object_set_new(*dev, "context_ms", json_real(t_ctx));
+    json_object_set_new(*dev, "curand_ms", json_real(kopt_now_ms() - t_rand));
     CU(cuMemAlloc(&w->sink, 4096), "allocate");
     {
         int l2 = (int)json_integer_value(json_object_get(*dev, "l2_bytes"));
@@ -829,16 +859,59 @@ static void emit_error(worker *w)
                    "cuda", w->fail_cuda, "step", w->fail_step, "phase", w->phase_label));
 }
 
-static kopt_status run_job(worker *w, json_t *job)
+/* Wait for the parent's "go" line (anything after the job line). 0 on go, -1 on EOF. */
+static int wait_go(kopt_buf *in)
+{
+    char buf[256];
+    ssize_t n;
+
+    while (!memchr(kopt_buf_cstr(in), '\n', in->len)) {
+        n = read(0, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        kopt_buf_append(in, buf, (size_t)n);
+    }
+    return 0;
+}
+
+static kopt_status run_job(worker *w, json_t *job, kopt_buf *rest, int *aborted)
 {
     const char *op = json_string_value(json_object_get(job, "op"));
     json_t *dev = NULL, *result = NULL, *phases_out = NULL, *kernels = NULL, *ph;
     size_t i;
     kopt_status rc;
+    double t_setup = kopt_now_ms();
 
     if ((rc = setup(w, job, &dev)) != KOPT_OK)
         return rc;
+    w->shm_size = (size_t)json_integer_value(json_object_get(job, "shm_size"));
+    if (w->shm_size && (!op || strcmp(op, "run") == 0)) {
+        void *m = mmap(NULL, w->shm_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+                       KOPT_WORKER_SHM_FD, 0);
+        if (m == MAP_FAILED) {
+            w->fail_kind = "harness";
+            json_decref(dev);
+            return kopt_seterr(w->ctx, KOPT_E_IO, "mmap of the output buffer: %s",
+                               strerror(errno));
+        }
+        w->shm = m;
+        /* pinned, so outputs come back by DMA at full speed; pageable copies still work */
+        if (w->cu->cuMemHostRegister(m, w->shm_size, 0) != CUDA_SUCCESS)
+            kopt_log(w->ctx, KOPT_LOG_INFO, "output buffer not pinned");
+    }
+    if ((rc = load_candidate(w, job)) != KOPT_OK) {
+        json_decref(dev);
+        return rc;
+    }
+    json_object_set_new(dev, "setup_ms", json_real(kopt_now_ms() - t_setup));
     emit(json_pack("{s:s, s:O}", "event", "hello", "device", dev));
+    if (wait_go(rest) != 0) {          /* the parent went away: nothing to do */
+        json_decref(dev);
+        *aborted = 1;
+        return KOPT_OK;
+    }
     result = json_pack("{s:s, s:o}", "event", "result", "device", dev);
     dev = NULL;
     if (op && strcmp(op, "ceilings") == 0) {
@@ -850,22 +923,6 @@ static kopt_status run_job(worker *w, json_t *job)
         goto done;
     }
     if (op && strcmp(op, "devices") == 0)
-        goto done;
-    {
-        int fd = KOPT_WORKER_SHM_FD;
-        w->shm_size = (size_t)json_integer_value(json_object_get(job, "shm_size"));
-        if (w->shm_size) {
-            void *m = mmap(NULL, w->shm_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-            if (m == MAP_FAILED) {
-                w->fail_kind = "harness";
-                rc = kopt_seterr(w->ctx, KOPT_E_IO, "mmap of the output buffer: %s",
-                                 strerror(errno));
-                goto done;
-            }
-            w->shm = m;
-        }
-    }
-    if ((rc = load_candidate(w, job)) != KOPT_OK)
         goto done;
     phases_out = json_array();
     kernels = json_array();
@@ -907,18 +964,33 @@ int kopt_worker_main(void)
     ssize_t n;
     kopt_status rc;
 
+    char *nl;
+    int aborted = 0;
+
     memset(&w, 0, sizeof(w));
     w.ctx = kopt_ctx_new();
-    while ((n = read(0, buf, sizeof(buf))) > 0)
+    /* the job is the first line; what follows it (the "go") stays in `in` */
+    while (!(nl = memchr(kopt_buf_cstr(&in), '\n', in.len)) &&
+           (n = read(0, buf, sizeof(buf))) > 0)
         kopt_buf_append(&in, buf, (size_t)n);
+    if (nl)
+        *nl = '\0';
     job = json_loads(kopt_buf_cstr(&in), 0, &err);
-    kopt_buf_free(&in);
+    if (nl) {
+        size_t used = (size_t)(nl - in.ptr) + 1;
+        memmove(in.ptr, in.ptr + used, in.len - used + 1);
+        in.len -= used;
+    } else {
+        in.len = 0;
+    }
     if (!job) {
         kopt_seterr(w.ctx, KOPT_E_INVALID, "bad job: %s", err.text);
         emit_error(&w);
+        kopt_buf_free(&in);
         return 2;
     }
-    rc = run_job(&w, job);
+    rc = run_job(&w, job, &in, &aborted);
+    kopt_buf_free(&in);
     if (rc != KOPT_OK)
         emit_error(&w);
     json_decref(job);

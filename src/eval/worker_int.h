@@ -2,7 +2,7 @@
  * Internal: the worker process and its protocol.
  *
  * The parent (which never creates a CUDA context) starts `kopt __worker` with the job as
- * JSON on stdin, a pipe for events on fd 3 (one JSON object per line), and a shared
+ * one line of JSON on stdin (then "go" on a second line once the GPU is free), a pipe for events on fd 3 (one JSON object per line), and a shared
  * memory file on fd 4 into which the worker copies the outputs of each run. The worker's
  * own stdout/stderr go to a log file. Events:
  *   {"event":"hello","device":{...}}           once the context is up
@@ -41,6 +41,17 @@ typedef struct kopt__worker_run {
     double wall_ms;
     char last_progress[128];
 } kopt__worker_run;
+
+/* Two-step use, so two workers can set up (process, context, modules) side by side while
+ * only one runs on the GPU at a time: start writes the job; ready waits for "hello";
+ * finish sends "go", collects the events until the worker exits, and frees the proc. */
+typedef struct kopt__worker_proc kopt__worker_proc;
+kopt_status kopt__worker_start(kopt_ctx *ctx, json_t *job, size_t shm_size,
+                               kopt__worker_proc **out);
+kopt_status kopt__worker_ready(kopt_ctx *ctx, kopt__worker_proc *w);
+kopt_status kopt__worker_finish(kopt_ctx *ctx, kopt__worker_proc *w, double timeout_s,
+                                kopt__worker_run *out);
+void kopt__worker_proc_free(kopt__worker_proc *w);
 
 /* Start a worker with `job`, wait for it (a step with no progress for timeout_s is a
  * hang: the worker's process group is killed), and collect its events. KOPT_OK when the

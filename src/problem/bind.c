@@ -93,16 +93,25 @@ static kopt_status bind_launch(kopt_ctx *ctx, const kopt_launch *l, const kopt_e
         if (d < l->nblock && kopt_expr_eval(ctx, l->block[d], env, &bl->block[d]) != KOPT_OK)
             return kopt_adderr(ctx, KOPT_E_INVALID, "launch %d (%s) block[%d]", index, l->kernel,
                                d);
-        if (bl->grid[d] <= 0 || bl->block[d] <= 0)
-            return kopt_seterr(ctx, KOPT_E_INVALID, "launch %d (%s): grid %lldx%lldx%lld, block "
-                               "%lldx%lldx%lld: every dimension must be >= 1 at these sizes",
-                               index, l->kernel, (long long)bl->grid[0], (long long)bl->grid[1],
-                               (long long)bl->grid[2], (long long)bl->block[0],
-                               (long long)bl->block[1], (long long)bl->block[2]);
     }
     bl->smem = 0;
     if (l->smem && kopt_expr_eval(ctx, l->smem, env, &bl->smem) != KOPT_OK)
         return kopt_adderr(ctx, KOPT_E_INVALID, "launch %d (%s) smem", index, l->kernel);
+    /* CUDA's own limits; the device's (shared memory, registers) are checked at launch */
+    if (bl->grid[0] < 1 || bl->grid[1] < 1 || bl->grid[2] < 1 || bl->block[0] < 1 ||
+        bl->block[1] < 1 || bl->block[2] < 1 || bl->grid[0] > INT32_MAX ||
+        bl->grid[1] > 65535 || bl->grid[2] > 65535 ||
+        bl->block[0] * bl->block[1] * bl->block[2] > 1024 || bl->block[2] > 64)
+        return kopt_seterr(ctx, KOPT_E_INVALID, "launch %d (%s): grid %lldx%lldx%lld, block "
+                           "%lldx%lldx%lld is not a valid launch at these sizes (grid >= 1 and "
+                           "at most 2^31-1 x 65535 x 65535; block >= 1, at most 1024 threads, "
+                           "z at most 64)", index, l->kernel, (long long)bl->grid[0],
+                           (long long)bl->grid[1], (long long)bl->grid[2],
+                           (long long)bl->block[0], (long long)bl->block[1],
+                           (long long)bl->block[2]);
+    if (bl->smem < 0 || bl->smem > INT32_MAX)
+        return kopt_seterr(ctx, KOPT_E_INVALID, "launch %d (%s): dynamic shared memory %lld bytes "
+                           "is out of range", index, l->kernel, (long long)bl->smem);
     bl->args = calloc((size_t)l->nargs + 1, sizeof(*bl->args));
     if (!bl->args)
         return kopt_seterr(ctx, KOPT_E_NOMEM, "args");
@@ -119,6 +128,9 @@ static kopt_status bind_launch(kopt_ctx *ctx, const kopt_launch *l, const kopt_e
         if (!arg->text) {
             ba->fval = arg->number;
             ba->ival = (int64_t)arg->number;
+            if (ba->kind == KOPT_ARG_I32 && (arg->number > INT32_MAX || arg->number < INT32_MIN))
+                return kopt_seterr(ctx, KOPT_E_INVALID, "launch %d (%s) args[%d] = %.0f does not "
+                                   "fit in i32", index, l->kernel, a, arg->number);
             continue;
         }
         if (kopt_expr_eval(ctx, arg->text, env, &ba->ival) != KOPT_OK)

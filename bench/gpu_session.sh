@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# One device call: check the carried build runs, then the GPU checks and benchmarks of
+# issue 2. Usage (on the GPU machine, from the repo root, with build/ carried):
+#   bash bench/gpu_session.sh [sections...]     sections: env examples bad bench ncu kb
+# Full outputs go to $OUT (or /tmp/kopt-out); a short table is printed last.
+set -u
+FINAL=${OUT:-/tmp/kopt-out}
+OUT=$FINAL/r            # everything goes here, and comes back as one results.tgz
+mkdir -p "$OUT"
+K=${KOPT_BIN:-$PWD/build-dev/kopt}
+export KOPT_DB=$OUT/kopt.db KOPT_CACHE_DIR=/tmp/kopt-cache
+SECTIONS=${*:-env examples bad bench ncu kb}
+SUMMARY=$OUT/summary.txt
+: > "$SUMMARY"
+say() { echo "$*" | tee -a "$SUMMARY"; }
+has() { [[ " $SECTIONS " == *" $1 "* ]]; }
+verdict_of() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["verdict"])' "$1" 2>/dev/null || echo "?"; }
+field() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); v=eval(sys.argv[2]); print(v)' "$1" "$2" 2>/dev/null || echo "-"; }
+
+if has env; then
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv | tee "$OUT/env.txt"
+  ldd "$K" | grep -E 'not found|jansson|sqlite|crypto' | tee -a "$OUT/env.txt"
+  $K devices --measure 2>&1 | tee "$OUT/devices.txt"
+  $K devices --json > "$OUT/devices.json"
+fi
+
+if has examples; then
+  say "== examples: reference vs fast (3 trials, main + check sizes)"
+  for d in examples/*/; do
+    n=$(basename "$d")
+    for c in "$d"*.cu; do
+      [ "$(basename "$c")" = reference.cu ] && continue
+      timeout 300 $K eval "$d" "$c" --json > "$OUT/ex_${n}_$(basename "$c" .cu).json" 2> "$OUT/ex_${n}.err"
+      code=$?
+      j="$OUT/ex_${n}_$(basename "$c" .cu).json"
+      say "$(printf '%-11s %-10s exit=%-2s %-8s cand=%-9s ref=%-9s speedup=%-6s roofline=%s%% wall=%s' "$n" "$(basename "$c" .cu)" "$code" "$(verdict_of "$j")" \
+        "$(field "$j" 'round(d["timing"]["median_ms"],4)')" "$(field "$j" 'round(d["reference_timing"]["median_ms"],4)')" \
+        "$(field "$j" 'round(d["speedup"],2)')" "$(field "$j" 'round(d["roofline"]["pct_of_bound"],1)')" "$(field "$j" 'round(d["wall_ms"]["total"])')")"
+      [ "$(verdict_of "$j")" = OK ] || { field "$j" 'd["message"]' | head -c 600 | tee -a "$SUMMARY"; echo | tee -a "$SUMMARY"; }
+    done
+  done
+fi
+
+if has tests; then
+  say "== GPU tests (tests/gpu)"
+  for t in examples planted; do
+    bash tests/gpu/test_$t.sh "$K" > "$OUT/gputest_$t.txt" 2>&1; echo "exit $?" >> "$OUT/gputest_$t.txt"
+    grep -E 'FAIL|passed|skipped' "$OUT/gputest_$t.txt" | tee -a "$SUMMARY"
+  done
+fi
+
+if has bad; then
+  say "== planted bad candidates (expected verdict)"
+  run_bad() { # file expected
+    local f=tests/gpu/candidates/$1 p; p=$(sed -n 's|.*// problem: \([a-z_0-9]*\).*|\1|p' "$f" | head -1)
+    timeout 120 $K eval examples/$p "$f" --json --timeout 3 --budget-ms 50 > "$OUT/bad_$1.json" 2>>"$OUT/bad.err"
+    local code=$? v; v=$(verdict_of "$OUT/bad_$1.json")
+    say "$(printf '%-32s expect %-8s got %-12s exit=%s %s' "$1" "$2" "$v" "$code" "$([ "$v" = "$2" ] && echo PASS || echo FAIL)")"
+    [ "$v" = "$2" ] || field "$OUT/bad_$1.json" 'd["message"]' | head -c 400 | tee -a "$SUMMARY"
+  }
+  run_bad vector_add_off_by_one.cu WRONG
+  run_bad vector_add_half_output.cu WRONG
+  run_bad softmax_wrong_second_size.cu WRONG
+  run_bad reduce_sum_race.cu WRONG
+  run_bad vector_add_crash.cu CRASH
+  run_bad vector_add_correct_nofm.cu OK
+  run_bad vector_add_hang.cu TIMEOUT
+  run_bad vector_add_correct_nofm.cu OK
+fi
+
+if has bench; then
+  for SZ in 1048576 67108864; do
+  say "== bench: wall time of kopt eval (vector_add fast, N=$SZ), cold and warm compile cache"
+  for i in 1 2; do
+    rm -rf /tmp/kopt-cold; KOPT_CACHE_DIR=/tmp/kopt-cold $K eval examples/vector_add examples/vector_add/fast.cu --size N=$SZ --json > "$OUT/wall_${SZ}_cold_$i.json"
+    KOPT_CACHE_DIR=/tmp/kopt-cold $K eval examples/vector_add examples/vector_add/fast.cu --size N=$SZ --json > "$OUT/wall_${SZ}_warm_$i.json"
+    for k in cold warm; do
+      j=$OUT/wall_${SZ}_${k}_$i.json
+      say "$(printf '%-5s run %s: verdict %-3s compile %6s ms  verify %6s ms  time %6s ms  total %6s ms (hit=%s) reps=%s' $k $i "$(verdict_of "$j")" \
+        "$(field "$j" 'round(d["wall_ms"]["compile"])')" "$(field "$j" 'round(d["wall_ms"]["verify"])')" "$(field "$j" 'round(d["wall_ms"]["time"])')" "$(field "$j" 'round(d["wall_ms"]["total"])')" "$(field "$j" 'd["compile_cache_hit"]')" "$(field "$j" 'd["timing"]["reps"]')")"
+    done
+  done
+  done
+  /usr/bin/time -v $K eval examples/vector_add examples/vector_add/fast.cu --size N=1048576 -v > "$OUT/wall_verbose.txt" 2>&1
+  say "== bench: spread of the median over 10 evaluations (softmax fast)"
+  for i in $(seq 1 10); do
+    $K eval examples/softmax examples/softmax/fast.cu --json > "$OUT/spread_$i.json"
+    field "$OUT/spread_$i.json" 'd["timing"]["median_ms"]'
+  done > "$OUT/spread.txt"
+  python3 - "$OUT/spread.txt" <<'PY' | tee -a "$SUMMARY"
+import sys, statistics as s
+v=[float(x) for x in open(sys.argv[1]) if x.strip() not in ("", "-")]
+if v: print(f"medians n={len(v)} min={min(v):.5f} max={max(v):.5f} mean={s.mean(v):.5f} (max-min)/mean={100*(max(v)-min(v))/s.mean(v):.2f}% stdev/mean={100*s.pstdev(v)/s.mean(v):.2f}%")
+PY
+fi
+
+if has ncu; then
+  say "== kopt median vs ncu gpu__time_duration (softmax fast)"
+  $K eval examples/softmax examples/softmax/fast.cu --json --no-check-sizes > "$OUT/ncu_kopt.json"
+  timeout 300 ncu --clock-control none --metrics gpu__time_duration.sum -k regex:softmax_fast -c 30 --csv \
+     $K eval examples/softmax examples/softmax/fast.cu --no-check-sizes --trials 1 --no-store --reps 30:30 > "$OUT/ncu.csv" 2> "$OUT/ncu.err"
+  python3 - "$OUT/ncu.csv" "$OUT/ncu_kopt.json" <<'PY' | tee -a "$SUMMARY"
+import csv, json, sys, statistics as s
+rows=[r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
+hdr=rows[0]; vi=hdr.index("Metric Value"); ui=hdr.index("Metric Unit")
+vals=[]
+for r in rows[1:]:
+    v=float(r[vi].replace(",","")); u=r[ui]
+    vals.append(v/1e6 if u=="ns" else v/1e3 if u=="us" else v if u=="ms" else v)
+k=json.load(open(sys.argv[2]))["timing"]["median_ms"]
+m=s.median(vals)
+print(f"ncu n={len(vals)} median={m:.5f} ms mean={s.mean(vals):.5f} ms; kopt median={k:.5f} ms; diff={100*(k-m)/m:+.2f}%")
+PY
+fi
+
+if has kb; then
+  say "== KernelBench-style (load_inline) vs kopt eval, wall time per candidate (softmax fast)"
+  rm -rf /tmp/kb_build /root/.cache/torch_extensions
+  PYTHONUNBUFFERED=1 timeout 400 python3 bench/kernelbench_style.py examples/softmax/fast.cu /tmp/kb_build 2>&1 | tail -1 | sed 's/^/cold: /' | tee -a "$SUMMARY"
+  PYTHONUNBUFFERED=1 timeout 200 python3 bench/kernelbench_style.py examples/softmax/fast.cu /tmp/kb_build 2>&1 | tail -1 | sed 's/^/warm: /' | tee -a "$SUMMARY"
+  rm -rf /tmp/kopt-kb; s=$(date +%s.%N); KOPT_CACHE_DIR=/tmp/kopt-kb $K eval examples/softmax examples/softmax/fast.cu > /dev/null; e=$(date +%s.%N)
+  s2=$(date +%s.%N); KOPT_CACHE_DIR=/tmp/kopt-kb $K eval examples/softmax examples/softmax/fast.cu > /dev/null; e2=$(date +%s.%N)
+  say "kopt eval: cold $(python3 -c "print(round($e-$s,2))") s, warm $(python3 -c "print(round($e2-$s2,2))") s"
+fi
+cp "$SUMMARY" "$FINAL/summary.txt"
+tar czf "$FINAL/results.tgz" -C "$FINAL" r && rm -rf "$OUT"
+echo; echo "======== SUMMARY"; cat "$FINAL/summary.txt"

@@ -1,0 +1,635 @@
+/*
+ * Unit tests of compilation: the ptxas report parser on recorded logs (tests/data/ptxas/)
+ * and on malformed text, then, when NVRTC loads, kopt_compile into a temporary cache
+ * (cache hits, cache keys, annotated compile errors) and every example under examples/.
+ */
+#include "ktest.h"
+
+#include "kopt/compile.h"
+
+#include <dirent.h>
+
+static kopt_ctx *ctx;
+static char *tmp;          /* problem, candidates and the compile cache */
+static char *cache;
+static kopt_problem *prob;
+static int have_nvrtc;
+
+static char *fixture(const char *name)
+{
+    char path[1024];
+    char *text;
+
+    snprintf(path, sizeof(path), "%s/ptxas/%s", KOPT_TEST_DATA_DIR, name);
+    text = ktest_read_file(path);
+    if (!text)
+        KTEST_FAIL("cannot read the fixture %s", path);
+    return text;
+}
+
+static void set_lowered(kopt_kernel_info *k, const char *lowered)
+{
+    memset(k, 0, sizeof(*k));
+    snprintf(k->lowered, sizeof(k->lowered), "%s", lowered);
+    snprintf(k->name, sizeof(k->name), "%s", lowered);
+}
+
+#define CHECK_KERNEL(k, regs, stack, st, ld, smem, bars)                     \
+    do {                                                                     \
+        CHECK_EQ_INT((k).registers, (regs));                                 \
+        CHECK_EQ_INT((k).stack_frame, (stack));                              \
+        CHECK_EQ_INT((k).spill_stores, (st));                                \
+        CHECK_EQ_INT((k).spill_loads, (ld));                                 \
+        CHECK_EQ_INT((k).static_smem, (smem));                               \
+        CHECK_EQ_INT((k).barriers, (bars));                                  \
+    } while (0)
+
+/* ---- ptxas report ------------------------------------------------------------------------ */
+
+static void test_ptxas_nvrtc_report(void)
+{
+    char *log = fixture("nvrtc_sm90a.log");
+    kopt_kernel_info k[5];
+
+    if (!log)
+        return;
+    set_lowered(&k[0], "_Z7spillerILi128EEvPKfPfi");
+    set_lowered(&k[1], "smem_reduce");
+    set_lowered(&k[2], "plain_copy");
+    set_lowered(&k[3], "not_in_the_log");
+    set_lowered(&k[4], "_Z6helperPfi");     /* a device function, not an entry: ignored */
+    kopt_parse_ptxas_report(log, k, 5);
+    CHECK_KERNEL(k[0], 64, 1152, 1072, 1076, 0, 0);
+    CHECK_KERNEL(k[1], 10, 0, 0, 0, 4096, 1);
+    CHECK_KERNEL(k[2], 10, 0, 0, 0, 0, 0);
+    CHECK_KERNEL(k[3], 0, 0, 0, 0, 0, 0);
+    CHECK_KERNEL(k[4], 0, 0, 0, 0, 0, 0);
+    free(log);
+}
+
+static void test_ptxas_only_listed_kernels(void)
+{
+    char *log = fixture("nvrtc_sm90a.log");
+    kopt_kernel_info k;
+
+    if (!log)
+        return;
+    set_lowered(&k, "plain_copy");
+    kopt_parse_ptxas_report(log, &k, 1);
+    CHECK_KERNEL(k, 10, 0, 0, 0, 0, 0);
+    kopt_parse_ptxas_report(log, NULL, 0);  /* nothing to fill: no crash */
+    free(log);
+}
+
+/* nvcc's layout: the entry lines are the same; its stack-frame line lacks the "ptxas ."
+ * prefix of NVRTC's (kopt only parses NVRTC logs), so only the "Used" line is checked. */
+static void test_ptxas_nvcc_layout(void)
+{
+    char *log = fixture("nvcc_sm90a.log");
+    kopt_kernel_info k[2];
+
+    if (!log)
+        return;
+    set_lowered(&k[0], "smem_reduce");
+    set_lowered(&k[1], "uses_helper");
+    kopt_parse_ptxas_report(log, k, 2);
+    CHECK_EQ_INT(k[0].registers, 10);
+    CHECK_EQ_INT(k[0].barriers, 1);
+    CHECK_EQ_INT(k[0].static_smem, 4096);
+    CHECK_EQ_INT(k[1].registers, 40);
+    CHECK_EQ_INT(k[1].barriers, 0);
+    free(log);
+}
+
+static void test_ptxas_truncated(void)
+{
+    char *log = fixture("nvrtc_sm90a.log");
+    size_t n;
+
+    if (!log)
+        return;
+    n = strlen(log);
+    /* every prefix of the log: no crash, no value out of the range the full log has */
+    for (size_t cut = 0; cut <= n; cut++) {
+        char *part = strndup(log, cut);
+        kopt_kernel_info k[3];
+        set_lowered(&k[0], "_Z7spillerILi128EEvPKfPfi");
+        set_lowered(&k[1], "smem_reduce");
+        set_lowered(&k[2], "uses_helper");
+        kopt_parse_ptxas_report(part, k, 3);
+        for (int i = 0; i < 3; i++) {
+            const int v[] = {k[i].registers, k[i].stack_frame, k[i].spill_stores,
+                             k[i].spill_loads, k[i].static_smem, k[i].barriers};
+            for (int j = 0; j < 6; j++)
+                if (v[j] < 0 || v[j] > 4096) {
+                    KTEST_FAIL("prefix of %zu bytes: kernel %d field %d = %d", cut, i, j, v[j]);
+                    cut = n;
+                }
+        }
+        free(part);
+    }
+    /* cut right after the entry line: nothing known yet */
+    {
+        const char *entry = strstr(log, "ptxas info    : Function properties for smem_reduce");
+        kopt_kernel_info k;
+        char *part = entry ? strndup(log, (size_t)(entry - log)) : NULL;
+        set_lowered(&k, "smem_reduce");
+        if (CHECK(part != NULL)) {
+            kopt_parse_ptxas_report(part, &k, 1);
+            CHECK_KERNEL(k, 0, 0, 0, 0, 0, 0);
+        }
+        free(part);
+    }
+    free(log);
+}
+
+static void test_ptxas_malformed(void)
+{
+    static const char *const logs[] = {
+        "",
+        "\n\n\n",
+        "ptxas info    : Compiling entry function 'k",                    /* no closing quote */
+        "ptxas info    : Compiling entry function 'k' for 'sm_90a'\n"
+        "ptxas info    : Used registers, used barriers, bytes smem\n"
+        "ptxas         . bytes stack frame, bytes spill stores\n",
+        "ptxas info    : Compiling entry function 'k' for 'sm_90a'\n"
+        "ptxas         .     garbage bytes stack frame\n"
+        "ptxas info    : Used x registers, used y barriers, z bytes smem\n",
+        "Used 12 registers, 100 bytes smem\n",                              /* before any entry */
+        "ptxas info    : Compiling entry function 'other' for 'sm_90a'\n"
+        "ptxas info    : Used 99 registers, used 3 barriers, 64 bytes smem\n",
+        "ptxas info    : Compiling entry function '' for 'sm_90a'\n"
+        "ptxas info    : Used 7 registers\n",
+        "\r\n\r\nptxas info\r\n entry function '\r\n",
+        "bytes smem bytes smem Used Used used entry function ' ' '\n",
+    };
+    for (int i = 0; i < KTEST_COUNT(logs); i++) {
+        kopt_kernel_info k;
+        set_lowered(&k, "k");
+        kopt_parse_ptxas_report(logs[i], &k, 1);
+        if (!CHECK_EQ_INT(k.registers + k.stack_frame + k.spill_stores + k.spill_loads +
+                          k.static_smem + k.barriers, 0))
+            fprintf(stderr, "  ^ log %d\n", i);
+    }
+    {
+        kopt_kernel_info k;
+        set_lowered(&k, "k");
+        kopt_parse_ptxas_report(NULL, &k, 1);
+        CHECK_EQ_INT(k.registers, 0);
+    }
+}
+
+static void test_ptxas_long_lines(void)
+{
+    kopt_buf b = KOPT_BUF_INIT;
+    kopt_kernel_info k;
+    char name[700];
+
+    /* an over-long symbol (longer than the parser's buffers) and an over-long line */
+    memset(name, 'a', sizeof(name) - 1);
+    name[sizeof(name) - 1] = '\0';
+    kopt_buf_printf(&b, "ptxas info    : Compiling entry function '%s' for 'sm_90a'\n", name);
+    kopt_buf_printf(&b, "ptxas info    : Used 5 registers %s\n", name);
+    kopt_buf_printf(&b, "ptxas info    : Compiling entry function 'k' for 'sm_90a'\n");
+    kopt_buf_printf(&b, "ptxas info    : Used 21 registers, used 1 barriers, %s%s\n", name, name);
+    set_lowered(&k, "k");
+    kopt_parse_ptxas_report(kopt_buf_cstr(&b), &k, 1);
+    CHECK_EQ_INT(k.registers, 21);
+    CHECK_EQ_INT(k.barriers, 1);
+    kopt_buf_free(&b);
+}
+
+static void test_arch_for_cc(void)
+{
+    char out[24];
+
+    kopt_arch_for_cc(9, 0, out);
+    CHECK_EQ_STR(out, "sm_90a");
+    kopt_arch_for_cc(8, 0, out);
+    CHECK_EQ_STR(out, "sm_80");
+    kopt_arch_for_cc(8, 9, out);
+    CHECK_EQ_STR(out, "sm_89");
+    kopt_arch_for_cc(10, 0, out);
+    CHECK_EQ_STR(out, "sm_100");
+}
+
+/* ---- NVRTC ---------------------------------------------------------------------------- */
+
+static const char *const PROBLEM_JSON =
+    "{\"name\": \"vadd\", \"sizes\": {\"N\": 1000},"
+    " \"tensors\": ["
+    "  {\"name\": \"a\", \"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"input\"},"
+    "  {\"name\": \"c\", \"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"output\"}],"
+    " \"reference\": {\"source\": \"ref.cu\", \"launches\": [{\"kernel\": \"vadd_ref\","
+    "  \"grid\": [\"cdiv(N,256)\"], \"block\": [256], \"args\": [\"a\", \"c\", \"N\"]}]}}";
+
+static const char *const REF_CU =
+    "extern \"C\" __global__ void vadd_ref(const float *a, float *c, int n)\n"
+    "{\n"
+    "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    if (i < n) c[i] = a[i] + 1.0f;\n"
+    "}\n";
+
+/* a candidate with a params block; %d is THREADS, %s extra options (JSON list items).
+ * (Params become -D macros, so a one-letter name like T would break NVRTC's headers.) */
+static const char *const TEMPLATED_FMT =
+    "/*@kopt {\"launches\": [{\"kernel\": \"scale<THREADS>\","
+    " \"grid\": [\"cdiv(N,THREADS)\"], \"block\": [\"THREADS\"], \"args\": [\"a\", \"c\", \"N\"]}],"
+    " \"params\": {\"THREADS\": %d}, \"options\": [%s]} */\n"
+    "template <int B>\n"
+    "__global__ void __launch_bounds__(B) scale(const float *a, float *c, int n)\n"
+    "{\n"
+    "    __shared__ float s[B];\n"
+    "    int i = blockIdx.x * B + threadIdx.x;\n"
+    "    s[threadIdx.x] = i < n ? a[i] : 0.f;\n"
+    "    __syncthreads();\n"
+    "    if (i < n) c[i] = 2.f * s[B - 1 - threadIdx.x];\n"
+    "}\n";
+
+static kopt_status compile_text(kopt_compiled **out, const char *name, const char *text,
+                                const char *arch, int no_cache)
+{
+    kopt_compile_opts o = KOPT_COMPILE_OPTS_INIT;
+    kopt_candidate *c = NULL;
+    kopt_status rc;
+    char *path = kopt_path_join(tmp, name);
+
+    *out = NULL;
+    o.cache_dir = cache;
+    o.arch = arch;
+    o.no_cache = no_cache;
+    rc = kopt_candidate_parse(&c, ctx, text, path, prob);
+    if (rc != KOPT_OK)
+        KTEST_FAIL("%s does not parse: %s", name, kopt_errmsg(ctx));
+    else
+        rc = kopt_compile(out, ctx, c, &o);
+    kopt_candidate_free(c);
+    free(path);
+    return rc;
+}
+
+static char *templated(int t, const char *options)
+{
+    kopt_buf b = KOPT_BUF_INIT;
+    kopt_buf_printf(&b, TEMPLATED_FMT, t, options);
+    return kopt_buf_detach(&b);
+}
+
+static int file_exists(const char *path)
+{
+    struct stat st;
+    return path && stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+}
+
+#define NEED_NVRTC()                                            \
+    do {                                                        \
+        if (!have_nvrtc) {                                      \
+            KTEST_SKIP("NVRTC not available");                  \
+            return;                                             \
+        }                                                       \
+    } while (0)
+
+static void test_compile_and_cache(void)
+{
+    kopt_compiled *a = NULL, *b = NULL, *c = NULL;
+    char prefix[1024];
+
+    NEED_NVRTC();
+    if (!CHECK_EQ_INT(compile_text(&a, "nofm.cu", REF_CU, NULL, 0), KOPT_OK)) {
+        fprintf(stderr, "  %s\n%s\n", kopt_errmsg(ctx), kopt_errdetail(ctx));
+        return;
+    }
+    CHECK_EQ_INT(a->cache_hit, 0);
+    CHECK(a->compile_ms > 0);
+    CHECK_EQ_STR(a->arch, "sm_90a");
+    CHECK_EQ_INT(a->host_mode, 0);
+    CHECK_EQ_INT(strlen(a->key), 64);
+    CHECK_STR_CONTAINS(a->compiler, "nvrtc ");
+    CHECK(file_exists(a->binary_path));
+    snprintf(prefix, sizeof(prefix), "%s/compile/%s", cache, a->key);
+    CHECK(strncmp(a->binary_path, prefix, strlen(prefix)) == 0);
+    CHECK_STR_CONTAINS(a->binary_path, ".cubin");
+    CHECK_STR_CONTAINS(a->log, "ptxas info");
+    if (CHECK_EQ_INT(a->nkernels, 1)) {
+        CHECK_EQ_STR(a->kernels[0].name, "vadd_ref");
+        CHECK_EQ_STR(a->kernels[0].lowered, "vadd_ref");
+        CHECK(a->kernels[0].registers > 0);
+        CHECK_EQ_INT(a->kernels[0].spill_stores, 0);
+        CHECK(kopt_compiled_kernel(a, "vadd_ref") == &a->kernels[0]);
+    }
+    CHECK(kopt_compiled_kernel(a, "nope") == NULL);
+    CHECK(kopt_compiled_kernel(NULL, "vadd_ref") == NULL);
+    {
+        char meta[1100];
+        snprintf(meta, sizeof(meta), "%s.json", prefix);
+        CHECK(file_exists(meta));
+    }
+    /* the same source again: from the cache, same key, same resources */
+    if (CHECK_EQ_INT(compile_text(&b, "nofm.cu", REF_CU, NULL, 0), KOPT_OK)) {
+        CHECK_EQ_INT(b->cache_hit, 1);
+        CHECK_EQ_STR(b->key, a->key);
+        CHECK_EQ_STR(b->binary_path, a->binary_path);
+        CHECK_NEAR(b->compile_ms, 0, 0);
+        CHECK_EQ_STR(b->compiler, a->compiler);
+        if (CHECK_EQ_INT(b->nkernels, 1)) {
+            CHECK_EQ_STR(b->kernels[0].name, "vadd_ref");
+            CHECK_EQ_STR(b->kernels[0].lowered, a->kernels[0].lowered);
+            CHECK_EQ_INT(b->kernels[0].registers, a->kernels[0].registers);
+            CHECK_EQ_INT(b->kernels[0].static_smem, a->kernels[0].static_smem);
+        }
+        CHECK_STR_CONTAINS(b->log, "ptxas info");
+    }
+    /* no_cache: compiled again under the same key */
+    if (CHECK_EQ_INT(compile_text(&c, "nofm.cu", REF_CU, NULL, 1), KOPT_OK)) {
+        CHECK_EQ_INT(c->cache_hit, 0);
+        CHECK_EQ_STR(c->key, a->key);
+    }
+    kopt_compiled_free(a);
+    kopt_compiled_free(b);
+    kopt_compiled_free(c);
+    kopt_compiled_free(NULL);
+}
+
+static void test_cache_key_changes(void)
+{
+    char *t128 = templated(128, ""), *t256 = templated(256, "");
+    char *opt = templated(128, "\"-DEXTRA=1\""), *opt2 = templated(128, "\"--use_fast_math\"");
+    char *edited = NULL;
+    kopt_compiled *a = NULL, *b = NULL, *c = NULL, *d = NULL, *e = NULL, *f = NULL;
+
+    NEED_NVRTC();
+    if (t128) {
+        edited = malloc(strlen(t128) + 32);
+        sprintf(edited, "%s// a comment\n", t128);
+    }
+    if (CHECK_EQ_INT(compile_text(&a, "t.cu", t128, NULL, 0), KOPT_OK) &&
+        CHECK_EQ_INT(a->nkernels, 1)) {
+        CHECK_EQ_STR(a->kernels[0].name, "scale<THREADS>");
+        CHECK_STR_CONTAINS(a->kernels[0].lowered, "scale");
+        CHECK(strncmp(a->kernels[0].lowered, "_Z", 2) == 0);   /* a mangled symbol */
+        CHECK(a->kernels[0].registers > 0);
+        CHECK_EQ_INT(a->kernels[0].static_smem, 128 * 4);
+        CHECK_EQ_INT(a->kernels[0].barriers, 1);
+    } else {
+        fprintf(stderr, "  %s\n%s\n", kopt_errmsg(ctx), kopt_errdetail(ctx));
+    }
+    if (CHECK_EQ_INT(compile_text(&b, "t.cu", t256, NULL, 0), KOPT_OK) && a) {
+        CHECK(strcmp(a->key, b->key) != 0);                     /* a param */
+        CHECK_EQ_INT(b->cache_hit, 0);
+        CHECK_EQ_INT(b->kernels[0].static_smem, 256 * 4);
+    }
+    if (CHECK_EQ_INT(compile_text(&c, "t.cu", opt, NULL, 0), KOPT_OK) && a) {
+        CHECK(strcmp(a->key, c->key) != 0);                     /* an option */
+        CHECK_EQ_INT(c->cache_hit, 0);
+    }
+    if (CHECK_EQ_INT(compile_text(&d, "t.cu", opt2, NULL, 0), KOPT_OK) && c)
+        CHECK(strcmp(c->key, d->key) != 0);                     /* another option */
+    if (CHECK_EQ_INT(compile_text(&e, "t.cu", t128, "sm_80", 0), KOPT_OK) && a) {
+        CHECK(strcmp(a->key, e->key) != 0);                     /* the architecture */
+        CHECK_EQ_STR(e->arch, "sm_80");
+    }
+    if (CHECK_EQ_INT(compile_text(&f, "t.cu", edited, NULL, 0), KOPT_OK) && a)
+        CHECK(strcmp(a->key, f->key) != 0);                     /* the source text */
+    kopt_compiled_free(a);
+    kopt_compiled_free(b);
+    kopt_compiled_free(c);
+    kopt_compiled_free(d);
+    kopt_compiled_free(e);
+    kopt_compiled_free(f);
+    free(t128);
+    free(t256);
+    free(opt);
+    free(opt2);
+    free(edited);
+}
+
+static void test_syntax_error_is_annotated(void)
+{
+    const char *bad =
+        "extern \"C\" __global__ void vadd_ref(const float *a, float *c, int n)\n"
+        "{\n"
+        "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "    // the next line does not compile\n"
+        "    int x = ;\n"
+        "    if (i < n) c[i] = a[i];\n"
+        "}\n";
+    kopt_compiled *c = NULL;
+
+    NEED_NVRTC();
+    CHECK_EQ_INT(compile_text(&c, "bad.cu", bad, NULL, 0), KOPT_E_COMPILE);
+    CHECK(c == NULL);
+    CHECK_STR_CONTAINS(kopt_errmsg(ctx), "bad.cu: compilation failed");
+    CHECK_STR_CONTAINS(kopt_errmsg(ctx), "sm_90a");
+    CHECK_STR_CONTAINS(kopt_errdetail(ctx), "bad.cu(5): error");
+    CHECK_STR_CONTAINS(kopt_errdetail(ctx), "    5 |     int x = ;\n");
+    /* nothing was cached for it: a second try fails the same way */
+    CHECK_EQ_INT(compile_text(&c, "bad.cu", bad, NULL, 0), KOPT_E_COMPILE);
+    CHECK_STR_CONTAINS(kopt_errdetail(ctx), "    5 |     int x = ;");
+    kopt_compiled_free(c);
+}
+
+static void test_missing_kernel(void)
+{
+    const char *src =
+        "/*@kopt {\"launches\": [{\"kernel\": \"vadd_ref\", \"grid\": [1], \"block\": [1],"
+        " \"args\": [\"a\", \"c\", \"N\"]}, {\"kernel\": \"not_defined_anywhere\","
+        " \"grid\": [1], \"block\": [1], \"args\": []}]} */\n"
+        "extern \"C\" __global__ void vadd_ref(const float *a, float *c, int n) {}\n";
+    kopt_compiled *c = NULL;
+    char both[4096];
+
+    NEED_NVRTC();
+    CHECK_EQ_INT(compile_text(&c, "missing.cu", src, NULL, 0), KOPT_E_COMPILE);
+    CHECK(c == NULL);
+    snprintf(both, sizeof(both), "%s\n%s", kopt_errmsg(ctx), kopt_errdetail(ctx));
+    CHECK_STR_CONTAINS(both, "not_defined_anywhere");
+    CHECK_STR_CONTAINS(kopt_errmsg(ctx), "missing.cu");
+    if (getenv("KTEST_VERBOSE"))
+        printf("  message: %s\n  detail: %s\n", kopt_errmsg(ctx), kopt_errdetail(ctx));
+    kopt_compiled_free(c);
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* Compile one candidate of an example and check every kernel of its plan was found. */
+static void compile_example(const kopt_problem *p, const kopt_candidate *c, const char *what,
+                            int *count)
+{
+    kopt_compile_opts o = KOPT_COMPILE_OPTS_INIT;
+    kopt_compiled *out = NULL;
+
+    o.cache_dir = cache;
+    o.arch = "sm_90a";
+    if (!CHECK_EQ_INT(kopt_compile(&out, ctx, c, &o), KOPT_OK)) {
+        fprintf(stderr, "  %s (%s): %s\n%s\n", what, p->name, kopt_errmsg(ctx),
+                kopt_errdetail(ctx));
+        return;
+    }
+    (*count)++;
+    CHECK(file_exists(out->binary_path));
+    for (int i = 0; !c->host_mode && i < c->plan.n; i++) {
+        const kopt_kernel_info *k;
+        if (c->plan.steps[i].is_memset)
+            continue;
+        k = kopt_compiled_kernel(out, c->plan.steps[i].kernel);
+        if (!CHECK(k != NULL) || !CHECK(k->registers > 0))
+            fprintf(stderr, "  %s: kernel %s\n", what, c->plan.steps[i].kernel);
+    }
+    printf("  compiled %-40s %d kernel(s)%s\n", what, out->nkernels,
+           out->cache_hit ? " (cached)" : "");
+    kopt_compiled_free(out);
+}
+
+static void test_examples_compile(void)
+{
+    DIR *top;
+    struct dirent *e;
+    int problems = 0, compiled = 0;
+
+    NEED_NVRTC();
+    top = opendir(KOPT_EXAMPLES_DIR);
+    if (!CHECK(top != NULL))
+        return;
+    while ((e = readdir(top))) {
+        char dir[1024], json[1100];
+        kopt_problem *p = NULL;
+        kopt_candidate *c = NULL;
+        DIR *sub;
+        struct dirent *f;
+
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(dir, sizeof(dir), "%s/%s", KOPT_EXAMPLES_DIR, e->d_name);
+        snprintf(json, sizeof(json), "%s/problem.json", dir);
+        if (!file_exists(json))
+            continue;
+        problems++;
+        if (!CHECK_EQ_INT(kopt_problem_load(&p, ctx, dir), KOPT_OK)) {
+            fprintf(stderr, "  %s: %s\n", dir, kopt_errmsg(ctx));
+            continue;
+        }
+        if (CHECK_EQ_INT(kopt_candidate_from_reference(&c, ctx, p), KOPT_OK))
+            compile_example(p, c, p->ref_path, &compiled);
+        kopt_candidate_free(c);
+        sub = opendir(dir);
+        while (sub && (f = readdir(sub))) {
+            char path[1400];
+            if (!ends_with(f->d_name, ".cu"))
+                continue;
+            snprintf(path, sizeof(path), "%s/%s", dir, f->d_name);
+            if (strcmp(path, p->ref_path) == 0)
+                continue;
+            c = NULL;
+            if (CHECK_EQ_INT(kopt_candidate_load(&c, ctx, path, p), KOPT_OK))
+                compile_example(p, c, path, &compiled);
+            else
+                fprintf(stderr, "  %s\n", kopt_errmsg(ctx));
+            kopt_candidate_free(c);
+        }
+        if (sub)
+            closedir(sub);
+        kopt_problem_free(p);
+    }
+    closedir(top);
+    CHECK(problems >= 1);
+    CHECK(compiled >= 2 * problems);
+    printf("  %d examples, %d sources compiled\n", problems, compiled);
+}
+
+/* ---- regressions: library bugs found by these tests, fixed since ---- */
+
+/* A non-inlined device function's "Function properties" block follows its caller's
+ * entry; its stack frame must not replace the entry's. */
+static void regression_ptxas_device_function_overwrites_entry_stack(void)
+{
+    char *log = fixture("nvrtc_sm90a.log");
+    kopt_kernel_info k;
+
+    if (!log)
+        return;
+    set_lowered(&k, "uses_helper");
+    kopt_parse_ptxas_report(log, &k, 1);
+    CHECK_EQ_INT(k.registers, 40);
+    CHECK_EQ_INT(k.stack_frame, 256);
+    free(log);
+}
+
+/* The same through kopt_compile: the resources it reports for such a kernel. */
+static void regression_compile_device_function_stack(void)
+{
+    const char *src =
+        "/*@kopt {\"launches\": [{\"kernel\": \"uses_helper\", \"grid\": [1], \"block\": [32],"
+        " \"args\": [\"c\", \"N\"]}]} */\n"
+        "__device__ __noinline__ float helper(float *p, int n)\n"
+        "{\n"
+        "    float loc[64];\n"
+        "    for (int i = 0; i < 64; i++) loc[i] = p[i * n];\n"
+        "    float s = 0;\n"
+        "    for (int i = 0; i < n; i++) s += loc[(i * 13) & 63];\n"
+        "    return s;\n"
+        "}\n"
+        "extern \"C\" __global__ void uses_helper(float *p, int n) { p[threadIdx.x] = helper(p, n); }\n";
+    kopt_compiled *c = NULL;
+
+    NEED_NVRTC();
+    if (CHECK_EQ_INT(compile_text(&c, "helper.cu", src, NULL, 0), KOPT_OK) &&
+        CHECK_EQ_INT(c->nkernels, 1)) {
+        CHECK_STR_CONTAINS(c->log, "256 bytes stack frame");
+        CHECK_EQ_INT(c->kernels[0].stack_frame, 256);
+    }
+    kopt_compiled_free(c);
+}
+
+int main(int argc, char **argv)
+{
+    static const ktest_case cases[] = {
+        KTEST(test_ptxas_nvrtc_report),
+        KTEST(test_ptxas_only_listed_kernels),
+        KTEST(test_ptxas_nvcc_layout),
+        KTEST(test_ptxas_truncated),
+        KTEST(test_ptxas_malformed),
+        KTEST(test_ptxas_long_lines),
+        KTEST(test_arch_for_cc),
+        KTEST(test_compile_and_cache),
+        KTEST(test_cache_key_changes),
+        KTEST(test_syntax_error_is_annotated),
+        KTEST(test_missing_kernel),
+        KTEST(test_examples_compile),
+        KTEST(regression_ptxas_device_function_overwrites_entry_stack),
+        KTEST(regression_compile_device_function_stack),
+    };
+    char *ref = NULL;
+    int rc = 1;
+
+    ctx = kopt_ctx_new();
+    tmp = ktest_tmpdir("compile");
+    if (!ctx || !tmp)
+        return 1;
+    cache = kopt_path_join(tmp, "cache");
+    ref = ktest_write_file(tmp, "ref.cu", REF_CU);
+    if (kopt_problem_parse(&prob, ctx, PROBLEM_JSON, "p.json", tmp) != KOPT_OK) {
+        fprintf(stderr, "the test problem does not parse: %s\n", kopt_errmsg(ctx));
+    } else {
+        /* probe NVRTC: KOPT_E_NO_DEVICE means it could not be loaded */
+        kopt_compiled *probe = NULL;
+        kopt_status st = compile_text(&probe, "probe.cu", REF_CU, NULL, 0);
+        have_nvrtc = st != KOPT_E_NO_DEVICE;
+        if (!have_nvrtc)
+            printf("skipped: NVRTC not available (%s)\n", kopt_errmsg(ctx));
+        kopt_compiled_free(probe);
+        /* start the cache empty so the first compile below is a miss */
+        ktest_rmtree(cache);
+        rc = ktest_main(argc, argv, cases, KTEST_COUNT(cases));
+    }
+    kopt_problem_free(prob);
+    ktest_rmtree(tmp);
+    free(ref);
+    free(cache);
+    free(tmp);
+    kopt_ctx_free(ctx);
+    return rc;
+}
