@@ -106,9 +106,15 @@ kopt_status kopt__compile_host(kopt_compiled **out, kopt_ctx *ctx, const kopt_ca
         c = NULL;
         goto cleanup;
     }
-    /* compile a copy in the cache so relative includes are resolved against the original */
-    if ((rc = kopt_file_write(ctx, src_path, cand->source, strlen(cand->source))) != KOPT_OK)
+    /* compile the file itself (messages name it; relative includes work); a candidate that
+     * exists only as text is written to the cache first */
+    if (access(cand->path, R_OK) == 0) {
+        free(src_path);
+        src_path = strdup(cand->path);
+    } else if ((rc = kopt_file_write(ctx, src_path, cand->source, strlen(cand->source))) !=
+               KOPT_OK) {
         goto cleanup;
+    }
     argv[argc++] = nvcc;
     argv[argc++] = "-shared";
     argv[argc++] = "-Xcompiler";

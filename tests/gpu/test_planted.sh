@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Planted wrong kernels are rejected; a crash and a hang give CRASH and TIMEOUT, and the
-# next evaluation still succeeds.
+# Planted wrong kernels are rejected; a crash, a hang, an out-of-memory request and an
+# impossible launch give CRASH, TIMEOUT, OOM and LAUNCH_ERROR, and the next evaluation
+# still succeeds.
 source "$(dirname "$0")/lib.sh" "$1"
 C=tests/gpu/candidates
 expect WRONG examples/vector_add $C/vector_add_off_by_one.cu --budget-ms 10
@@ -10,5 +11,8 @@ expect WRONG examples/reduce_sum $C/reduce_sum_race.cu --budget-ms 10
 expect CRASH examples/vector_add $C/vector_add_crash.cu --budget-ms 10
 expect OK examples/vector_add $C/vector_add_correct_nofm.cu --budget-ms 10
 expect TIMEOUT examples/vector_add $C/vector_add_hang.cu --timeout 3 --budget-ms 10
+expect OK examples/vector_add $C/vector_add_correct_nofm.cu --budget-ms 10
+expect OOM examples/vector_add $C/vector_add_oom.cu --budget-ms 10
+expect LAUNCH_ERROR examples/vector_add $C/vector_add_too_much_smem.cu --budget-ms 10
 expect OK examples/vector_add $C/vector_add_correct_nofm.cu --budget-ms 10
 finish
