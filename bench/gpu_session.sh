@@ -43,9 +43,10 @@ fi
 
 if has tests; then
   say "== GPU tests (tests/gpu)"
-  for t in examples planted; do
-    bash tests/gpu/test_$t.sh "$K" > "$OUT/gputest_$t.txt" 2>&1; echo "exit $?" >> "$OUT/gputest_$t.txt"
-    grep -E 'FAIL|passed|skipped' "$OUT/gputest_$t.txt" | tee -a "$SUMMARY"
+  for t in tests/gpu/test_examples.sh tests/gpu/test_planted.sh tests/adversarial/test_adversarial.sh; do
+    n=$(basename "$t" .sh)
+    bash "$t" "$K" > "$OUT/$n.txt" 2>&1; echo "exit $?" >> "$OUT/$n.txt"
+    grep -E 'FAIL|passed|skipped|^      ' "$OUT/$n.txt" | sed "s/^/$n: /" | tee -a "$SUMMARY"
   done
 fi
 

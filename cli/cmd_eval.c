@@ -36,7 +36,8 @@ static void help(FILE *f)
         "  -v, --verbose     log progress to stderr\n"
         "\n"
         "exit codes: 0 OK (or SKIPPED: no GPU), 1 WRONG, 2 usage, 3 COMPILE_ERROR, 4 CRASH,\n"
-        "5 TIMEOUT, 6 OOM, 7 SUSPECT, 8 LAUNCH_ERROR, 9 invalid input file, 10 kopt error\n");
+        "5 TIMEOUT, 6 OOM, 7 SUSPECT, 8 LAUNCH_ERROR, 9 invalid input file, 10 kopt error,\n"
+        "11 RACE, 12 INPUT_MUTATED\n");
 }
 
 static void print_vars(const kopt_vars *v)

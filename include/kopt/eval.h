@@ -33,6 +33,8 @@ typedef enum kopt_verdict {
     KOPT_VERDICT_LAUNCH_ERROR,  /* the launch was refused (configuration, arguments) */
     KOPT_VERDICT_SKIPPED,       /* no GPU: static work only */
     KOPT_VERDICT_ERROR,         /* kopt itself failed (bad problem, harness error) */
+    KOPT_VERDICT_RACE,          /* two runs on the same inputs disagree beyond tolerance */
+    KOPT_VERDICT_INPUT_MUTATED, /* the candidate changed an input tensor */
     KOPT_VERDICT_COUNT
 } kopt_verdict;
 const char *kopt_verdict_name(kopt_verdict v);

@@ -16,9 +16,9 @@
 
 static const char *const verdict_names[KOPT_VERDICT_COUNT] = {
     "OK", "WRONG", "COMPILE_ERROR", "CRASH", "TIMEOUT", "OOM", "SUSPECT", "LAUNCH_ERROR",
-    "SKIPPED", "ERROR",
+    "SKIPPED", "ERROR", "RACE", "INPUT_MUTATED",
 };
-static const int verdict_codes[KOPT_VERDICT_COUNT] = {0, 1, 3, 4, 5, 6, 7, 8, 0, 10};
+static const int verdict_codes[KOPT_VERDICT_COUNT] = {0, 1, 3, 4, 5, 6, 7, 8, 0, 10, 11, 12};
 
 const char *kopt_verdict_name(kopt_verdict v)
 {
@@ -56,15 +56,6 @@ static void set_verdict(kopt_eval_result *r, kopt_verdict v, const char *fmt, ..
 
 /* ---- job building ----------------------------------------------------------------------- */
 
-static size_t out_bytes(const kopt_bound *b)
-{
-    size_t n = 0;
-    for (int i = 0; i < b->ntensors; i++)
-        if (b->tensors[i].role == KOPT_ROLE_OUTPUT || b->tensors[i].role == KOPT_ROLE_INOUT)
-            n += (b->tensors[i].bytes + 63) & ~(size_t)63;
-    return n;
-}
-
 /* Byte offset of a compared tensor inside one run's slot: same layout as the worker's
  * copy_out (tensors in order, each packed back to back). */
 static size_t slot_bytes(const kopt_bound *b)
@@ -83,9 +74,32 @@ typedef struct phase_plan {
     uint64_t seeds[16];
     int timed;
     uint64_t timing_seed;
-    size_t slot;               /* bytes per run */
+    size_t slot;               /* bytes of the compared tensors of one run */
+    size_t in_slot;            /* bytes of the input tensors */
     size_t base;               /* offset of this phase in shm */
 } phase_plan;
+
+/* Layout of a phase in the output buffer: the output slots of trial 0..n-1, of the repeat
+ * of trial 0 (same inputs: the determinism check), of the timed run; then the inputs as
+ * they were after trial 0 and after the timed runs (the candidate must not change them). */
+static size_t out_at(const phase_plan *ph, int run)   /* run: trial, n = repeat, n+1 = timed */
+{
+    return ph->base + (size_t)run * ph->slot;
+}
+
+static size_t in_at(const phase_plan *ph, int which)  /* 0: after trial 0, 1: after timing */
+{
+    return ph->base + (size_t)(ph->ntrials + 2) * ph->slot + (size_t)which * ph->in_slot;
+}
+
+static size_t in_bytes(const kopt_bound *b)
+{
+    size_t n = 0;
+    for (int i = 0; i < b->ntensors; i++)
+        if (b->tensors[i].role == KOPT_ROLE_INPUT)
+            n += b->tensors[i].bytes;
+    return n;
+}
 
 static json_t *phase_json(const phase_plan *ph, const kopt_bound *b, const kopt_compiled *comp,
                           const kopt_eval_opts *o)
@@ -93,7 +107,6 @@ static json_t *phase_json(const phase_plan *ph, const kopt_bound *b, const kopt_
     json_t *ts = json_array(), *ls = json_array(), *tr = json_array(), *sz = json_object();
     json_t *obj;
 
-    (void)out_bytes;
     for (int i = 0; i < b->sizes.n; i++)
         json_object_set_new(sz, b->sizes.names[i], json_integer(b->sizes.values[i]));
     for (int i = 0; i < b->ntensors; i++) {
@@ -129,15 +142,18 @@ static json_t *phase_json(const phase_plan *ph, const kopt_bound *b, const kopt_
                               (json_int_t)l->block[1], (json_int_t)l->block[2], "smem",
                               (json_int_t)l->smem, "args", args));
     }
-    for (int t = 0; t < ph->ntrials; t++)
-        json_array_append_new(tr, json_pack("{s:I, s:I}", "seed", (json_int_t)ph->seeds[t],
-                              "offset", (json_int_t)(ph->base + (size_t)t * ph->slot)));
+    for (int t = 0; t <= ph->ntrials; t++)   /* the last one repeats trial 0 */
+        json_array_append_new(tr, json_pack("{s:I, s:I, s:I}", "seed",
+                              (json_int_t)ph->seeds[t < ph->ntrials ? t : 0], "offset",
+                              (json_int_t)out_at(ph, t), "inputs_offset",
+                              (json_int_t)(t == 0 ? (json_int_t)in_at(ph, 0) : -1)));
     obj = json_pack("{s:s, s:o, s:o, s:o, s:o}", "label", ph->label, "sizes", sz, "tensors", ts,
                     "launches", ls, "trials", tr);
     if (ph->timed)
-        json_object_set_new(obj, "timing", json_pack("{s:I, s:I, s:f, s:f, s:i, s:i, s:b}",
+        json_object_set_new(obj, "timing", json_pack("{s:I, s:I, s:I, s:f, s:f, s:i, s:i, s:b}",
                             "seed", (json_int_t)ph->timing_seed, "offset",
-                            (json_int_t)(ph->base + (size_t)ph->ntrials * ph->slot),
+                            (json_int_t)out_at(ph, ph->ntrials + 1), "inputs_offset",
+                            (json_int_t)in_at(ph, 1),
                             "warmup_ms", o->warmup_ms, "budget_ms", o->budget_ms,
                             "min_reps", o->min_reps, "max_reps", o->max_reps, "flush_l2",
                             !o->no_flush));
@@ -146,7 +162,7 @@ static json_t *phase_json(const phase_plan *ph, const kopt_bound *b, const kopt_
 
 static size_t phase_size(const phase_plan *ph)
 {
-    return ph->slot * (size_t)(ph->ntrials + (ph->timed ? 1 : 0));
+    return ph->slot * (size_t)(ph->ntrials + 2) + 2 * ph->in_slot;
 }
 
 /* Lay out the phases in the output buffer; return its size. */
@@ -244,14 +260,18 @@ static void timing_from_run(const kopt__worker_run *run, int phase, kopt_timing 
     free(v);
 }
 
-/* Compare every run's outputs; append checks to r. Returns the number of failing checks. */
+/* Compare every run's outputs with the reference's; append checks to r. Returns the
+ * number of failing checks. */
 static int compare_phase(kopt_eval_result *r, const phase_plan *ph, const unsigned char *got,
                          const unsigned char *want)
 {
-    int runs = ph->ntrials + (ph->timed ? 1 : 0), failing = 0;
+    int failing = 0;
 
-    for (int run = 0; run < runs; run++) {
-        size_t off = ph->base + (size_t)run * ph->slot;
+    for (int run = 0; run < ph->ntrials + 2; run++) {
+        size_t off;
+        if (run == ph->ntrials || (run == ph->ntrials + 1 && !ph->timed))
+            continue;   /* the repeat is compared with trial 0 (check_repeat) */
+        off = out_at(ph, run);
         for (int i = 0; i < ph->ref->ntensors; i++) {
             const kopt_btensor *t = &ph->ref->tensors[i];
             kopt_check *c;
@@ -272,6 +292,60 @@ static int compare_phase(kopt_eval_result *r, const phase_plan *ph, const unsign
         }
     }
     return failing;
+}
+
+/* Two runs of the candidate on the same inputs must agree within tolerance (RACE).
+ * Returns 1 and fills *c with the first differing tensor when they do not. */
+static int check_repeat(const phase_plan *ph, const unsigned char *got, kopt_check *c)
+{
+    size_t a = out_at(ph, 0), b = out_at(ph, ph->ntrials);
+
+    for (int i = 0; i < ph->ref->ntensors; i++) {
+        const kopt_btensor *t = &ph->ref->tensors[i];
+        if (t->role != KOPT_ROLE_OUTPUT && t->role != KOPT_ROLE_INOUT)
+            continue;
+        memset(c, 0, sizeof(*c));
+        snprintf(c->tensor, sizeof(c->tensor), "%s", t->name);
+        snprintf(c->sizes_label, sizeof(c->sizes_label), "%s", ph->label);
+        snprintf(c->run, sizeof(c->run), "repeat of trial 0");
+        c->seed = ph->seeds[0];
+        kopt__compare(t, got + b, got + a, c);
+        if (c->mismatches)
+            return 1;
+        a += t->bytes;
+        b += t->bytes;
+    }
+    return 0;
+}
+
+/* The candidate's inputs after a run must equal the reference's (both as generated).
+ * Returns 1 and describes the first change in msg when they do not. */
+static int check_inputs(const phase_plan *ph, const unsigned char *got,
+                        const unsigned char *want, char *msg, size_t n)
+{
+    for (int which = 0; which < (ph->timed ? 2 : 1); which++) {
+        size_t off = in_at(ph, which);
+        for (int i = 0; i < ph->ref->ntensors; i++) {
+            const kopt_btensor *t = &ph->ref->tensors[i];
+            size_t es = kopt_dtype_size(t->dtype);
+            if (t->role != KOPT_ROLE_INPUT)
+                continue;
+            if (memcmp(got + off, want + off, t->bytes) != 0) {
+                int64_t e = 0;
+                while ((size_t)e < t->bytes / es && !memcmp(got + off + (size_t)e * es,
+                                                            want + off + (size_t)e * es, es))
+                    e++;
+                snprintf(msg, n, "the candidate changed its input '%s' (at the %s sizes, after %s;"
+                         " first at index %lld: was %.9g, now %.9g): inputs are read-only",
+                         t->name, ph->label, which ? "the timed runs" : "trial 0", (long long)e,
+                         kopt_dtype_load(t->dtype, want + off, e),
+                         kopt_dtype_load(t->dtype, got + off, e));
+                return 1;
+            }
+            off += t->bytes;
+        }
+    }
+    return 0;
 }
 
 /* Wall time a worker spent in its timed loops (warm-up included). */
@@ -447,6 +521,7 @@ kopt_status kopt_eval_run(kopt_eval_result **out, kopt_ctx *ctx, const kopt_prob
             goto done;
         }
         phases[p].slot = slot_bytes(phases[p].ref);
+        phases[p].in_slot = in_bytes(phases[p].ref);
     }
 
     if (!r->has_device) {
@@ -464,7 +539,7 @@ kopt_status kopt_eval_run(kopt_eval_result **out, kopt_ctx *ctx, const kopt_prob
             phases[p].seeds[t] = r->seed + (uint64_t)p * 1000 + (uint64_t)t + 1;
         phases[p].timing_seed = r->seed + 999;
     }
-    r->checks = calloc((size_t)(2 * (o.trials + 1) * (prob->ntensors + 1)) + 1, sizeof(*r->checks));
+    r->checks = calloc((size_t)(2 * (o.trials + 3) * (prob->ntensors + 1)) + 1, sizeof(*r->checks));
 
     /* Both workers start together and set up side by side (process, context, modules);
      * then the reference runs alone on the GPU (outputs of every trial, its time), then the
@@ -529,6 +604,25 @@ kopt_status kopt_eval_run(kopt_eval_result **out, kopt_ctx *ctx, const kopt_prob
                 if (strcmp(r->kernels[j].name, json_string_value(json_object_get(k, "name")) ?: "") == 0)
                     r->kernels[j].max_threads_per_block =
                         (int)json_integer_value(json_object_get(k, "max_threads_per_block"));
+    }
+    /* integrity first: inputs untouched, two runs on the same inputs agree; then values */
+    for (int p = 0; p < nphases; p++) {
+        char msg[1024];
+        kopt_check rep;
+        if (check_inputs(&phases[p], cand_run.shm, ref_run.shm, msg, sizeof(msg))) {
+            set_verdict(r, KOPT_VERDICT_INPUT_MUTATED, "%s", msg);
+            goto done;
+        }
+        if (check_repeat(&phases[p], cand_run.shm, &rep)) {
+            r->checks[r->nchecks++] = rep;
+            set_verdict(r, KOPT_VERDICT_RACE, "two runs on the same inputs disagree (%s at the %s "
+                        "sizes: %lld of %lld elements differ beyond atol=%g rtol=%g; first at "
+                        "index %lld: %.9g then %.9g): a race or a read of uninitialized memory",
+                        rep.tensor, rep.sizes_label, (long long)rep.mismatches,
+                        (long long)rep.count, rep.atol, rep.rtol, (long long)rep.first_index,
+                        rep.first_want, rep.first_got);
+            goto done;
+        }
     }
     for (int p = 0; p < nphases; p++)
         ncompared += compare_phase(r, &phases[p], cand_run.shm, ref_run.shm);

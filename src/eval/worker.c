@@ -311,22 +311,43 @@ static kopt_status sync_checked(worker *w, const char *what)
     return KOPT_OK;
 }
 
-/* Copy the compared tensors (outputs and inouts, in order) to shm at `offset`. */
-static kopt_status copy_out(worker *w, size_t offset)
+/* Copy tensors to shm at `offset`, back to back in tensor order: the compared ones
+ * (outputs and inouts) when `inputs` is 0, the inputs when it is 1. */
+static kopt_status copy_tensors(worker *w, size_t offset, int inputs)
 {
     for (int i = 0; i < w->ntensors; i++) {
         wtensor *t = &w->tensors[i];
-        if (t->t.role != KOPT_ROLE_OUTPUT && t->t.role != KOPT_ROLE_INOUT)
+        int want = inputs ? t->t.role == KOPT_ROLE_INPUT
+                          : t->t.role == KOPT_ROLE_OUTPUT || t->t.role == KOPT_ROLE_INOUT;
+        if (!want)
             continue;
         if (offset + t->t.bytes > w->shm_size) {
             w->fail_kind = "harness";
             return kopt_seterr(w->ctx, KOPT_E_ERROR, "shared memory too small");
         }
+        /* on our stream, before anything synchronizes the whole device: outputs must be
+         * complete when the candidate's stream is (work left on other streams is not) */
         if (t->t.bytes)
-            CU(cuMemcpyDtoH(w->shm + offset, t->ptr, t->t.bytes), "copy outputs");
+            CU(cuMemcpyDtoHAsync(w->shm + offset, t->ptr, t->t.bytes, w->stream), "copy outputs");
         offset += t->t.bytes;
     }
+    CU(cuStreamSynchronize(w->stream), "copy outputs");
     return KOPT_OK;
+}
+
+/* After a run: outputs to `off`, and the inputs to `in_off` when it is >= 0 (to check that
+ * the candidate did not change them). Only then is the whole device synchronized. */
+static kopt_status collect(worker *w, json_t *spec, size_t off)
+{
+    json_t *in = json_object_get(spec, "inputs_offset");
+    kopt_status rc;
+
+    if ((rc = copy_tensors(w, off, 0)) != KOPT_OK)
+        return rc;
+    if (json_is_integer(in) && json_integer_value(in) >= 0 &&
+        (rc = copy_tensors(w, (size_t)json_integer_value(in), 1)) != KOPT_OK)
+        return rc;
+    return sync_checked(w, "run");
 }
 
 /* ---- phase setup ------------------------------------------------------------------------- */
@@ -491,8 +512,10 @@ static kopt_status run_trials(worker *w, int phase, json_t *trials)
         if ((rc = generate(w, seed)) != KOPT_OK || (rc = poison(w)) != KOPT_OK ||
             (rc = sync_checked(w, "prepare inputs")) != KOPT_OK)
             return rc;
-        if ((rc = run_once(w)) != KOPT_OK || (rc = sync_checked(w, "run")) != KOPT_OK ||
-            (rc = copy_out(w, off)) != KOPT_OK)
+        if ((rc = run_once(w)) != KOPT_OK)
+            return rc;
+        CU(cuStreamSynchronize(w->stream), "run");
+        if ((rc = collect(w, t, off)) != KOPT_OK)
             return rc;
         snprintf(what, sizeof(what), "trial %zu", i);
         progress(w, phase, what);
@@ -606,7 +629,7 @@ static kopt_status run_timing(worker *w, int phase, json_t *tm, json_t *result)
         progress(w, phase, "timing");
     }
     /* the outputs of the last timed run are checked too */
-    if ((rc = copy_out(w, off)) != KOPT_OK)
+    if ((rc = collect(w, tm, off)) != KOPT_OK)
         goto done;
     json_object_set_new(result, "samples_ms", samples);
     json_object_set_new(result, "warmup_runs", json_integer(warm));

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Every candidate in tests/adversarial/ cheats in one known way; each must get the verdict
+# named by its "// expect:" line, on the problem named by its "// problem:" line.
+source "$(dirname "$0")/../gpu/lib.sh" "$1"
+for f in tests/adversarial/*.cu; do
+  prob=$(sed -n 's|^// problem: *||p' "$f" | head -1)
+  want=$(sed -n 's|^// expect: *||p' "$f" | head -1)
+  expect "$want" "$prob" "$f" --budget-ms 20 --timeout 5
+done
+finish
