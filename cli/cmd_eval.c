@@ -37,7 +37,7 @@ static void help(FILE *f)
         "\n"
         "exit codes: 0 OK (or SKIPPED: no GPU), 1 WRONG, 2 usage, 3 COMPILE_ERROR, 4 CRASH,\n"
         "5 TIMEOUT, 6 OOM, 7 SUSPECT, 8 LAUNCH_ERROR, 9 invalid input file, 10 kopt error,\n"
-        "11 RACE, 12 INPUT_MUTATED\n");
+        "11 RACE, 12 INPUT_MUTATED, 13 STATEFUL, 14 OFF_STREAM\n");
 }
 
 static void print_vars(const kopt_vars *v)

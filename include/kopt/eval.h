@@ -35,6 +35,8 @@ typedef enum kopt_verdict {
     KOPT_VERDICT_ERROR,         /* kopt itself failed (bad problem, harness error) */
     KOPT_VERDICT_RACE,          /* two runs on the same inputs disagree beyond tolerance */
     KOPT_VERDICT_INPUT_MUTATED, /* the candidate changed an input tensor */
+    KOPT_VERDICT_STATEFUL,      /* a repeated run on the same inputs left outputs unwritten */
+    KOPT_VERDICT_OFF_STREAM,    /* host mode: work ran outside the stream it was given */
     KOPT_VERDICT_COUNT
 } kopt_verdict;
 const char *kopt_verdict_name(kopt_verdict v);

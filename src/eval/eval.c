@@ -16,9 +16,10 @@
 
 static const char *const verdict_names[KOPT_VERDICT_COUNT] = {
     "OK", "WRONG", "COMPILE_ERROR", "CRASH", "TIMEOUT", "OOM", "SUSPECT", "LAUNCH_ERROR",
-    "SKIPPED", "ERROR", "RACE", "INPUT_MUTATED",
+    "SKIPPED", "ERROR", "RACE", "INPUT_MUTATED", "STATEFUL", "OFF_STREAM",
 };
-static const int verdict_codes[KOPT_VERDICT_COUNT] = {0, 1, 3, 4, 5, 6, 7, 8, 0, 10, 11, 12};
+static const int verdict_codes[KOPT_VERDICT_COUNT] = {0, 1, 3, 4, 5, 6, 7, 8, 0, 10, 11, 12,
+                                                      13, 14};
 
 const char *kopt_verdict_name(kopt_verdict v)
 {
@@ -224,6 +225,8 @@ static void worker_failure(kopt_eval_result *r, const kopt__worker_run *run, con
                     msg);
     } else if (kind && strcmp(kind, "nodevice") == 0) {
         set_verdict(r, KOPT_VERDICT_SKIPPED, "no usable GPU: %s", msg);
+    } else if (kind && strcmp(kind, "off_stream") == 0) {
+        set_verdict(r, KOPT_VERDICT_OFF_STREAM, "%s", msg);
     } else if (kind && strcmp(kind, "crash") == 0) {
         set_verdict(r, KOPT_VERDICT_CRASH, "the %s crashed%s: %s", who, where, msg);
     } else if (kind) {
@@ -615,6 +618,14 @@ kopt_status kopt_eval_run(kopt_eval_result **out, kopt_ctx *ctx, const kopt_prob
         }
         if (check_repeat(&phases[p], cand_run.shm, &rep)) {
             r->checks[r->nchecks++] = rep;
+            if (isnan(rep.first_got) && !isnan(rep.first_want))
+                set_verdict(r, KOPT_VERDICT_STATEFUL, "a second run on the same inputs left "
+                            "outputs unwritten (%s at the %s sizes: %lld of %lld elements; first "
+                            "at index %lld): the candidate keeps state between calls (a cached "
+                            "result, a call counter) or finishes after its stream",
+                            rep.tensor, rep.sizes_label, (long long)rep.mismatches,
+                            (long long)rep.count, (long long)rep.first_index);
+            else
             set_verdict(r, KOPT_VERDICT_RACE, "two runs on the same inputs disagree (%s at the %s "
                         "sizes: %lld of %lld elements differ beyond atol=%g rtol=%g; first at "
                         "index %lld: %.9g then %.9g): a race or a read of uninitialized memory",

@@ -190,7 +190,7 @@ static kopt_status poison(worker *w)
         } else if (t->t.role == KOPT_ROLE_SCRATCH) {
             rc = fill_bits(w, t->ptr, (long long)t->t.bytes, 1, 0xff);
         } else if (t->t.role == KOPT_ROLE_INOUT) {
-            CU(cuMemcpyDtoD(t->ptr, t->pristine, t->t.bytes), "restore inout");
+            CU(cuMemcpyDtoDAsync(t->ptr, t->pristine, t->t.bytes, w->stream), "restore inout");
         }
         if (rc != KOPT_OK)
             return rc;
@@ -308,6 +308,28 @@ static kopt_status sync_checked(worker *w, const char *what)
 {
     CU(cuStreamSynchronize(w->stream), what);
     CU(cuCtxSynchronize(), what);   /* catches work a host-mode candidate left elsewhere */
+    return KOPT_OK;
+}
+
+/* Host mode: once the candidate's stream is done, the device must be idle too. Work still
+ * running elsewhere (another stream, a thread) escapes the timed window. The copies of the
+ * outputs are made on our stream before any device-wide synchronization, so such work is
+ * also caught as unwritten outputs; this names it. */
+#define KOPT_OFF_STREAM_MS 2.0
+static kopt_status check_off_stream(worker *w)
+{
+    double t0 = kopt_now_ms(), waited;
+
+    CU(cuCtxSynchronize(), "run");
+    waited = kopt_now_ms() - t0;
+    if (waited > KOPT_OFF_STREAM_MS) {
+        w->fail_kind = "off_stream";
+        snprintf(w->fail_step, sizeof(w->fail_step), "kopt_candidate_run");
+        return kopt_seterr(w->ctx, KOPT_E_CUDA, "GPU work was still running %.1f ms after the "
+                           "candidate's stream had finished: it must do all its work on "
+                           "io->stream (other streams and threads escape the timed window)",
+                           waited);
+    }
     return KOPT_OK;
 }
 
@@ -515,6 +537,8 @@ static kopt_status run_trials(worker *w, int phase, json_t *trials)
         if ((rc = run_once(w)) != KOPT_OK)
             return rc;
         CU(cuStreamSynchronize(w->stream), "run");
+        if (w->host_run && (rc = check_off_stream(w)) != KOPT_OK)
+            return rc;
         if ((rc = collect(w, t, off)) != KOPT_OK)
             return rc;
         snprintf(what, sizeof(what), "trial %zu", i);

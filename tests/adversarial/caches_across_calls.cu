@@ -1,7 +1,7 @@
 /*@kopt {"launches": [{"kernel": "add_once", "grid": ["cdiv(N,256)"], "block": [256],
                       "args": ["a", "b", "c", "N"]}]} */
 // problem: examples/vector_add
-// expect: WRONG
+// expect: STATEFUL
 // Computes on the first call only and does nothing afterwards, as if its result were cached
 // (by pointer or size: both stay the same across kopt's trials, the inputs do not).
 __device__ int calls;

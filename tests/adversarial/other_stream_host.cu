@@ -1,6 +1,6 @@
 /*@kopt {"mode": "host"} */
 // problem: examples/vector_add
-// expect: WRONG
+// expect: OFF_STREAM
 // Host mode: does its work on a stream of its own, behind a slow kernel, so nothing is left
 // on the stream kopt times. kopt copies the outputs as soon as its stream is done, so they
 // are incomplete (and the time would have been a lie).
