@@ -123,6 +123,23 @@ if has kb; then
   s2=$(date +%s.%N); KOPT_CACHE_DIR=/tmp/kopt-kb $K eval examples/softmax examples/softmax/fast.cu > /dev/null; e2=$(date +%s.%N)
   say "kopt eval: cold $(python3 -c "print(round($e-$s,2))") s, warm $(python3 -c "print(round($e2-$s2,2))") s"
 fi
+if has repeat20; then
+  # issue 3, point 2: every correct candidate passes 20 evaluations in a row
+  say "== 20 evaluations in a row of each example candidate (${REPEAT_GLOB:-examples/*/})"
+  for d in ${REPEAT_GLOB:-examples/*/}; do
+    for c in "$d"*.cu; do
+      [ "$(basename "$c")" = reference.cu ] && continue
+      ok=0; other=""
+      for i in $(seq 1 20); do
+        $K eval "$d" "$c" --json --budget-ms 10 > "$OUT/r20.json" 2>/dev/null
+        v=$(verdict_of "$OUT/r20.json")
+        if [ "$v" = OK ]; then ok=$((ok + 1)); else other="$other $v"; cp "$OUT/r20.json" "$OUT/r20_fail_$(basename "$d")_$i.json"; fi
+      done
+      say "$(printf '%-11s %-18s %2d/20 OK%s' "$(basename "$d")" "$(basename "$c")" $ok "${other:+ (others:$other)}")"
+    done
+  done
+fi
+
 cp "$SUMMARY" "$FINAL/summary.txt"
 tar czf "$FINAL/results.tgz" -C "$FINAL" r && rm -rf "$OUT"
 echo; echo "======== SUMMARY"; cat "$FINAL/summary.txt"
