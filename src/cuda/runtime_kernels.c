@@ -66,6 +66,18 @@ static const char runtime_source[] =
 "extern \"C\" __global__ void kopt_bw_write(float4 *dst, long long n) {\n"
 "  GRID_STRIDE(i, n) dst[i] = make_float4(1.f, 2.f, 3.f, 4.f);\n"
 "}\n"
+"/* An order-independent 64-bit checksum of a buffer of 16-bit units (every dtype is a\n"
+" * whole number of them): the sum of a mix of each unit with its index. */\n"
+"extern \"C\" __global__ void kopt_checksum(const unsigned short *p, long long n,\n"
+"                                          unsigned long long *out) {\n"
+"  unsigned long long s = 0;\n"
+"  GRID_STRIDE(i, n) {\n"
+"    unsigned long long x = ((unsigned long long)p[i] + 1) * 0x9e3779b97f4a7c15ull;\n"
+"    x ^= (unsigned long long)i * 0xbf58476d1ce4e5b9ull;\n"
+"    s += x ^ (x >> 29);\n"
+"  }\n"
+"  atomicAdd(out, s);\n"
+"}\n"
 "/* Does nothing: its event-bracketed time is the cost of the bracket itself. */\n"
 "extern \"C\" __global__ void kopt_empty(void) {}\n"
 "/* 8 independent FMA chains per thread: iters * 8 * 2 FLOP per thread. */\n"
@@ -83,7 +95,7 @@ static const char runtime_source[] =
 
 static const char *runtime_names[] = {
     "kopt_from_f32", "kopt_from_f64", "kopt_set_value", "kopt_fill_bits", "kopt_l2_flush",
-    "kopt_bw_copy", "kopt_bw_read", "kopt_bw_write", "kopt_fma_f32", "kopt_empty",
+    "kopt_bw_copy", "kopt_bw_read", "kopt_bw_write", "kopt_fma_f32", "kopt_empty", "kopt_checksum",
 };
 
 kopt_status kopt_compile_runtime(kopt_compiled **out, kopt_ctx *ctx, const kopt_compile_opts *o)

@@ -55,7 +55,7 @@ typedef struct worker {
     CUstream stream;
     CUmodule rt, mod;
     CUfunction f_from_f32, f_from_f64, f_set, f_fill, f_flush, f_copy, f_read, f_write, f_fma;
-    CUfunction f_empty;
+    CUfunction f_empty, f_checksum;
     curandGenerator_t gen;
     CUdeviceptr rand_buf, flush_buf, sink;
     size_t rand_cap, flush_n4;
@@ -333,15 +333,13 @@ static kopt_status check_off_stream(worker *w)
     return KOPT_OK;
 }
 
-/* Copy tensors to shm at `offset`, back to back in tensor order: the compared ones
- * (outputs and inouts) when `inputs` is 0, the inputs when it is 1. */
-static kopt_status copy_tensors(worker *w, size_t offset, int inputs)
+/* Copy the compared tensors (outputs and inouts) to shm at `offset`, back to back in
+ * tensor order. */
+static kopt_status copy_outputs(worker *w, size_t offset)
 {
     for (int i = 0; i < w->ntensors; i++) {
         wtensor *t = &w->tensors[i];
-        int want = inputs ? t->t.role == KOPT_ROLE_INPUT
-                          : t->t.role == KOPT_ROLE_OUTPUT || t->t.role == KOPT_ROLE_INOUT;
-        if (!want)
+        if (t->t.role != KOPT_ROLE_OUTPUT && t->t.role != KOPT_ROLE_INOUT)
             continue;
         if (offset + t->t.bytes > w->shm_size) {
             w->fail_kind = "harness";
@@ -357,18 +355,58 @@ static kopt_status copy_tensors(worker *w, size_t offset, int inputs)
     return KOPT_OK;
 }
 
-/* After a run: outputs to `off`, and the inputs to `in_off` when it is >= 0 (to check that
- * the candidate did not change them). Only then is the whole device synchronized. */
-static kopt_status collect(worker *w, json_t *spec, size_t off)
+/* Checksums of the input tensors (in tensor order), computed on the GPU: the parent
+ * compares them with the reference worker's, which saw the same generated inputs. */
+static kopt_status input_checksums(worker *w, json_t **out)
 {
-    json_t *in = json_object_get(spec, "inputs_offset");
+    json_t *arr = json_array();
+    kopt_status rc = KOPT_OK;
+
+    *out = NULL;
+    for (int i = 0; i < w->ntensors; i++) {
+        wtensor *t = &w->tensors[i];
+        unsigned long long h = 0;
+        long long n = (long long)(t->t.bytes / 2);
+        void *params[] = {&t->ptr, &n, &w->sink};
+        if (t->t.role != KOPT_ROLE_INPUT)
+            continue;
+        if (n) {
+            CUresult r = w->cu->cuMemsetD8Async(w->sink, 0, 8, w->stream);
+            if (r != CUDA_SUCCESS) {
+                json_decref(arr);
+                return cufail(w, r, "checksum");
+            }
+            if ((rc = launch_rt(w, w->f_checksum, n, params, "checksum")) != KOPT_OK ||
+                (r = w->cu->cuMemcpyDtoHAsync(&h, w->sink, 8, w->stream)) != CUDA_SUCCESS ||
+                (r = w->cu->cuStreamSynchronize(w->stream)) != CUDA_SUCCESS) {
+                json_decref(arr);
+                return rc != KOPT_OK ? rc : cufail(w, r, "checksum");
+            }
+        }
+        {
+            char hex[24];
+            snprintf(hex, sizeof(hex), "%016llx", h);
+            json_array_append_new(arr, json_pack("{s:s, s:s}", "tensor", t->t.name, "sum", hex));
+        }
+    }
+    *out = arr;
+    return KOPT_OK;
+}
+
+/* After a run: the outputs to `off`; when the spec asks ("check_inputs"), checksums of the
+ * inputs into `sums`. Only then is the whole device synchronized. */
+static kopt_status collect(worker *w, json_t *spec, size_t off, json_t *sums, const char *key)
+{
     kopt_status rc;
 
-    if ((rc = copy_tensors(w, off, 0)) != KOPT_OK)
+    if ((rc = copy_outputs(w, off)) != KOPT_OK)
         return rc;
-    if (json_is_integer(in) && json_integer_value(in) >= 0 &&
-        (rc = copy_tensors(w, (size_t)json_integer_value(in), 1)) != KOPT_OK)
-        return rc;
+    if (json_is_true(json_object_get(spec, "check_inputs"))) {
+        json_t *h = NULL;
+        if ((rc = input_checksums(w, &h)) != KOPT_OK)
+            return rc;
+        json_object_set_new(sums, key, h);
+    }
     return sync_checked(w, "run");
 }
 
@@ -521,7 +559,7 @@ static kopt_status setup_phase(worker *w, json_t *ph, json_t *kernels_out)
 
 /* ---- trials and timing -------------------------------------------------------------------- */
 
-static kopt_status run_trials(worker *w, int phase, json_t *trials)
+static kopt_status run_trials(worker *w, int phase, json_t *trials, json_t *sums)
 {
     json_t *t;
     size_t i;
@@ -539,7 +577,8 @@ static kopt_status run_trials(worker *w, int phase, json_t *trials)
         CU(cuStreamSynchronize(w->stream), "run");
         if (w->host_run && (rc = check_off_stream(w)) != KOPT_OK)
             return rc;
-        if ((rc = collect(w, t, off)) != KOPT_OK)
+        snprintf(what, sizeof(what), "trial %zu", i);
+        if ((rc = collect(w, t, off, sums, what)) != KOPT_OK)
             return rc;
         snprintf(what, sizeof(what), "trial %zu", i);
         progress(w, phase, what);
@@ -653,7 +692,7 @@ static kopt_status run_timing(worker *w, int phase, json_t *tm, json_t *result)
         progress(w, phase, "timing");
     }
     /* the outputs of the last timed run are checked too */
-    if ((rc = collect(w, tm, off)) != KOPT_OK)
+    if ((rc = collect(w, tm, off, json_object_get(result, "input_sums"), "timed")) != KOPT_OK)
         goto done;
     json_object_set_new(result, "samples_ms", samples);
     json_object_set_new(result, "warmup_runs", json_integer(warm));
@@ -848,6 +887,7 @@ static kopt_status setup(worker *w, json_t *job, json_t **dev)
     GETF(f_write, "kopt_bw_write");
     GETF(f_fma, "kopt_fma_f32");
     GETF(f_empty, "kopt_empty");
+    GETF(f_checksum, "kopt_checksum");
 #undef GETF
     t_rand = kopt_now_ms();
     if ((rc = kopt__curand_load(w->ctx, &w->cr)) != KOPT_OK) {
@@ -974,12 +1014,13 @@ static kopt_status run_job(worker *w, json_t *job, kopt_buf *rest, int *aborted)
     phases_out = json_array();
     kernels = json_array();
     json_array_foreach(json_object_get(job, "phases"), i, ph) {
-        json_t *po = json_object(), *tm = json_object_get(ph, "timing");
+        json_t *po = json_object(), *tm = json_object_get(ph, "timing"), *sums = json_object();
         json_array_append_new(phases_out, po);
+        json_object_set_new(po, "input_sums", sums);
         if ((rc = setup_phase(w, ph, i == 0 ? kernels : NULL)) != KOPT_OK)
             goto done;
         progress(w, (int)i, "setup");
-        if ((rc = run_trials(w, (int)i, json_object_get(ph, "trials"))) != KOPT_OK)
+        if ((rc = run_trials(w, (int)i, json_object_get(ph, "trials"), sums)) != KOPT_OK)
             goto done;
         if (json_is_object(tm)) {
             double t0 = kopt_now_ms();
