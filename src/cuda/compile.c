@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -219,6 +220,36 @@ static void cache_store(kopt_ctx *ctx, const kopt_compiled *c, const char *meta)
     json_decref(root);
 }
 
+/* Headers next to the source or in its include folders can change without the source
+ * changing: their names, sizes and modification times go into the cache key. */
+static void hash_headers(kopt_hash *h, const char *dir)
+{
+    static const char *const exts[] = {".h", ".cuh", ".hpp", ".inl", ".inc", NULL};
+    struct dirent **list = NULL;
+    int n;
+
+    if (!dir || (n = scandir(dir, &list, NULL, alphasort)) < 0)
+        return;
+    for (int i = 0; i < n; i++) {
+        const char *name = list[i]->d_name, *dot = strrchr(name, '.');
+        for (const char *const *e = exts; dot && *e; e++) {
+            char path[4096], stamp[64];
+            struct stat st;
+            if (strcmp(dot, *e) != 0)
+                continue;
+            snprintf(path, sizeof(path), "%s/%s", dir, name);
+            if (stat(path, &st) != 0)
+                continue;
+            snprintf(stamp, sizeof(stamp), "%lld:%lld.%09ld", (long long)st.st_size,
+                     (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+            kopt_hash_add_str(h, name);
+            kopt_hash_add_str(h, stamp);
+        }
+        free(list[i]);
+    }
+    free(list);
+}
+
 /* ---- NVRTC ------------------------------------------------------------------------------ */
 
 kopt_status kopt__compile_nvrtc(kopt_compiled **out, kopt_ctx *ctx, const kopt__nvrtc_job *job,
@@ -281,6 +312,12 @@ kopt_status kopt__compile_nvrtc(kopt_compiled **out, kopt_ctx *ctx, const kopt__
         kopt_hash_add_str(h, argv[i]);
     for (int i = 0; i < job->nnames; i++)
         kopt_hash_add_str(h, job->names[i]);
+    hash_headers(h, job->dir);
+    for (int i = 0; i < job->nincludes; i++) {
+        char *p = kopt_path_join(job->dir, job->includes[i]);
+        hash_headers(h, p);
+        free(p);
+    }
     kopt_hash_hex(h, c->key);
     if ((rc = cache_paths(ctx, o, c->key, "cubin", &c->binary_path, &meta)) != KOPT_OK)
         goto cleanup;

@@ -403,6 +403,34 @@ static void test_cache_key_changes(void)
     free(edited);
 }
 
+/* Editing a header the candidate includes must not reuse the old cubin. */
+static void test_cache_key_follows_headers(void)
+{
+    kopt_compiled *a = NULL, *b = NULL, *c = NULL;
+    kopt_buf src = KOPT_BUF_INIT;
+    char *hdr;
+
+    NEED_NVRTC();
+    kopt_buf_printf(&src, "#include \"kt_header.cuh\"\n%s", REF_CU);
+    hdr = ktest_write_file(tmp, "kt_header.cuh", "#define KT_UNUSED 1\n");
+    CHECK_EQ_INT(compile_text(&a, "with_header.cu", kopt_buf_cstr(&src), NULL, 0), KOPT_OK);
+    CHECK_EQ_INT(compile_text(&b, "with_header.cu", kopt_buf_cstr(&src), NULL, 0), KOPT_OK);
+    free(hdr);
+    hdr = ktest_write_file(tmp, "kt_header.cuh", "#define KT_UNUSED 22\n");
+    CHECK_EQ_INT(compile_text(&c, "with_header.cu", kopt_buf_cstr(&src), NULL, 0), KOPT_OK);
+    if (a && b && c) {
+        CHECK(b->cache_hit);
+        CHECK_EQ_STR(a->key, b->key);
+        CHECK(!c->cache_hit);
+        CHECK(strcmp(a->key, c->key) != 0);
+    }
+    free(hdr);
+    kopt_buf_free(&src);
+    kopt_compiled_free(a);
+    kopt_compiled_free(b);
+    kopt_compiled_free(c);
+}
+
 static void test_syntax_error_is_annotated(void)
 {
     const char *bad =
@@ -596,6 +624,7 @@ int main(int argc, char **argv)
         KTEST(test_arch_for_cc),
         KTEST(test_compile_and_cache),
         KTEST(test_cache_key_changes),
+        KTEST(test_cache_key_follows_headers),
         KTEST(test_syntax_error_is_annotated),
         KTEST(test_missing_kernel),
         KTEST(test_examples_compile),

@@ -1,27 +1,12 @@
 /*@kopt
 {
   "launches": [{"kernel": "dtypes_bad", "grid": ["cdiv(N,256)"], "block": [256],
-                "args": ["a16", "ab", "a64", "ai", "al", "y16", "yb", "y64", "yi", "yl", "z64", "N"]}]
+                "args": ["a16", "ab", "a64", "ai", "al", "y16", "yb", "y64", "yi", "yl", "z64", "N"]}],
+  "includes": ["../problems/dtypes"]
 }
 */
 // problem: tests/gpu/problems/dtypes
-// Right everywhere except one i64 element that is off by one: integer outputs are
-// compared exactly, so this must be WRONG.
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
-
-extern "C" __global__ void dtypes_bad(const __half *a16, const __nv_bfloat16 *ab, const double *a64,
-                                      const int *ai, const long long *al, __half *y16,
-                                      __nv_bfloat16 *yb, double *y64, int *yi, long long *yl,
-                                      double *z64, int N)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= N)
-        return;
-    y16[i] = __float2half(2.f * __half2float(a16[i]));
-    yb[i] = __float2bfloat16(2.f * __bfloat162float(ab[i]));
-    y64[i] = 2.0 * a64[i];
-    yi[i] = 2 * ai[i] + 1;
-    yl[i] = 2 * al[i] + 1 + (i == N / 2);
-    z64[i] += a64[i];
-}
+// Right everywhere except one i64 element that is off by one: integer outputs are compared exactly, so this must be WRONG.
+#define DTYPES_KERNEL dtypes_bad
+#define I64_ERROR_AT_MIDDLE 1
+#include "dtypes_body.cuh"
