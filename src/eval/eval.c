@@ -57,8 +57,8 @@ static void set_verdict(kopt_eval_result *r, kopt_verdict v, const char *fmt, ..
 
 /* ---- job building ----------------------------------------------------------------------- */
 
-/* Byte offset of a compared tensor inside one run's slot: same layout as the worker's
- * copy_out (tensors in order, each packed back to back). */
+/* Bytes of one run's outputs: the compared tensors in order, back to back, as the worker's
+ * copy_outputs() writes them. */
 static size_t slot_bytes(const kopt_bound *b)
 {
     size_t n = 0;
@@ -159,12 +159,12 @@ static size_t layout(phase_plan *phases, int nphases)
     return total;
 }
 
-static kopt_status start_subject(kopt_ctx *ctx, int is_ref, phase_plan *phases, int nphases,
-                                 const kopt_compiled *comp, const kopt_compiled *rt,
-                                 const kopt_eval_opts *o, kopt__worker_proc **proc)
+static kopt_status start_subject(kopt_ctx *ctx, int is_ref, const phase_plan *phases,
+                                 int nphases, size_t total, const kopt_compiled *comp,
+                                 const kopt_compiled *rt, const kopt_eval_opts *o,
+                                 kopt__worker_proc **proc)
 {
     json_t *job, *arr = json_array();
-    size_t total = layout(phases, nphases);
     kopt_status rc;
 
     for (int p = 0; p < nphases; p++)
@@ -530,11 +530,14 @@ kopt_status kopt_eval_run(kopt_eval_result **out, kopt_ctx *ctx, const kopt_prob
      * then the reference runs alone on the GPU (outputs of every trial, its time), then the
      * candidate, in a process that never sees the reference's outputs. */
     t1 = kopt_now_ms();
-    if ((rc = start_subject(ctx, 1, phases, nphases, cand ? ref_comp : cand_comp, rt, &o,
-                            &ref_proc)) != KOPT_OK ||
-        (cand && (rc = start_subject(ctx, 0, phases, nphases, cand_comp, rt, &o,
-                                     &cand_proc)) != KOPT_OK))
-        goto fail;
+    {
+        size_t total = layout(phases, nphases);
+        if ((rc = start_subject(ctx, 1, phases, nphases, total, cand ? ref_comp : cand_comp, rt,
+                                &o, &ref_proc)) != KOPT_OK ||
+            (cand && (rc = start_subject(ctx, 0, phases, nphases, total, cand_comp, rt, &o,
+                                         &cand_proc)) != KOPT_OK))
+            goto fail;
+    }
     kopt__worker_ready(ctx, ref_proc);
     if (cand_proc)
         kopt__worker_ready(ctx, cand_proc);
