@@ -88,27 +88,24 @@ static void print_text(const kopt_problem *p, const char *cand_path, const kopt_
             failing += r->checks[i].mismatches > 0;
         printf("verify     %d checks (seed %llu), %d failing\n", r->nchecks,
                (unsigned long long)r->seed, failing);
+        if (!failing) {   /* one line says enough */
+            double worst_abs = 0, worst_rel = 0;
+            for (int i = 0; i < r->nchecks; i++) {
+                worst_abs = fmax(worst_abs, r->checks[i].max_abs_err);
+                worst_rel = fmax(worst_rel, r->checks[i].max_rel_err);
+            }
+            printf("  all pass max abs err %.3g, max rel err %.3g (atol %g, rtol %g)\n",
+                   worst_abs, worst_rel, r->checks[0].atol, r->checks[0].rtol);
+        }
         for (int i = 0; i < r->nchecks; i++) {
             const kopt_check *c = &r->checks[i];
-            if (c->mismatches == 0 && i > 0 && !failing)
-                continue;   /* when all pass, one line says enough */
-            if (c->mismatches) {
-                printf("  FAIL     %s at %s sizes, %s: %lld/%lld wrong; first at [", c->tensor,
-                       c->sizes_label, c->run, (long long)c->mismatches, (long long)c->count);
-                for (int d = 0; d < c->ndim; d++)
-                    printf("%s%lld", d ? "," : "", (long long)c->first_coord[d]);
-                printf("] got %.9g expected %.9g\n", c->first_got, c->first_want);
-            } else if (!failing) {
-                double worst_abs = 0, worst_rel = 0;
-                for (int j = 0; j < r->nchecks; j++) {
-                    if (r->checks[j].max_abs_err > worst_abs)
-                        worst_abs = r->checks[j].max_abs_err;
-                    if (r->checks[j].max_rel_err > worst_rel)
-                        worst_rel = r->checks[j].max_rel_err;
-                }
-                printf("  all pass max abs err %.3g, max rel err %.3g (atol %g, rtol %g)\n",
-                       worst_abs, worst_rel, c->atol, c->rtol);
-            }
+            if (!c->mismatches)
+                continue;
+            printf("  FAIL     %s at %s sizes, %s: %lld/%lld wrong; first at [", c->tensor,
+                   c->sizes_label, c->run, (long long)c->mismatches, (long long)c->count);
+            for (int d = 0; d < c->ndim; d++)
+                printf("%s%lld", d ? "," : "", (long long)c->first_coord[d]);
+            printf("] got %.9g expected %.9g\n", c->first_got, c->first_want);
         }
     }
     if (r->timing.n && !r->is_reference)

@@ -11,33 +11,35 @@
 
 #include "kopt/candidate.h"
 
+/* Sum of v over the block (256 threads); every thread gets the result. */
+__device__ float block_sum(float v, float *s)
+{
+    s[threadIdx.x] = v;
+    __syncthreads();
+    for (int o = blockDim.x / 2; o > 0; o >>= 1) {
+        if (threadIdx.x < o)
+            s[threadIdx.x] += s[threadIdx.x + o];
+        __syncthreads();
+    }
+    float total = s[0];
+    __syncthreads();   /* s is reused by the next call */
+    return total;
+}
+
 __global__ void row_stats(const float *x, float *stats, int N)
 {
-    __shared__ float s1[256], s2[256];
+    __shared__ float s[256];
     const float *row = x + (long long)blockIdx.x * N;
     float a = 0.f, b = 0.f;
     for (int i = threadIdx.x; i < N; i += blockDim.x)
         a += row[i];
-    s1[threadIdx.x] = a;
-    __syncthreads();
-    for (int o = blockDim.x / 2; o > 0; o >>= 1) {
-        if (threadIdx.x < o)
-            s1[threadIdx.x] += s1[threadIdx.x + o];
-        __syncthreads();
-    }
-    float mean = s1[0] / N;
+    float mean = block_sum(a, s) / N;
     for (int i = threadIdx.x; i < N; i += blockDim.x)
         b += (row[i] - mean) * (row[i] - mean);
-    s2[threadIdx.x] = b;
-    __syncthreads();
-    for (int o = blockDim.x / 2; o > 0; o >>= 1) {
-        if (threadIdx.x < o)
-            s2[threadIdx.x] += s2[threadIdx.x + o];
-        __syncthreads();
-    }
+    float var = block_sum(b, s) / N;
     if (threadIdx.x == 0) {
         stats[2 * blockIdx.x] = mean;
-        stats[2 * blockIdx.x + 1] = rsqrtf(s2[0] / N + 1e-5f);
+        stats[2 * blockIdx.x + 1] = rsqrtf(var + 1e-5f);
     }
 }
 

@@ -222,7 +222,7 @@ static void cache_store(kopt_ctx *ctx, const kopt_compiled *c, const char *meta)
 
 /* Headers next to the source or in its include folders can change without the source
  * changing: their names, sizes and modification times go into the cache key. */
-static void hash_headers(kopt_hash *h, const char *dir)
+void kopt__hash_headers(kopt_hash *h, const char *dir)
 {
     static const char *const exts[] = {".h", ".cuh", ".hpp", ".inl", ".inc", NULL};
     struct dirent **list = NULL;
@@ -312,10 +312,10 @@ kopt_status kopt__compile_nvrtc(kopt_compiled **out, kopt_ctx *ctx, const kopt__
         kopt_hash_add_str(h, argv[i]);
     for (int i = 0; i < job->nnames; i++)
         kopt_hash_add_str(h, job->names[i]);
-    hash_headers(h, job->dir);
+    kopt__hash_headers(h, job->dir);
     for (int i = 0; i < job->nincludes; i++) {
         char *p = kopt_path_join(job->dir, job->includes[i]);
-        hash_headers(h, p);
+        kopt__hash_headers(h, p);
         free(p);
     }
     kopt_hash_hex(h, c->key);

@@ -56,8 +56,8 @@ kopt_status kopt__compile_host(kopt_compiled **out, kopt_ctx *ctx, const kopt_ca
     kopt_compiled *c = calloc(1, sizeof(*c));
     const char *nvcc = find_nvcc();
     char *dir = o && o->cache_dir ? strdup(o->cache_dir) : kopt_cache_dir(), *sub = NULL;
-    char *src_path = NULL, *log = NULL, gencode[96], incdir[4200];
-    const char *argv[96];
+    char *src_path = NULL, *log = NULL, *kopt_headers = NULL;
+    char **argv = NULL;
     int argc = 0, code = 0;
     kopt_status rc = KOPT_OK;
     struct stat st;
@@ -70,8 +70,6 @@ kopt_status kopt__compile_host(kopt_compiled **out, kopt_ctx *ctx, const kopt_ca
     c->host_mode = 1;
     snprintf(c->arch, sizeof(c->arch), "%s", o && o->arch ? o->arch : "sm_90a");
     snprintf(c->compiler, sizeof(c->compiler), "nvcc");
-    snprintf(gencode, sizeof(gencode), "-gencode=arch=compute_%s,code=%s", c->arch + 3, c->arch);
-    snprintf(incdir, sizeof(incdir), "-I%s", kopt__include_dir());
 
     h = kopt_hash_new();
     kopt_hash_add_str(h, "kopt-host-v1");
@@ -89,6 +87,15 @@ kopt_status kopt__compile_host(kopt_compiled **out, kopt_ctx *ctx, const kopt_ca
     for (int i = 0; i < cand->params.n; i++) {
         kopt_hash_add_str(h, cand->params.names[i]);
         kopt_hash_add(h, &cand->params.values[i], sizeof(int64_t));
+    }
+    kopt__hash_headers(h, cand->dir);
+    kopt_headers = kopt_path_join(kopt__include_dir(), "kopt");
+    kopt__hash_headers(h, kopt_headers);          /* candidate.h is part of the contract */
+    for (int i = 0; i < cand->nincludes; i++) {
+        char *inc = kopt_path_join(cand->dir, cand->includes[i]);
+        kopt__hash_headers(h, inc);
+        kopt_hash_add_str(h, cand->includes[i]);
+        free(inc);
     }
     kopt_hash_hex(h, c->key);
     sub = kopt_path_join(dir, "compile");
@@ -115,39 +122,46 @@ kopt_status kopt__compile_host(kopt_compiled **out, kopt_ctx *ctx, const kopt_ca
                KOPT_OK) {
         goto cleanup;
     }
-    argv[argc++] = nvcc;
-    argv[argc++] = "-shared";
-    argv[argc++] = "-Xcompiler";
-    argv[argc++] = "-fPIC";
-    argv[argc++] = "-O3";
-    argv[argc++] = "-lineinfo";
-    argv[argc++] = "-std=c++17";
-    argv[argc++] = gencode;
-    argv[argc++] = incdir;
+    /* every argument is an owned string: as many params, options, include folders and
+     * libraries as the front matter gives */
+    argv = calloc((size_t)(cand->params.n + cand->noptions + cand->nincludes +
+                           cand->nlibraries) + 16, sizeof(char *));
+    if (!argv) {
+        rc = kopt_seterr(ctx, KOPT_E_NOMEM, "nvcc arguments");
+        goto cleanup;
+    }
     {
-        static char inc2[4200];
-        snprintf(inc2, sizeof(inc2), "-I%s", cand->dir);
-        argv[argc++] = inc2;
+        static const char *const fixed[] = {"-shared", "-Xcompiler", "-fPIC", "-O3",
+                                            "-lineinfo", "-std=c++17"};
+        int ok = (argv[argc++] = strdup(nvcc)) != NULL;
+        for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+            ok &= (argv[argc++] = strdup(fixed[i])) != NULL;
+        ok &= asprintf(&argv[argc++], "-gencode=arch=compute_%s,code=%s", c->arch + 3,
+                       c->arch) >= 0;
+        ok &= asprintf(&argv[argc++], "-I%s", kopt__include_dir()) >= 0;
+        ok &= asprintf(&argv[argc++], "-I%s", cand->dir) >= 0;
+        for (int i = 0; i < cand->nincludes; i++) {
+            char *inc = kopt_path_join(cand->dir, cand->includes[i]);
+            ok &= inc && asprintf(&argv[argc++], "-I%s", inc) >= 0;
+            free(inc);
+        }
+        for (int i = 0; i < cand->params.n; i++)
+            ok &= asprintf(&argv[argc++], "-D%s=%lld", cand->params.names[i],
+                           (long long)cand->params.values[i]) >= 0;
+        for (int i = 0; i < cand->noptions; i++)
+            ok &= (argv[argc++] = strdup(cand->options[i])) != NULL;
+        ok &= (argv[argc++] = strdup("-o")) != NULL;
+        ok &= (argv[argc++] = strdup(c->binary_path)) != NULL;
+        ok &= (argv[argc++] = strdup(src_path)) != NULL;
+        for (int i = 0; i < cand->nlibraries; i++)
+            ok &= asprintf(&argv[argc++], "-l%s", cand->libraries[i]) >= 0;
+        if (!ok) {
+            rc = kopt_seterr(ctx, KOPT_E_NOMEM, "nvcc arguments");
+            goto cleanup;
+        }
     }
-    char defs[32][96];
-    for (int i = 0; i < cand->params.n && i < 32; i++) {
-        snprintf(defs[i], sizeof(defs[i]), "-D%s=%lld", cand->params.names[i],
-                 (long long)cand->params.values[i]);
-        argv[argc++] = defs[i];
-    }
-    for (int i = 0; i < cand->noptions && argc < 80; i++)
-        argv[argc++] = cand->options[i];
-    argv[argc++] = "-o";
-    argv[argc++] = c->binary_path;
-    argv[argc++] = src_path;
-    for (int i = 0; i < cand->nlibraries && argc < 92; i++) {
-        static char libs[8][64];
-        snprintf(libs[i % 8], sizeof(libs[0]), "-l%s", cand->libraries[i]);
-        argv[argc++] = libs[i % 8];
-    }
-    argv[argc] = NULL;
     t0 = kopt_now_ms();
-    rc = kopt_proc_run(ctx, argv, 300, &code, &log);
+    rc = kopt_proc_run(ctx, (const char *const *)argv, 300, &code, &log);
     c->compile_ms = kopt_now_ms() - t0;
     c->log = log ? log : strdup("");
     log = NULL;
@@ -163,10 +177,12 @@ kopt_status kopt__compile_host(kopt_compiled **out, kopt_ctx *ctx, const kopt_ca
     *out = c;
     c = NULL;
 cleanup:
+    kopt__strv_free_n(argc, argv);
     kopt_compiled_free(c);
     free(dir);
     free(sub);
     free(src_path);
+    free(kopt_headers);
     free(log);
     return rc;
 }

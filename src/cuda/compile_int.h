@@ -22,6 +22,8 @@ kopt_status kopt__compile_nvrtc(kopt_compiled **out, kopt_ctx *ctx, const kopt__
 kopt_status kopt__compile_host(kopt_compiled **out, kopt_ctx *ctx, const kopt_candidate *cand,
                                const kopt_compile_opts *o);
 void kopt__strv_free_n(int n, char **v);
+/* Add the names, sizes and modification times of the headers in `dir` to a cache key. */
+void kopt__hash_headers(kopt_hash *h, const char *dir);
 /* kopt's public include folder (for candidate.h), found next to the executable. */
 const char *kopt__include_dir(void);
 

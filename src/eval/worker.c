@@ -963,7 +963,7 @@ static int wait_go(kopt_buf *in)
     return 0;
 }
 
-static kopt_status run_job(worker *w, json_t *job, kopt_buf *rest, int *aborted)
+static kopt_status run_job(worker *w, json_t *job, kopt_buf *rest)
 {
     const char *op = json_string_value(json_object_get(job, "op"));
     json_t *dev = NULL, *result = NULL, *phases_out = NULL, *kernels = NULL, *ph;
@@ -996,7 +996,6 @@ static kopt_status run_job(worker *w, json_t *job, kopt_buf *rest, int *aborted)
     emit(json_pack("{s:s, s:O}", "event", "hello", "device", dev));
     if (wait_go(rest) != 0) {          /* the parent went away: nothing to do */
         json_decref(dev);
-        *aborted = 1;
         return KOPT_OK;
     }
     result = json_pack("{s:s, s:o}", "event", "result", "device", dev);
@@ -1053,7 +1052,6 @@ int kopt_worker_main(void)
     kopt_status rc;
 
     char *nl;
-    int aborted = 0;
 
     memset(&w, 0, sizeof(w));
     w.ctx = kopt_ctx_new();
@@ -1077,7 +1075,7 @@ int kopt_worker_main(void)
         kopt_buf_free(&in);
         return 2;
     }
-    rc = run_job(&w, job, &in, &aborted);
+    rc = run_job(&w, job, &in);
     kopt_buf_free(&in);
     if (rc != KOPT_OK)
         emit_error(&w);
