@@ -18,68 +18,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define MAX_ARGS 64
-
-typedef union argval {
-    CUdeviceptr p;
-    int32_t i32;
-    int64_t i64;
-    float f32;
-    double f64;
-} argval;
-
-typedef struct wtensor {
-    kopt_btensor t;
-    CUdeviceptr ptr;
-    CUdeviceptr pristine;        /* inout: the generated values, restored before each run */
-} wtensor;
-
-typedef struct wlaunch {
-    int is_memset;
-    int tensor;
-    double value;
-    CUfunction fn;
-    char name[256];
-    unsigned grid[3], block[3], smem;
-    int nargs;
-    argval vals[MAX_ARGS];
-    void *params[MAX_ARGS];
-} wlaunch;
-
-typedef struct worker {
-    kopt_ctx *ctx;
-    const kopt_cu_api *cu;
-    const kopt_curand_api *cr;
-    CUdevice dev;
-    CUcontext pctx;
-    CUstream stream;
-    CUmodule rt, mod;
-    CUfunction f_from_f32, f_from_f64, f_set, f_fill, f_flush, f_copy, f_read, f_write, f_fma;
-    CUfunction f_empty, f_checksum;
-    curandGenerator_t gen;
-    CUdeviceptr rand_buf, flush_buf, sink;
-    size_t rand_cap, flush_n4;
-    int sm_count;
-    void *so;
-    kopt_candidate_run_fn host_run;
-    unsigned char *shm;
-    size_t shm_size;
-    /* the current phase */
-    int ntensors;
-    wtensor *tensors;
-    int nlaunches;
-    wlaunch *launches;
-    kopt_vars sizes;
-    const char *phase_label;
-    /* last failure */
-    const char *fail_kind;
-    int fail_cuda;
-    char fail_step[128];
-} worker;
+#include "worker_priv.h"
 
 /* ---- events ------------------------------------------------------------------------------ */
 
-static void emit(json_t *obj)
+void wk_emit(json_t *obj)
 {
     char *s = json_dumps(obj, JSON_COMPACT);
     if (s) {
@@ -98,9 +41,9 @@ static void emit(json_t *obj)
     json_decref(obj);
 }
 
-static void progress(worker *w, int phase, const char *what)
+void wk_progress(worker *w, int phase, const char *what)
 {
-    emit(json_pack("{s:s, s:i, s:s}", "event", "progress", "phase", phase, "what", what));
+    wk_emit(json_pack("{s:s, s:i, s:s}", "event", "progress", "phase", phase, "what", what));
     (void)w;
 }
 
@@ -123,7 +66,7 @@ static const char *classify(CUresult r)
 }
 
 /* Record a CUDA failure on the worker and context. Returns KOPT_E_CUDA. */
-static kopt_status cufail(worker *w, CUresult r, const char *what)
+kopt_status wk_cufail(worker *w, CUresult r, const char *what)
 {
     char buf[256];
     w->fail_kind = classify(r);
@@ -132,16 +75,10 @@ static kopt_status cufail(worker *w, CUresult r, const char *what)
     return kopt_seterr(w->ctx, KOPT_E_CUDA, "%s: %s", what, kopt__cu_errstr(r, buf, sizeof(buf)));
 }
 
-#define CU(call, what)                                  \
-    do {                                                \
-        CUresult r_ = w->cu->call;                      \
-        if (r_ != CUDA_SUCCESS)                         \
-            return cufail(w, r_, what);                 \
-    } while (0)
 
 /* ---- helpers ------------------------------------------------------------------------------- */
 
-static unsigned grid_for(worker *w, long long n)
+unsigned wk_grid_for(worker *w, long long n)
 {
     long long g = (n + 255) / 256, cap = (long long)w->sm_count * 16;
     if (g < 1)
@@ -149,9 +86,9 @@ static unsigned grid_for(worker *w, long long n)
     return (unsigned)(g < cap ? g : cap);
 }
 
-static kopt_status launch_rt(worker *w, CUfunction f, long long n, void **params, const char *what)
+kopt_status wk_launch_rt(worker *w, CUfunction f, long long n, void **params, const char *what)
 {
-    CU(cuLaunchKernel(f, grid_for(w, n), 1, 1, 256, 1, 1, 0, w->stream, params, NULL), what);
+    CU(cuLaunchKernel(f, wk_grid_for(w, n), 1, 1, 256, 1, 1, 0, w->stream, params, NULL), what);
     return KOPT_OK;
 }
 
@@ -166,7 +103,7 @@ static uint64_t mix64(uint64_t x)
 static kopt_status fill_bits(worker *w, CUdeviceptr p, long long n, int width, uint64_t bits)
 {
     void *params[] = {&p, &n, &width, &bits};
-    return launch_rt(w, w->f_fill, n, params, "poison");
+    return wk_launch_rt(w, w->f_fill, n, params, "poison");
 }
 
 /* Outputs get NaN (or a pattern for integers); scratch gets 0xff bytes. */
@@ -234,7 +171,7 @@ static kopt_status generate(worker *w, uint64_t seed)
         }
         {
             void *params[] = {&w->rand_buf, &t->ptr, &n, &dtype, &dist, &a, &b};
-            kopt_status rc = launch_rt(w, dbl ? w->f_from_f64 : w->f_from_f32, n, params, "generate");
+            kopt_status rc = wk_launch_rt(w, dbl ? w->f_from_f64 : w->f_from_f32, n, params, "generate");
             if (rc != KOPT_OK)
                 return rc;
         }
@@ -248,7 +185,7 @@ static kopt_status flush_l2(worker *w)
 {
     long long n = (long long)w->flush_n4;
     void *params[] = {&w->flush_buf, &n, &w->sink};
-    return launch_rt(w, w->f_flush, n, params, "flush L2");
+    return wk_launch_rt(w, w->f_flush, n, params, "flush L2");
 }
 
 /* One run of the candidate: its launch plan, or the host-mode entry point. */
@@ -291,7 +228,7 @@ static kopt_status run_once(worker *w)
             int dtype = (int)t->t.dtype;
             void *params[] = {&t->ptr, &n, &dtype, &l->value};
             kopt_status rc;
-            if (n && (rc = launch_rt(w, w->f_set, n, params, "memset step")) != KOPT_OK)
+            if (n && (rc = wk_launch_rt(w, w->f_set, n, params, "memset step")) != KOPT_OK)
                 return rc;
             continue;
         }
@@ -374,13 +311,13 @@ static kopt_status input_checksums(worker *w, json_t **out)
             CUresult r = w->cu->cuMemsetD8Async(w->sink, 0, 8, w->stream);
             if (r != CUDA_SUCCESS) {
                 json_decref(arr);
-                return cufail(w, r, "checksum");
+                return wk_cufail(w, r, "checksum");
             }
-            if ((rc = launch_rt(w, w->f_checksum, n, params, "checksum")) != KOPT_OK ||
+            if ((rc = wk_launch_rt(w, w->f_checksum, n, params, "checksum")) != KOPT_OK ||
                 (r = w->cu->cuMemcpyDtoHAsync(&h, w->sink, 8, w->stream)) != CUDA_SUCCESS ||
                 (r = w->cu->cuStreamSynchronize(w->stream)) != CUDA_SUCCESS) {
                 json_decref(arr);
-                return rc != KOPT_OK ? rc : cufail(w, r, "checksum");
+                return rc != KOPT_OK ? rc : wk_cufail(w, r, "checksum");
             }
         }
         {
@@ -581,12 +518,12 @@ static kopt_status run_trials(worker *w, int phase, json_t *trials, json_t *sums
         if ((rc = collect(w, t, off, sums, what)) != KOPT_OK)
             return rc;
         snprintf(what, sizeof(what), "trial %zu", i);
-        progress(w, phase, what);
+        wk_progress(w, phase, what);
     }
     return KOPT_OK;
 }
 
-static int cmp_float(const void *a, const void *b)
+int wk_cmp_float(const void *a, const void *b)
 {
     float x = *(const float *)a, y = *(const float *)b;
     return (x > y) - (x < y);
@@ -614,7 +551,7 @@ static kopt_status run_timing(worker *w, int phase, json_t *tm, json_t *result)
         {
             CUresult r = w->cu->cuEventCreate(&ev[i], CU_EVENT_DEFAULT);
             if (r != CUDA_SUCCESS) {
-                rc = cufail(w, r, "create events");
+                rc = wk_cufail(w, r, "create events");
                 goto done;
             }
         }
@@ -640,7 +577,7 @@ static kopt_status run_timing(worker *w, int phase, json_t *tm, json_t *result)
         if (warm >= 1000)
             break;
     }
-    progress(w, phase, "warm-up");
+    wk_progress(w, phase, "warm-up");
     /* the cost of the event bracket itself: an empty kernel timed the same way */
     {
         float o[CHUNK];
@@ -660,7 +597,7 @@ static kopt_status run_timing(worker *w, int phase, json_t *tm, json_t *result)
             goto done;
         for (int r = 0; r < CHUNK; r++)
             w->cu->cuEventElapsedTime(&o[r], ev[2 * r], ev[2 * r + 1]);
-        qsort(o, CHUNK, sizeof(float), cmp_float);
+        qsort(o, CHUNK, sizeof(float), wk_cmp_float);
         json_object_set_new(result, "event_overhead_ms", json_real(o[CHUNK / 2]));
     }
     /* timed repetitions, in chunks of about a second of work so heartbeats keep coming */
@@ -689,7 +626,7 @@ static kopt_status run_timing(worker *w, int phase, json_t *tm, json_t *result)
             total += ms;
         }
         reps += chunk;
-        progress(w, phase, "timing");
+        wk_progress(w, phase, "timing");
     }
     /* the outputs of the last timed run are checked too */
     if ((rc = collect(w, tm, off, json_object_get(result, "input_sums"), "timed")) != KOPT_OK)
@@ -703,83 +640,6 @@ done:
         if (ev[i])
             w->cu->cuEventDestroy(ev[i]);
     return rc;
-}
-
-/* ---- ceilings ----------------------------------------------------------------------------- */
-
-
-/* Median over `reps` timed launches of f (after one warm-up launch). */
-static kopt_status time_kernel(worker *w, CUfunction f, unsigned grid, unsigned block,
-                               void **params, int reps, float *median_ms)
-{
-    CUevent a = NULL, b = NULL;
-    float t[32];
-
-    CU(cuEventCreate(&a, CU_EVENT_DEFAULT), "events");
-    CU(cuEventCreate(&b, CU_EVENT_DEFAULT), "events");
-    CU(cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, w->stream, params, NULL), "ceiling warm-up");
-    for (int r = 0; r < reps && r < 32; r++) {
-        CU(cuEventRecord(a, w->stream), "event");
-        CU(cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, w->stream, params, NULL), "ceiling");
-        CU(cuEventRecord(b, w->stream), "event");
-        CU(cuEventSynchronize(b), "ceiling");
-        w->cu->cuEventElapsedTime(&t[r], a, b);
-    }
-    qsort(t, (size_t)reps, sizeof(float), cmp_float);
-    *median_ms = t[reps / 2];
-    w->cu->cuEventDestroy(a);
-    w->cu->cuEventDestroy(b);
-    return KOPT_OK;
-}
-
-static kopt_status measure_ceilings(worker *w, json_t *out)
-{
-    size_t free_b = 0, total_b = 0, bytes;
-    CUdeviceptr a = 0, b = 0;
-    long long n4;
-    float ms;
-    kopt_status rc;
-    unsigned grid = (unsigned)w->sm_count * 8;
-
-    CU(cuMemGetInfo(&free_b, &total_b), "memory info");
-    bytes = (size_t)1 << 30;
-    while (bytes * 2 > free_b / 2 && bytes > ((size_t)64 << 20))
-        bytes /= 2;
-    n4 = (long long)(bytes / 16);
-    CU(cuMemAlloc(&a, bytes), "allocate");
-    CU(cuMemAlloc(&b, bytes), "allocate");
-    CU(cuMemsetD8(a, 1, bytes), "memset");
-    {
-        void *p[] = {&a, &b, &n4};
-        if ((rc = time_kernel(w, w->f_copy, grid, 256, p, 15, &ms)) != KOPT_OK)
-            return rc;
-        json_object_set_new(out, "dram_copy_gbs", json_real(2.0 * (double)bytes / (ms * 1e6)));
-    }
-    {
-        void *p[] = {&a, &n4, &w->sink};
-        if ((rc = time_kernel(w, w->f_read, grid, 256, p, 15, &ms)) != KOPT_OK)
-            return rc;
-        json_object_set_new(out, "dram_read_gbs", json_real((double)bytes / (ms * 1e6)));
-    }
-    {
-        void *p[] = {&b, &n4};
-        if ((rc = time_kernel(w, w->f_write, grid, 256, p, 15, &ms)) != KOPT_OK)
-            return rc;
-        json_object_set_new(out, "dram_write_gbs", json_real((double)bytes / (ms * 1e6)));
-    }
-    {
-        int iters = 8192;
-        float fa = 0.999f, fb = 0.001f;
-        unsigned g = (unsigned)w->sm_count * 16, blk = 256;
-        void *p[] = {&w->sink, &iters, &fa, &fb};
-        if ((rc = time_kernel(w, w->f_fma, g, blk, p, 9, &ms)) != KOPT_OK)
-            return rc;
-        json_object_set_new(out, "fp32_gflops",
-                            json_real((double)g * blk * iters * 16.0 / (ms * 1e6)));
-    }
-    w->cu->cuMemFree(a);
-    w->cu->cuMemFree(b);
-    return KOPT_OK;
 }
 
 /* ---- setup ------------------------------------------------------------------------------ */
@@ -838,7 +698,7 @@ static kopt_status load_module(worker *w, const char *path, CUmodule *mod)
         CUresult r = w->cu->cuModuleLoadData(mod, data);
         free(data);
         if (r != CUDA_SUCCESS)
-            return cufail(w, r, "load module");
+            return wk_cufail(w, r, "load module");
     }
     return KOPT_OK;
 }
@@ -941,7 +801,7 @@ static kopt_status load_candidate(worker *w, json_t *job)
 
 static void emit_error(worker *w)
 {
-    emit(json_pack("{s:s, s:s, s:s, s:i, s:s, s:s?}", "event", "error", "kind",
+    wk_emit(json_pack("{s:s, s:s, s:s, s:i, s:s, s:s?}", "event", "error", "kind",
                    w->fail_kind ? w->fail_kind : "harness", "message", kopt_errmsg(w->ctx),
                    "cuda", w->fail_cuda, "step", w->fail_step, "phase", w->phase_label));
 }
@@ -993,7 +853,7 @@ static kopt_status run_job(worker *w, json_t *job, kopt_buf *rest)
         return rc;
     }
     json_object_set_new(dev, "setup_ms", json_real(kopt_now_ms() - t_setup));
-    emit(json_pack("{s:s, s:O}", "event", "hello", "device", dev));
+    wk_emit(json_pack("{s:s, s:O}", "event", "hello", "device", dev));
     if (wait_go(rest) != 0) {          /* the parent went away: nothing to do */
         json_decref(dev);
         return KOPT_OK;
@@ -1002,7 +862,7 @@ static kopt_status run_job(worker *w, json_t *job, kopt_buf *rest)
     dev = NULL;
     if (op && strcmp(op, "ceilings") == 0) {
         json_t *c = json_object();
-        if ((rc = measure_ceilings(w, c)) == KOPT_OK)
+        if ((rc = wk_measure_ceilings(w, c)) == KOPT_OK)
             json_object_set_new(result, "ceilings", c);
         else
             json_decref(c);
@@ -1018,7 +878,7 @@ static kopt_status run_job(worker *w, json_t *job, kopt_buf *rest)
         json_object_set_new(po, "input_sums", sums);
         if ((rc = setup_phase(w, ph, i == 0 ? kernels : NULL)) != KOPT_OK)
             goto done;
-        progress(w, (int)i, "setup");
+        wk_progress(w, (int)i, "setup");
         if ((rc = run_trials(w, (int)i, json_object_get(ph, "trials"), sums)) != KOPT_OK)
             goto done;
         if (json_is_object(tm)) {
@@ -1035,7 +895,7 @@ done:
     json_decref(phases_out);
     json_decref(kernels);
     if (rc == KOPT_OK)
-        emit(result);
+        wk_emit(result);
     else
         json_decref(result);
     return rc;

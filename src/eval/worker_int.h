@@ -23,7 +23,6 @@
 /* Entry point of `kopt __worker` (used by the CLI's hidden verb). Returns the exit code. */
 int kopt_worker_main(void);
 
-#endif
 
 #include <jansson.h>
 
@@ -63,3 +62,5 @@ void kopt__worker_run_free(kopt__worker_run *r);
 /* Device info from the worker's JSON. */
 struct kopt_device_info;
 void kopt__device_from_json(json_t *j, struct kopt_device_info *d);
+
+#endif

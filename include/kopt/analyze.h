@@ -1,0 +1,170 @@
+/*
+ * kopt/analyze.h: from a profile to ranked, checkable advice.
+ *
+ * Two stages, as in KernelPro: first the roofline class of the candidate (compute-,
+ * memory-, latency-bound or mixed), from the problem's analytic work and from measured
+ * metrics, with the reasoning when the two disagree; then the micro-tools registered for
+ * that class run, each turning metrics, SASS counts and resource use into findings in a
+ * kernel engineer's words, with an estimated gain and how it was estimated. Findings are
+ * ranked by estimated gain.
+ *
+ * A tool is a table of function pointers (kopt_tool) in its own file under
+ * src/analyze/rules/; the registry lists them. Thresholds are named constants per
+ * architecture (kopt_thresholds).
+ *
+ * Ownership: kopt_analysis from kopt_analyze_run() is owned by the caller
+ * (kopt_analysis_free, NULL-safe); the input is borrowed and must outlive the call only.
+ */
+#ifndef KOPT_ANALYZE_H
+#define KOPT_ANALYZE_H
+
+#include "kopt/compile.h"
+#include "kopt/device.h"
+#include "kopt/profile.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum kopt_class {
+    KOPT_CLASS_UNKNOWN = 0,
+    KOPT_CLASS_COMPUTE = 1,
+    KOPT_CLASS_MEMORY = 2,
+    KOPT_CLASS_LATENCY = 4,
+    KOPT_CLASS_MIXED = 8
+} kopt_class;
+#define KOPT_CLASS_ALL (KOPT_CLASS_COMPUTE | KOPT_CLASS_MEMORY | KOPT_CLASS_LATENCY | KOPT_CLASS_MIXED)
+const char *kopt_class_name(kopt_class c);
+
+/* What a tool needs to run; a tool whose needs are not met is skipped and listed. */
+enum {
+    KOPT_NEEDS_SASS = 1,       /* SASS counts of the kernel */
+    KOPT_NEEDS_RESOURCES = 2,  /* registers / shared memory / spills from the compile */
+    KOPT_NEEDS_METRICS = 4,    /* measured metrics (CUPTI, ncu or a fixture) */
+    KOPT_NEEDS_TIMING = 8,     /* a timed run */
+    KOPT_NEEDS_DEVICE = 16,    /* device properties (SM count, limits) */
+    KOPT_NEEDS_HOST = 32       /* host-mode launch records */
+};
+
+/* One kernel of the candidate, with everything known about it. */
+typedef struct kopt_kernel_view {
+    const char *name;                   /* launch-plan name or profiler name */
+    int grid[3], block[3];
+    int dyn_smem;
+    const kopt_kernel_info *res;        /* NULL when not compiled here */
+    const kopt_sass_counts *sass;       /* NULL when not disassembled */
+    const kopt_metrics *metrics;        /* NULL when not profiled */
+    double ms;                          /* its share of the time; 0 when unknown */
+} kopt_kernel_view;
+
+typedef struct kopt_analysis_input {
+    const kopt_device_info *dev;        /* NULL: no device (static analysis) */
+    const kopt_ceilings *ceil;          /* NULL or !valid: no roofline position */
+    const char *problem;                /* name, for messages */
+    double flops, bytes;                /* the problem's work at these sizes (0: unknown) */
+    int compute;                        /* kopt_compute of the problem's math */
+    int matmul_like;                    /* the problem is a GEMM/convolution-like contraction */
+    double median_ms;                   /* candidate's time; 0 when not timed */
+    int host_mode;
+    int launches_per_call;              /* host mode: kernel launches seen per call (0: unknown) */
+    int nkernels;
+    const kopt_kernel_view *kernels;
+} kopt_analysis_input;
+
+typedef struct kopt_evidence {
+    char metric[128];                   /* metric or count name */
+    double value;
+    char op[4];                         /* "<", ">", ">=", "<=" */
+    double threshold;
+    char threshold_name[64];            /* the named constant */
+} kopt_evidence;
+
+typedef struct kopt_finding {
+    char tool[48];                      /* registry name, e.g. "uncoalesced_global" */
+    char kernel[256];
+    char title[160];                    /* one line */
+    char *seen;                         /* what was seen: values against thresholds */
+    char *why;                          /* why it matters */
+    char *change;                       /* what to change in the code */
+    double gain;                        /* estimated fraction of run time saved, 0..1 */
+    char *gain_how;                     /* how the gain was estimated */
+    double confidence;                  /* 0..1 */
+    int nevidence;
+    kopt_evidence evidence[8];
+} kopt_finding;
+
+typedef struct kopt_findings {
+    int n, cap;
+    kopt_finding *f;
+} kopt_findings;
+
+/* Append a finding (strings copied). Used by tools. */
+kopt_status kopt_findings_add(kopt_findings *fs, const kopt_finding *f);
+void kopt_findings_clear(kopt_findings *fs);
+
+/* Thresholds per architecture (named constants; see src/analyze/thresholds.c). */
+typedef struct kopt_thresholds {
+    int cc_major;                       /* 0: the default row */
+    double sector_bytes_used_min;       /* of 32 bytes per sector */
+    double bank_conflict_pct;           /* conflicts / wavefronts */
+    double occupancy_theoretical_pct;   /* below this, name the limiter */
+    double registers_high;              /* per thread */
+    double waves_tail_min_gain;         /* tail effect worth reporting */
+    double stall_share;                 /* a stall reason above this share of cycles */
+    double divergence_threads;          /* active threads per instruction, of 32 */
+    double unfused_ratio;               /* non-fused FP ops share */
+    double dram_saturated_pct;          /* DRAM throughput % of peak */
+    double latency_bound_pct;           /* both SM and memory throughput below this */
+    double small_launch_us;             /* host mode: a launch shorter than this is small */
+    int many_launches;                  /* host mode: more launches per call than this */
+} kopt_thresholds;
+const kopt_thresholds *kopt_thresholds_for(const kopt_device_info *dev);
+
+typedef struct kopt_tool {
+    const char *name;                   /* "bank_conflicts" */
+    const char *summary;                /* one line for --list-tools */
+    unsigned classes;                   /* KOPT_CLASS_* it applies to */
+    unsigned needs;                     /* KOPT_NEEDS_* */
+    const char *const *metrics;         /* metric names it reads (NULL-terminated), or NULL */
+    kopt_status (*run)(const kopt_analysis_input *in, const kopt_thresholds *th,
+                       kopt_findings *out, kopt_ctx *ctx);
+} kopt_tool;
+
+/* The registry: all tools, in a stable order. */
+const kopt_tool *const *kopt_tools(int *n);
+const kopt_tool *kopt_tool_find(const char *name);
+
+typedef struct kopt_classification {
+    kopt_class analytic;                /* from flops/bytes against the ceilings' ridge */
+    kopt_class measured;                /* from metrics; UNKNOWN without them */
+    kopt_class final;
+    double intensity;                   /* flops / byte */
+    double ridge;                       /* ceiling flops / ceiling bytes */
+    double pct_of_bound;                /* roofline position, % (0 when unknown) */
+    char reasoning[1024];               /* why, including when analytic and measured disagree */
+} kopt_classification;
+
+typedef struct kopt_analysis {
+    kopt_classification cls;
+    kopt_findings findings;             /* ranked by gain, largest first */
+    int nskipped;
+    char skipped[64][96];               /* "tool: why" for tools not run */
+    int nrun;
+} kopt_analysis;
+
+typedef struct kopt_analyze_opts {
+    int version;
+    int all_tools;                      /* ignore the class filter */
+    const char *only_tool;              /* run just this one (NULL: all selected) */
+} kopt_analyze_opts;
+#define KOPT_ANALYZE_OPTS_INIT {1, 0, NULL}
+
+void kopt_classify(const kopt_analysis_input *in, kopt_classification *out);
+kopt_status kopt_analyze_run(kopt_analysis **out, kopt_ctx *ctx, const kopt_analysis_input *in,
+                             const kopt_analyze_opts *opts);
+void kopt_analysis_free(kopt_analysis *a);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

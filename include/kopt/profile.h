@@ -1,0 +1,147 @@
+/*
+ * kopt/profile.h: what a kernel did, measured or read from its code.
+ *
+ * Three sources fill the same structures:
+ *  - metrics: name -> value, named as Nsight Compute names them
+ *    ("dram__bytes_read.sum", "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio"),
+ *    from the CUPTI Range Profiler in a worker (kopt_cupti_*), from ncu's raw CSV
+ *    (kopt_ncu_parse_raw_csv), or from a recorded fixture;
+ *  - SASS counts: per kernel, from disassembling its cubin with nvdisasm (no GPU needed);
+ *  - ncu's own rule results, imported from its details page so both can be shown.
+ *
+ * Ownership: every struct returned through an out-pointer is owned by the caller and freed
+ * with its _free function (which accepts NULL). Strings inside are owned by the struct.
+ */
+#ifndef KOPT_PROFILE_H
+#define KOPT_PROFILE_H
+
+#include "kopt/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- metrics ------------------------------------------------------------------------ */
+
+typedef struct kopt_metric {
+    char *name;              /* ncu metric name */
+    double value;            /* in base units (bytes, ns, cycles, %, ratio) */
+} kopt_metric;
+
+typedef struct kopt_metrics {
+    int n, cap;
+    kopt_metric *m;
+} kopt_metrics;
+
+/* Set (insert or overwrite) a metric. KOPT_E_NOMEM on allocation failure. */
+kopt_status kopt_metrics_set(kopt_metrics *ms, const char *name, double value);
+/* 1 and *out = value when present, else 0 (and *out untouched). */
+int kopt_metrics_get(const kopt_metrics *ms, const char *name, double *out);
+/* The value, or `dflt` when absent. */
+double kopt_metrics_value(const kopt_metrics *ms, const char *name, double dflt);
+void kopt_metrics_clear(kopt_metrics *ms);     /* frees the entries; the struct is reusable */
+
+/* One profiled kernel launch. */
+typedef struct kopt_kernel_profile {
+    char kernel[512];        /* name as the profiler reports it (mangled or demangled) */
+    int grid[3], block[3];
+    int dyn_smem;
+    kopt_metrics metrics;
+} kopt_kernel_profile;
+
+/* ncu's own rule messages (from `--page details --csv`), kept to be shown beside ours. */
+typedef struct kopt_ncu_rule {
+    char kernel[512];
+    char section[64];
+    char rule[64];
+    char type[16];           /* "OPT", "WRN", "INF" */
+    char *description;
+    char speedup_type[16];   /* "local" / "global" / "" */
+    double speedup_pct;      /* estimated speedup, % (0 when none) */
+} kopt_ncu_rule;
+
+typedef struct kopt_profile {
+    char source[16];         /* "cupti", "ncu", "fixture" */
+    int nkernels;
+    kopt_kernel_profile *kernels;
+    int nrules;
+    kopt_ncu_rule *rules;
+    double collect_ms;       /* wall time to collect (0 when imported) */
+    int passes;              /* replay passes used (0 when unknown) */
+} kopt_profile;
+
+void kopt_profile_free(kopt_profile *p);
+/* The profile of the first kernel whose name contains `name` (NULL: the longest-running). */
+const kopt_kernel_profile *kopt_profile_kernel(const kopt_profile *p, const char *name);
+
+/* Metric sets. The roofline set (duration, DRAM bytes, FLOP counters by precision, tensor
+ * ops) is small enough for one or two passes; the rules set is what the micro-tools read. */
+extern const char *const kopt_metrics_roofline[];   /* NULL-terminated */
+extern const char *const kopt_metrics_rules[];      /* NULL-terminated */
+
+/* ---- ncu ---------------------------------------------------------------------------- */
+
+/* Parse `ncu --csv --page raw` output (header row, units row, one row per kernel; values
+ * may carry thousands separators). `path` names the text in errors ("file:line: ..."). */
+kopt_status kopt_ncu_parse_raw_csv(kopt_profile **out, kopt_ctx *ctx, const char *text,
+                                   const char *path);
+/* Add the rule rows of `ncu --csv --page details` output to an existing profile. */
+kopt_status kopt_ncu_parse_details_csv(kopt_profile *p, kopt_ctx *ctx, const char *text,
+                                       const char *path);
+
+/* ---- SASS ----------------------------------------------------------------------------- */
+
+/* Global/shared access widths: index 0: 8, 1: 16, 2: 32, 3: 64, 4: 128 bits. */
+#define KOPT_SASS_NWIDTH 5
+
+typedef struct kopt_sass_line {
+    char *file;
+    int line;
+    int instructions;
+    int global_loads, global_stores, shared_accesses, local_accesses;
+    int tensor, branches;
+} kopt_sass_line;
+
+typedef struct kopt_sass_counts {
+    char kernel[512];        /* mangled symbol */
+    int instructions;
+    int ldg[KOPT_SASS_NWIDTH], stg[KOPT_SASS_NWIDTH];   /* LDG / STG by width */
+    int ldg_constant;        /* LDG ... .CONSTANT (read-only path) */
+    int lds[KOPT_SASS_NWIDTH], sts[KOPT_SASS_NWIDTH];   /* LDS / STS by width */
+    int ldsm;                /* LDSM (ldmatrix) */
+    int ldl, stl;            /* local memory (spills, local arrays) */
+    int hmma, hgmma, imma, igmma, qgmma, dmma;          /* tensor instructions */
+    int ffma, fmul, fadd;
+    int dfma, dmul, dadd;
+    int hfma2, hmul2, hadd2;
+    int ldgsts;              /* cp.async (LDGSTS) */
+    int tma;                 /* UTMALDG / UTMASTG / UBLKCP */
+    int atomics;             /* ATOM, ATOMG, RED, REDG, ATOMS */
+    int barriers;            /* BAR */
+    int branches;            /* BRA, BRX, JMP... */
+    int conversions;         /* F2F, I2F, F2I, I2FP */
+    int mufu;                /* MUFU (transcendentals, reciprocals) */
+    int nlines;
+    kopt_sass_line *lines;   /* per source line, when the cubin has line info */
+} kopt_sass_counts;
+
+typedef struct kopt_sass {
+    int nkernels;
+    kopt_sass_counts *kernels;
+    char *text;              /* the disassembly */
+} kopt_sass;
+
+/* Disassemble a cubin with nvdisasm (found by $KOPT_NVDISASM, PATH, the CUDA toolkit, or
+ * the nvidia-cuda-nvdisasm Python package) and count. KOPT_E_NOT_FOUND when no nvdisasm. */
+kopt_status kopt_sass_from_cubin(kopt_sass **out, kopt_ctx *ctx, const char *cubin_path);
+/* Count from disassembly text (nvdisasm, with or without line info; or cuobjdump -sass). */
+kopt_status kopt_sass_parse(kopt_sass **out, kopt_ctx *ctx, const char *text,
+                            const char *path);
+void kopt_sass_free(kopt_sass *s);
+/* The counts of a kernel by mangled or launch-plan name prefix; NULL if absent. */
+const kopt_sass_counts *kopt_sass_kernel(const kopt_sass *s, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
