@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call: check the carried build runs, then the GPU checks and benchmarks of
 # issue 2. Usage (on the GPU machine, from the repo root, with build/ carried):
-#   bash bench/gpu_session.sh [sections...]     sections: env examples bad bench ncu kb
+#   bash bench/gpu_session.sh [sections...]     sections: env examples tests integrity bad bench ncu kb
 # Full outputs go to $OUT (or /tmp/kopt-out); a short table is printed last.
 set -u
 FINAL=${OUT:-/tmp/kopt-out}
@@ -41,13 +41,32 @@ if has examples; then
   done
 fi
 
-if has tests; then
+if has tests || has adversarial; then
   say "== GPU tests (tests/gpu)"
-  for t in tests/gpu/test_examples.sh tests/gpu/test_planted.sh tests/adversarial/test_adversarial.sh; do
+  TESTS="tests/gpu/test_examples.sh tests/gpu/test_planted.sh tests/adversarial/test_adversarial.sh"
+  has tests || TESTS=tests/adversarial/test_adversarial.sh
+  for t in $TESTS; do
     n=$(basename "$t" .sh)
     bash "$t" "$K" > "$OUT/$n.txt" 2>&1; echo "exit $?" >> "$OUT/$n.txt"
     grep -E 'FAIL|passed|skipped|^      ' "$OUT/$n.txt" | sed "s/^/$n: /" | tee -a "$SUMMARY"
   done
+fi
+
+if has integrity; then
+  say "== integrity: host-mode examples under the sandbox"
+  for c in examples/sgemm/cublas_host.cu examples/layernorm/host_two_kernels.cu; do
+    p=$(dirname "$c"); j=$OUT/int_$(basename "$c" .cu).json
+    timeout 300 $K eval "$p" "$c" --json > "$j" 2> "$j.err"
+    say "$(printf '%-24s %-8s sandbox=%s' "$(basename "$c")" "$(verdict_of "$j")" "$(field "$j" 'd["sandbox"]')")"
+    [ "$(verdict_of "$j")" = OK ] || field "$j" 'd["message"]' | head -c 600 | tee -a "$SUMMARY"
+    timeout 300 $K eval "$p" "$c" --json --no-sandbox > "$j.nosb" 2>&1
+    say "  same without the sandbox: $(verdict_of "$j.nosb") median $(field "$j.nosb" 'round(d["timing"]["median_ms"],4)') vs $(field "$j" 'round(d["timing"]["median_ms"],4)') ms; wall $(field "$j.nosb" 'round(d["wall_ms"]["total"])') vs $(field "$j" 'round(d["wall_ms"]["total"])') ms"
+  done
+  say "== integrity: --sanitize on a correct example (all three tools)"
+  j=$OUT/int_sanitize_fast.json
+  timeout 600 $K eval examples/softmax examples/softmax/fast.cu --sanitize --json > "$j" 2> "$j.err"
+  say "softmax fast --sanitize: $(verdict_of "$j") $(field "$j" '[(s["tool"], s["ran"], s["errors"]) for s in d["sanitizer"]]') wall $(field "$j" 'round(d["wall_ms"]["total"])') ms"
+  [ "$(verdict_of "$j")" = OK ] || field "$j" 'd["message"]' | head -c 600 | tee -a "$SUMMARY"
 fi
 
 if has bad; then

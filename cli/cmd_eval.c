@@ -32,12 +32,69 @@ static void help(FILE *f)
         "  --arch sm_XX      compile target (default: from the GPU; sm_90a without one)\n"
         "  --db PATH         store (default ./kopt.db or $KOPT_DB); --no-store to skip\n"
         "  --cache-dir DIR   compile cache (default ~/.cache/kopt or $KOPT_CACHE_DIR)\n"
+        "  --sanitize[=TOOLS] also run compute-sanitizer once at the smallest sizes:\n"
+        "                    memcheck,racecheck,initcheck (default: all three)\n"
+        "  --limits L        host-mode sandbox limits, e.g. cpu=120,fsize=64,as=65536\n"
+        "                    (CPU seconds, MB per file, MB of address space beyond CUDA's)\n"
+        "  --no-sandbox      run host-mode code without the sandbox (trusted code only)\n"
         "  --json            print the result as JSON\n"
         "  -v, --verbose     log progress to stderr\n"
         "\n"
         "exit codes: 0 OK (or SKIPPED: no GPU), 1 WRONG, 2 usage, 3 COMPILE_ERROR, 4 CRASH,\n"
         "5 TIMEOUT, 6 OOM, 7 SUSPECT, 8 LAUNCH_ERROR, 9 invalid input file, 10 kopt error,\n"
-        "11 RACE, 12 INPUT_MUTATED, 13 STATEFUL, 14 OFF_STREAM\n");
+        "11 RACE, 12 INPUT_MUTATED, 13 STATEFUL, 14 OFF_STREAM, 15 TAMPER, 16 FORBIDDEN_LIBRARY,\n"
+        "17 SANITIZER\n");
+}
+
+/* "memcheck,racecheck" -> KOPT_SANITIZE_* bits; NULL = all three. */
+static int parse_sanitize(const char *arg, unsigned *out)
+{
+    static const char *const names[3] = {"memcheck", "racecheck", "initcheck"};
+    char buf[128], *save = NULL;
+
+    if (!arg) {
+        *out = KOPT_SANITIZE_MEMCHECK | KOPT_SANITIZE_RACECHECK | KOPT_SANITIZE_INITCHECK;
+        return 0;
+    }
+    snprintf(buf, sizeof(buf), "%s", arg);
+    *out = 0;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int k = -1;
+        for (int i = 0; i < 3; i++)
+            if (strcmp(t, names[i]) == 0)
+                k = i;
+        if (k < 0)
+            return -1;
+        *out |= 1u << k;
+    }
+    return *out ? 0 : -1;
+}
+
+/* "cpu=120,fsize=64,as=65536" */
+static int parse_limits(const char *arg, kopt_eval_opts *eo)
+{
+    char buf[256], *save = NULL;
+
+    snprintf(buf, sizeof(buf), "%s", arg);
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(t, '='), *end;
+        double v;
+        if (!eq)
+            return -1;
+        *eq = '\0';
+        v = strtod(eq + 1, &end);
+        if (*end || v <= 0)
+            return -1;
+        if (strcmp(t, "cpu") == 0)
+            eo->sandbox_cpu_s = v;
+        else if (strcmp(t, "fsize") == 0)
+            eo->sandbox_fsize_mb = v;
+        else if (strcmp(t, "as") == 0)
+            eo->sandbox_as_extra_mb = v;
+        else
+            return -1;
+    }
+    return 0;
 }
 
 static void print_vars(const kopt_vars *v)
@@ -108,6 +165,29 @@ static void print_text(const kopt_problem *p, const char *cand_path, const kopt_
             printf("] got %.9g expected %.9g\n", c->first_got, c->first_want);
         }
     }
+    if (r->sandbox[0])
+        printf("sandbox    %s\n", r->sandbox);
+    if (r->ngpu_kernels) {
+        printf("ran        ");
+        for (int i = 0; i < r->ngpu_kernels; i++)
+            printf("%s%s", i ? ", " : "", r->gpu_kernels[i]);
+        printf("\n");
+    }
+    for (int i = 0; i < r->nsanitizer; i++) {
+        const kopt_sanitizer_report *s = &r->sanitizer[i];
+        if (!s->ran)
+            printf("sanitize   %s: not run: %s\n", s->tool, s->summary);
+        else
+            printf("sanitize   %s: %d error(s)\n", s->tool, s->errors);
+        if (s->ran && s->errors) {
+            const char *line = s->summary;
+            while (line && *line) {
+                const char *eol = strchr(line, '\n');
+                printf("  %.*s\n", (int)(eol ? eol - line : (long)strlen(line)), line);
+                line = eol ? eol + 1 : NULL;
+            }
+        }
+    }
     if (r->timing.n && !r->is_reference)
         print_timing("time", &r->timing);
     if (r->ref_timing.n)
@@ -147,6 +227,8 @@ int cmd_eval(int argc, char **argv)
         {"arch", required_argument, NULL, 'a'}, {"db", required_argument, NULL, 'D'},
         {"no-store", no_argument, NULL, 'N'}, {"cache-dir", required_argument, NULL, 'c'},
         {"json", no_argument, NULL, 'j'}, {"verbose", no_argument, NULL, 'v'},
+        {"sanitize", optional_argument, NULL, 'Z'}, {"limits", required_argument, NULL, 'L'},
+        {"no-sandbox", no_argument, NULL, 'B'},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     kopt_eval_opts eo = KOPT_EVAL_OPTS_INIT;
@@ -202,6 +284,15 @@ int cmd_eval(int argc, char **argv)
         case 'D': eo.db_path = optarg; break;
         case 'N': no_store = 1; break;
         case 'c': eo.cache_dir = optarg; break;
+        case 'Z':
+            if (parse_sanitize(optarg, &eo.sanitize) != 0)
+                goto bad_number;
+            break;
+        case 'L':
+            if (parse_limits(optarg, &eo) != 0)
+                goto bad_number;
+            break;
+        case 'B': eo.no_sandbox = 1; break;
         case 'j': json = 1; break;
         case 'v': verbose = 1; break;
         case 'h': help(stdout); goto done;

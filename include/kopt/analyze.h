@@ -86,7 +86,10 @@ typedef struct kopt_finding {
     char *seen;                         /* what was seen: values against thresholds */
     char *why;                          /* why it matters */
     char *change;                       /* what to change in the code */
-    double gain;                        /* estimated fraction of run time saved, 0..1 */
+    double gain;                        /* estimated fraction of run time saved, 0..1: a tool
+                                           writes the share of its kernel's time; the driver
+                                           turns it into a share of the candidate's time and
+                                           caps it by the roofline. Gains are not additive. */
     char *gain_how;                     /* how the gain was estimated */
     double confidence;                  /* 0..1 */
     int nevidence;
@@ -117,6 +120,14 @@ typedef struct kopt_thresholds {
     double latency_bound_pct;           /* both SM and memory throughput below this */
     double small_launch_us;             /* host mode: a launch shorter than this is small */
     int many_launches;                  /* host mode: more launches per call than this */
+    int cc_minor;                       /* -1: any minor version of cc_major */
+    double sectors_excess;              /* global sectors per request above this x ideal */
+    double stall_share_critical;        /* a stall reason above this share is critical */
+    double issue_active_low;            /* issue slots busy below this: stalls cost time */
+    double scalar_access_share;         /* share of global accesses of 32 bits or less */
+    double fp64_share_min;              /* FP64 share of FP instructions in a non-fp64 problem */
+    double achieved_occupancy_gap_pts;  /* theoretical - achieved occupancy, in points */
+    double dram_excess_ratio;           /* measured DRAM bytes over the problem's minimum */
 } kopt_thresholds;
 const kopt_thresholds *kopt_thresholds_for(const kopt_device_info *dev);
 
@@ -128,6 +139,7 @@ typedef struct kopt_tool {
     const char *const *metrics;         /* metric names it reads (NULL-terminated), or NULL */
     kopt_status (*run)(const kopt_analysis_input *in, const kopt_thresholds *th,
                        kopt_findings *out, kopt_ctx *ctx);
+    unsigned needs_any;                 /* at least one of these KOPT_NEEDS_* (0: no such need) */
 } kopt_tool;
 
 /* The registry: all tools, in a stable order. */
@@ -148,7 +160,7 @@ typedef struct kopt_analysis {
     kopt_classification cls;
     kopt_findings findings;             /* ranked by gain, largest first */
     int nskipped;
-    char skipped[64][96];               /* "tool: why" for tools not run */
+    char skipped[64][160];              /* "tool: why" for tools not run */
     int nrun;
 } kopt_analysis;
 
@@ -159,7 +171,43 @@ typedef struct kopt_analyze_opts {
 } kopt_analyze_opts;
 #define KOPT_ANALYZE_OPTS_INIT {1, 0, NULL}
 
+/* Stage one: fill `out` from the input alone (never fails; UNKNOWN classes where nothing
+ * is known). Rules in docs/internals/analyze.md. */
 void kopt_classify(const kopt_analysis_input *in, kopt_classification *out);
+
+/* Theoretical occupancy of one kernel on one SM, computed as the hardware allocates:
+ * registers per warp rounded to 256 and split over 4 sub-partitions, shared memory rounded
+ * to 128 B plus 1 KB reserved per block (cc >= 8), warp slots and the block-slot limit. */
+typedef struct kopt_occupancy {
+    int warps_per_block;
+    int blocks_by_regs, blocks_by_smem, blocks_by_warps, blocks_by_slots;
+    int blocks;                         /* resident blocks per SM: the smallest limit */
+    int warps, max_warps;               /* resident warps per SM, and the device's maximum */
+    double pct;                         /* warps / max_warps * 100 */
+    char limiter[64];                   /* "registers", "shared memory", "warps", "block slots";
+                                           ties joined with '+' */
+    int regs_per_sm, smem_per_sm, max_blocks_per_sm;   /* device values used */
+} kopt_occupancy;
+/* KOPT_E_INVALID when threads_per_block <= 0 or regs/smem are negative. Device fields that
+ * are 0 fall back to the architecture's values (H100/H200 when the device is NULL). */
+kopt_status kopt_occupancy_compute(kopt_occupancy *out, kopt_ctx *ctx,
+                                   const kopt_device_info *dev, int threads_per_block,
+                                   int regs_per_thread, int smem_per_block);
+/* The most registers per thread (a multiple of 8, <= 255) with which `blocks` blocks of
+ * `threads_per_block` fit on one SM by registers; 0 when none does. */
+int kopt_occupancy_regs_for(const kopt_device_info *dev, int threads_per_block, int blocks);
+/* The most shared memory per block (static + dynamic, bytes) with which `blocks` blocks fit
+ * on one SM; 0 when none does. */
+int kopt_occupancy_smem_for(const kopt_device_info *dev, int blocks);
+
+/* Classify, then run the tools selected by class (the union of the final, analytic and
+ * measured classes; every tool when opts->all_tools; only opts->only_tool when set, class
+ * ignored). A tool whose needs are not met is listed in `skipped` as "tool: needs ...";
+ * one filtered out by class as "tool: not for a <class> kernel ...". Each finding's gain is
+ * scaled by its kernel's share of the time and capped at 1 - pct_of_bound/100 when the
+ * candidate was timed (a kernel at 95% of its bound cannot gain more than 5%). Findings are
+ * ranked by gain, largest first. opts NULL: defaults. KOPT_E_NOT_FOUND for an unknown
+ * only_tool, KOPT_E_INVALID for a malformed input, or a tool's error (KOPT_E_NOMEM). */
 kopt_status kopt_analyze_run(kopt_analysis **out, kopt_ctx *ctx, const kopt_analysis_input *in,
                              const kopt_analyze_opts *opts);
 void kopt_analysis_free(kopt_analysis *a);

@@ -107,6 +107,8 @@ void kopt_hash_add(kopt_hash *h, const void *data, size_t len);
 void kopt_hash_add_str(kopt_hash *h, const char *s);   /* adds the string and a separator */
 void kopt_hash_hex(kopt_hash *h, char out[65]);         /* finishes and frees h */
 void kopt_sha256_hex(const void *data, size_t len, char out[65]);
+/* SHA-256 of a file's content (hex). KOPT_E_IO when it cannot be read. */
+kopt_status kopt_file_sha256(kopt_ctx *ctx, const char *path, char out[65]);
 
 /* ---- time ----------------------------------------------------------------------------- */
 double kopt_now_ms(void);   /* monotonic milliseconds */

@@ -30,7 +30,9 @@ typedef struct kopt_device_info {
     int driver_version;
 } kopt_device_info;
 
-/* Index by kopt_compute (fp32, fp64, fp16, bf16, tf32, fp8, int): GFLOP/s. */
+/* Index by kopt_compute (fp32, fp64, fp16, bf16, tf32, fp8, int): GFLOP/s. Tensor-core
+ * precisions (fp16..fp8) are dense rates with FP32 accumulation; fp64 is the better of
+ * FMA and FP64 tensor cores. 0 means unknown (neither measured nor derivable). */
 #define KOPT_NCOMPUTE 7
 typedef struct kopt_ceilings {
     int valid;
@@ -38,6 +40,8 @@ typedef struct kopt_ceilings {
     double gflops[KOPT_NCOMPUTE];
     int measured[KOPT_NCOMPUTE];     /* 1: measured on this device; 0: spec-derived */
     char measured_at[32];            /* ISO time of the measurement */
+    double l2_gbs, smem_gbs;         /* L2 read and shared-memory read bandwidth (all SMs) */
+    int l2_measured, smem_measured;  /* 1: measured; 0: spec-derived (or 0 GB/s: unknown) */
 } kopt_ceilings;
 
 /* Name, UUID and compute capability of GPU `ordinal` through NVML (no CUDA context).
@@ -51,9 +55,15 @@ kopt_status kopt_device_query(kopt_ctx *ctx, int ordinal, kopt_device_info *out)
 kopt_status kopt_device_measure(kopt_ctx *ctx, int ordinal, const char *cache_dir,
                                 kopt_device_info *dev, kopt_ceilings *out);
 
-/* Fill the compute rates not measured from the architecture's per-SM rates and the
- * device's clock (spec-derived; measured[] stays 0 for them). */
+/* Fill the compute rates and cache bandwidths not measured from the architecture's per-SM
+ * rates and the device's clock (spec-derived; measured[], l2_measured and smem_measured
+ * stay 0 for them; what the architecture table lacks stays 0, unknown). */
 void kopt_ceilings_fill_spec(kopt_ceilings *c, const kopt_device_info *dev);
+
+/* Read the "ceilings" object of a measuring worker's answer (JSON text) into *out: each
+ * rate present and positive is marked measured, the others stay 0 and unmeasured.
+ * measured_at is left empty. KOPT_E_INVALID when the text is not a JSON object. */
+kopt_status kopt_ceilings_parse(kopt_ctx *ctx, const char *json_text, kopt_ceilings *out);
 
 #ifdef __cplusplus
 }

@@ -37,6 +37,9 @@ typedef enum kopt_verdict {
     KOPT_VERDICT_INPUT_MUTATED, /* the candidate changed an input tensor */
     KOPT_VERDICT_STATEFUL,      /* a repeated run on the same inputs left outputs unwritten */
     KOPT_VERDICT_OFF_STREAM,    /* host mode: work ran outside the stream it was given */
+    KOPT_VERDICT_TAMPER,        /* host mode: the candidate interfered with the harness */
+    KOPT_VERDICT_FORBIDDEN_LIBRARY, /* a library kernel ran where "allow_libraries" is false */
+    KOPT_VERDICT_SANITIZER,     /* compute-sanitizer found errors (--sanitize) */
     KOPT_VERDICT_COUNT
 } kopt_verdict;
 const char *kopt_verdict_name(kopt_verdict v);
@@ -84,6 +87,14 @@ typedef struct kopt_roofline {
     const char *compute_source; /* "measured" or "spec" */
 } kopt_roofline;
 
+/* One compute-sanitizer tool's findings (--sanitize). */
+typedef struct kopt_sanitizer_report {
+    char tool[16];              /* "memcheck", "racecheck", "initcheck" */
+    int ran;                    /* 0: could not run (summary says why) */
+    int errors;                 /* from its ERROR SUMMARY */
+    char summary[1536];         /* the first findings, one per line */
+} kopt_sanitizer_report;
+
 typedef struct kopt_eval_result {
     kopt_verdict verdict;
     char message[2048];         /* why, in one paragraph */
@@ -111,6 +122,11 @@ typedef struct kopt_eval_result {
     char candidate_hash[65];
     char problem_hash[65];
     int64_t eval_id;            /* row id in the store, 0 when not stored */
+    char sandbox[512];          /* host mode: what the sandbox applied (JSON), "" if none */
+    int ngpu_kernels;
+    char gpu_kernels[16][256];  /* kernels that ran, from CUPTI (allow_libraries: false) */
+    int nsanitizer;
+    kopt_sanitizer_report sanitizer[3];
 } kopt_eval_result;
 
 typedef struct kopt_eval_opts {
@@ -130,8 +146,16 @@ typedef struct kopt_eval_opts {
     const char *cache_dir;
     const char *db_path;        /* NULL: no store */
     double suspect_margin;      /* faster than bound * (1 / margin) is SUSPECT; default 1.10 */
+    /* host-mode sandbox (docs/integrity.md) */
+    int no_sandbox;             /* run host code without it (trusted code only) */
+    double sandbox_cpu_s;       /* CPU seconds of the candidate's worker (default 120) */
+    double sandbox_fsize_mb;    /* largest file it may write (default 64) */
+    double sandbox_as_extra_mb; /* address space beyond what CUDA reserved (default 65536) */
+    unsigned sanitize;          /* KOPT_SANITIZE_* tools to run after the verdict */
 } kopt_eval_opts;
-#define KOPT_EVAL_OPTS_INIT {1, 3, 0, NULL, 0, 0, 10.0, 25.0, 100.0, 10, 1000, 0, 0, NULL, NULL, NULL, 1.10}
+#define KOPT_EVAL_OPTS_INIT {1, 3, 0, NULL, 0, 0, 10.0, 25.0, 100.0, 10, 1000, 0, 0, NULL, NULL, \
+                             NULL, 1.10, 0, 120.0, 64.0, 65536.0, 0}
+enum { KOPT_SANITIZE_MEMCHECK = 1, KOPT_SANITIZE_RACECHECK = 2, KOPT_SANITIZE_INITCHECK = 4 };
 
 /* Evaluate `cand` (NULL: the reference alone, timed and placed on the roofline). Returns
  * KOPT_OK whenever a verdict was reached (including WRONG, CRASH, SKIPPED, ...); an error

@@ -17,6 +17,11 @@ extern "C" {
 kopt_status kopt_proc_run(kopt_ctx *ctx, const char *const *argv, double timeout_s,
                           int *exit_code, char **output);
 
+/* Find a program: $<env_var> (a file, or a folder holding it) when set, then PATH, then
+ * the CUDA toolkit's bin folders (/usr/local/cuda/bin, $CUDA_HOME/bin). Returns a
+ * malloc'd path, or NULL when not found. */
+char *kopt_find_program(const char *env_var, const char *name);
+
 /* The path of the running executable (for spawning workers). Borrowed. */
 const char *kopt_self_exe(void);
 

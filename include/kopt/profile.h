@@ -82,12 +82,49 @@ extern const char *const kopt_metrics_rules[];      /* NULL-terminated */
 /* ---- ncu ---------------------------------------------------------------------------- */
 
 /* Parse `ncu --csv --page raw` output (header row, units row, one row per kernel; values
- * may carry thousands separators). `path` names the text in errors ("file:line: ..."). */
+ * may carry thousands separators). `path` names the text in errors ("file:line: ...").
+ * Values are converted to base units (Kbyte -> bytes, usecond -> ns, Gbyte/second ->
+ * bytes/s); ncu's own "==PROF==" lines are skipped, and a log holding one table per
+ * profiled process gives all their kernels in order. No kernel row: KOPT_E_NOT_FOUND. */
 kopt_status kopt_ncu_parse_raw_csv(kopt_profile **out, kopt_ctx *ctx, const char *text,
                                    const char *path);
 /* Add the rule rows of `ncu --csv --page details` output to an existing profile. */
 kopt_status kopt_ncu_parse_details_csv(kopt_profile *p, kopt_ctx *ctx, const char *text,
                                        const char *path);
+
+/* How to run a program under ncu (kopt_ncu_argv). Start from KOPT_NCU_OPTS_INIT. */
+typedef struct kopt_ncu_opts {
+    int version;                     /* KOPT_NCU_OPTS_VERSION */
+    const char *const *metrics;      /* --metrics a,b,c (NULL-terminated list), or NULL */
+    const char *set;                 /* --set NAME ("basic", "detailed", "full"), or NULL */
+    const char *const *sections;     /* --section ID, one each (NULL-terminated), or NULL */
+    const char *kernel_regex;        /* -k regex:RE (e.g. "^softmax_fast"), NULL: all kernels */
+    int launch_count;                /* -c N; 0: every matching launch */
+    int launch_skip;                 /* -s N; 0: none */
+    int lock_clocks;                 /* 0: --clock-control none (clocks as kopt times them);
+                                        1: --clock-control base (ncu's own default) */
+    const char *page;                /* "raw" (NULL too) or "details" */
+    const char *log_file;            /* --log-file PATH: ncu's output (the CSV) apart from the
+                                        program's own; NULL: ncu writes to stdout */
+    const char *export_path;         /* -o PATH -f: write a report (.ncu-rep) instead of CSV;
+                                        read it with kopt_ncu_import_argv */
+} kopt_ncu_opts;
+#define KOPT_NCU_OPTS_VERSION 1
+#define KOPT_NCU_OPTS_INIT {KOPT_NCU_OPTS_VERSION, NULL, NULL, NULL, NULL, 0, 0, 0, NULL, NULL, NULL}
+
+/* The ncu executable: $KOPT_NCU, else `ncu` on PATH, else /usr/local/cuda/bin/ncu.
+ * *out is caller-owned (free()). KOPT_E_NOT_FOUND (naming what was tried) when none. */
+kopt_status kopt_ncu_find(char **out, kopt_ctx *ctx);
+/* The argv prefix that runs a program under ncu: ncu's path and options (every process
+ * the program starts is profiled: --target-processes all, as kopt's workers are child
+ * processes). Append the program and its arguments, then NULL. *out is a NULL-terminated,
+ * caller-owned array (kopt_ncu_argv_free); *argc (may be NULL) its length. */
+kopt_status kopt_ncu_argv(char ***out, int *argc, kopt_ctx *ctx, const kopt_ncu_opts *opts);
+/* The full argv that prints a saved report as CSV: ncu -i REPORT --csv --page PAGE
+ * ("raw" or "details"; NULL: raw). KOPT_E_NOT_FOUND when REPORT cannot be read. */
+kopt_status kopt_ncu_import_argv(char ***out, int *argc, kopt_ctx *ctx, const char *report,
+                                 const char *page);
+void kopt_ncu_argv_free(char **argv);
 
 /* ---- SASS ----------------------------------------------------------------------------- */
 

@@ -1,4 +1,5 @@
 /* SHA-256 through OpenSSL's libcrypto (EVP), for content-addressed keys. */
+#include <stdlib.h>
 #include "kopt/core.h"
 
 #include <openssl/evp.h>
@@ -53,4 +54,16 @@ void kopt_sha256_hex(const void *data, size_t len, char out[65])
 
     kopt_hash_add(h, data, len);
     kopt_hash_hex(h, out);
+}
+
+kopt_status kopt_file_sha256(kopt_ctx *ctx, const char *path, char out[65])
+{
+    char *data = NULL;
+    size_t len = 0;
+    kopt_status rc = kopt_file_read(ctx, path, &data, &len);
+
+    if (rc == KOPT_OK)
+        kopt_sha256_hex(data, len, out);
+    free(data);
+    return rc;
 }

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -83,4 +84,44 @@ const char *kopt_self_exe(void)
         return "kopt";
     path[n] = '\0';
     return path;
+}
+
+static char *exec_at(const char *dir, const char *name)
+{
+    char *p = NULL;
+    if (!dir || !dir[0] || asprintf(&p, "%s/%s", dir, name) < 0)
+        return NULL;
+    if (access(p, X_OK) == 0)
+        return p;
+    free(p);
+    return NULL;
+}
+
+char *kopt_find_program(const char *env_var, const char *name)
+{
+    const char *v = env_var ? getenv(env_var) : NULL, *path = getenv("PATH");
+    const char *cuda_home = getenv("CUDA_HOME");
+    char *found = NULL, dir[4096];
+
+    if (v && v[0]) {
+        if ((found = exec_at(v, name)))       /* a folder holding it */
+            return found;
+        if (access(v, X_OK) == 0)              /* the program itself */
+            return strdup(v);
+    }
+    while (path && *path) {
+        const char *end = strchr(path, ':');
+        size_t n = end ? (size_t)(end - path) : strlen(path);
+        if (n && n < sizeof(dir)) {
+            memcpy(dir, path, n);
+            dir[n] = '\0';
+            if ((found = exec_at(dir, name)))
+                return found;
+        }
+        path = end ? end + 1 : NULL;
+    }
+    if (cuda_home && snprintf(dir, sizeof(dir), "%s/bin", cuda_home) < (int)sizeof(dir) &&
+        (found = exec_at(dir, name)))
+        return found;
+    return exec_at("/usr/local/cuda/bin", name);
 }

@@ -167,7 +167,18 @@ static kopt_status cache_load(kopt_ctx *ctx, kopt_compiled *c, const char *meta)
     size_t i;
     struct stat st;
 
+    char now[65];
+
     if (!root || stat(c->binary_path, &st) != 0) {
+        json_decref(root);
+        return KOPT_E_NOT_FOUND;
+    }
+    /* a cached binary is used only if it is still what was built: anything that wrote to
+     * the cache since (a host-mode candidate, a disk error) means a rebuild */
+    if (kopt_file_sha256(ctx, c->binary_path, now) != KOPT_OK ||
+        strcmp(now, json_string_value(json_object_get(root, "binary_sha256")) ?: "") != 0) {
+        kopt_log(ctx, KOPT_LOG_WARN, "%s changed since it was built; rebuilding",
+                 c->binary_path);
         json_decref(root);
         return KOPT_E_NOT_FOUND;
     }
@@ -191,7 +202,6 @@ static kopt_status cache_load(kopt_ctx *ctx, kopt_compiled *c, const char *meta)
     }
     json_decref(root);
     c->cache_hit = 1;
-    (void)ctx;
     return KOPT_OK;
 }
 
@@ -213,6 +223,11 @@ static void cache_store(kopt_ctx *ctx, const kopt_compiled *c, const char *meta)
     json_object_set_new(root, "log", json_string(c->log ? c->log : ""));
     json_object_set_new(root, "compiler", json_string(c->compiler));
     json_object_set_new(root, "arch", json_string(c->arch));
+    {
+        char sum[65];
+        if (kopt_file_sha256(ctx, c->binary_path, sum) == KOPT_OK)
+            json_object_set_new(root, "binary_sha256", json_string(sum));
+    }
     text = json_dumps(root, JSON_INDENT(1));
     if (text && kopt_file_write(ctx, meta, text, strlen(text)) != KOPT_OK)
         kopt_log(ctx, KOPT_LOG_WARN, "compile cache not written: %s", kopt_errmsg(ctx));

@@ -34,6 +34,31 @@ const char *kopt__include_dir(void)
 #endif
 }
 
+/* The shared object's SHA-256 sits beside it (<key>.so.sha256): a cached .so is used only
+ * while it is still what nvcc built. */
+static void record_binary(kopt_ctx *ctx, const char *so)
+{
+    char sum[65], *side = NULL;
+    if (kopt_file_sha256(ctx, so, sum) == KOPT_OK && asprintf(&side, "%s.sha256", so) >= 0)
+        kopt_file_write(ctx, side, sum, 64);
+    free(side);
+}
+
+static int binary_unchanged(kopt_ctx *ctx, const char *so)
+{
+    char sum[65], *side = NULL, *want = NULL;
+    size_t len = 0;
+    int ok = kopt_file_sha256(ctx, so, sum) == KOPT_OK && asprintf(&side, "%s.sha256", so) >= 0 &&
+             kopt_file_read(ctx, side, &want, &len) == KOPT_OK && len == 64 &&
+             memcmp(want, sum, 64) == 0;
+    if (!ok)
+        kopt_log(ctx, KOPT_LOG_WARN, "%s is missing or changed since it was built; rebuilding",
+                 so);
+    free(side);
+    free(want);
+    return ok;
+}
+
 static const char *find_nvcc(void)
 {
     static char path[1024];
@@ -106,7 +131,8 @@ kopt_status kopt__compile_host(kopt_compiled **out, kopt_ctx *ctx, const kopt_ca
         rc = kopt_seterr(ctx, KOPT_E_NOMEM, "path");
         goto cleanup;
     }
-    if (!(o && o->no_cache) && stat(c->binary_path, &st) == 0) {
+    if (!(o && o->no_cache) && stat(c->binary_path, &st) == 0 &&
+        binary_unchanged(ctx, c->binary_path)) {
         c->cache_hit = 1;
         c->log = strdup("");
         *out = c;
@@ -174,6 +200,7 @@ kopt_status kopt__compile_host(kopt_compiled **out, kopt_ctx *ctx, const kopt_ca
         unlink(c->binary_path);
         goto cleanup;
     }
+    record_binary(ctx, c->binary_path);
     *out = c;
     c = NULL;
 cleanup:

@@ -89,12 +89,60 @@ kopt_status kopt_device_query(kopt_ctx *ctx, int ordinal, kopt_device_info *out)
     return rc;
 }
 
+/* The worker's field for each kopt_compute rate (NULL: not measured). */
+static const char *const rate_fields[KOPT_NCOMPUTE] = {
+    "fp32_gflops", "fp64_gflops", "fp16_tc_gflops", "bf16_tc_gflops", "tf32_tc_gflops",
+    "fp8_tc_gflops", NULL,
+};
+
+/* A positive number, or 0 (absent, not a number, NaN, negative). */
+static double positive(json_t *c, const char *field)
+{
+    json_t *v = json_object_get(c, field);
+    double x = json_is_number(v) ? json_number_value(v) : 0;
+    return x > 0 ? x : 0;   /* NaN compares false */
+}
+
+static void ceilings_from_json(json_t *c, kopt_ceilings *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->valid = 1;
+    out->dram_copy_gbs = positive(c, "dram_copy_gbs");
+    out->dram_read_gbs = positive(c, "dram_read_gbs");
+    out->dram_write_gbs = positive(c, "dram_write_gbs");
+    out->l2_gbs = positive(c, "l2_gbs");
+    out->l2_measured = out->l2_gbs > 0;
+    out->smem_gbs = positive(c, "smem_gbs");
+    out->smem_measured = out->smem_gbs > 0;
+    for (int k = 0; k < KOPT_NCOMPUTE; k++) {
+        out->gflops[k] = rate_fields[k] ? positive(c, rate_fields[k]) : 0;
+        out->measured[k] = out->gflops[k] > 0;
+    }
+}
+
+kopt_status kopt_ceilings_parse(kopt_ctx *ctx, const char *json_text, kopt_ceilings *out)
+{
+    json_error_t err;
+    json_t *c = json_loads(json_text ? json_text : "", 0, &err);
+
+    memset(out, 0, sizeof(*out));
+    if (!json_is_object(c)) {
+        json_decref(c);
+        return kopt_seterr(ctx, KOPT_E_INVALID, "ceilings: %s", c ? "not a JSON object"
+                                                                    : err.text);
+    }
+    ceilings_from_json(c, out);
+    json_decref(c);
+    return KOPT_OK;
+}
+
 kopt_status kopt_device_measure(kopt_ctx *ctx, int ordinal, const char *cache_dir,
                                 kopt_device_info *dev, kopt_ceilings *out)
 {
     kopt__worker_run run;
     kopt_status rc = device_op(ctx, ordinal, "ceilings", cache_dir, &run);
     json_t *c;
+    const char *failed;
     time_t now = time(NULL);
 
     memset(out, 0, sizeof(*out));
@@ -102,12 +150,9 @@ kopt_status kopt_device_measure(kopt_ctx *ctx, int ordinal, const char *cache_di
         kopt__device_from_json(json_object_get(run.result, "device"), dev);
         dev->ordinal = ordinal;
         c = json_object_get(run.result, "ceilings");
-        out->valid = 1;
-        out->dram_copy_gbs = json_number_value(json_object_get(c, "dram_copy_gbs"));
-        out->dram_read_gbs = json_number_value(json_object_get(c, "dram_read_gbs"));
-        out->dram_write_gbs = json_number_value(json_object_get(c, "dram_write_gbs"));
-        out->gflops[0] = json_number_value(json_object_get(c, "fp32_gflops"));
-        out->measured[0] = 1;
+        ceilings_from_json(c, out);
+        if ((failed = json_string_value(json_object_get(c, "failed"))) != NULL)
+            kopt_log(ctx, KOPT_LOG_WARN, "some ceilings were not measured: %s", failed);
         strftime(out->measured_at, sizeof(out->measured_at), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
         kopt_ceilings_fill_spec(out, dev);
     }

@@ -5,10 +5,13 @@
  */
 #include "eval_int.h"
 #include "worker_int.h"
+#include "sandbox_int.h"
+#include "kopt/proc.h"
 #include "kopt/store.h"
 
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,10 +19,11 @@
 
 static const char *const verdict_names[KOPT_VERDICT_COUNT] = {
     "OK", "WRONG", "COMPILE_ERROR", "CRASH", "TIMEOUT", "OOM", "SUSPECT", "LAUNCH_ERROR",
-    "SKIPPED", "ERROR", "RACE", "INPUT_MUTATED", "STATEFUL", "OFF_STREAM",
+    "SKIPPED", "ERROR", "RACE", "INPUT_MUTATED", "STATEFUL", "OFF_STREAM", "TAMPER",
+    "FORBIDDEN_LIBRARY", "SANITIZER",
 };
 static const int verdict_codes[KOPT_VERDICT_COUNT] = {0, 1, 3, 4, 5, 6, 7, 8, 0, 10, 11, 12,
-                                                      13, 14};
+                                                      13, 14, 15, 16, 17};
 
 const char *kopt_verdict_name(kopt_verdict v)
 {
@@ -162,7 +166,7 @@ static size_t layout(phase_plan *phases, int nphases)
 static kopt_status start_subject(kopt_ctx *ctx, int is_ref, const phase_plan *phases,
                                  int nphases, size_t total, const kopt_compiled *comp,
                                  const kopt_compiled *rt, const kopt_eval_opts *o,
-                                 kopt__worker_proc **proc)
+                                 json_t *extra, kopt__worker_proc **proc)
 {
     json_t *job, *arr = json_array();
     kopt_status rc;
@@ -173,6 +177,8 @@ static kopt_status start_subject(kopt_ctx *ctx, int is_ref, const phase_plan *ph
     job = json_pack("{s:s, s:i, s:s, s:s, s:s, s:o}", "op", "run", "device", o->device,
                     "runtime", rt->binary_path, "mode", comp->host_mode ? "host" : "device",
                     "binary", comp->binary_path, "phases", arr);
+    if (extra)
+        json_object_update(job, extra);
     rc = kopt__worker_start(ctx, job, total, proc);
     json_decref(job);
     return rc;
@@ -180,7 +186,7 @@ static kopt_status start_subject(kopt_ctx *ctx, int is_ref, const phase_plan *ph
 
 /* Verdict for a worker that did not finish with "result". */
 static void worker_failure(kopt_eval_result *r, const kopt__worker_run *run, const char *who,
-                           const kopt_eval_opts *o)
+                           const kopt_eval_opts *o, int host_mode)
 {
     const char *kind = run->error ? json_string_value(json_object_get(run->error, "kind")) : NULL;
     const char *msg = run->error ? json_string_value(json_object_get(run->error, "message")) : NULL;
@@ -207,6 +213,17 @@ static void worker_failure(kopt_eval_result *r, const kopt__worker_run *run, con
                     msg);
     } else if (kind && strcmp(kind, "nodevice") == 0) {
         set_verdict(r, KOPT_VERDICT_SKIPPED, "no usable GPU: %s", msg);
+    } else if (kind && strcmp(kind, "tamper") == 0) {
+        set_verdict(r, KOPT_VERDICT_TAMPER, "%s", msg);
+    } else if (run->signal == SIGSYS) {
+        set_verdict(r, KOPT_VERDICT_TAMPER, "the %s's worker was stopped by the sandbox (SIGSYS): "
+                    "it made a forbidden system call", who);
+    } else if (run->signal == SIGXFSZ) {
+        set_verdict(r, KOPT_VERDICT_TAMPER, "the %s wrote a file larger than the sandbox allows "
+                    "(%.0f MB)", who, o->sandbox_fsize_mb);
+    } else if (run->signal == SIGXCPU) {
+        set_verdict(r, KOPT_VERDICT_TIMEOUT, "the %s used up its CPU time limit (%.0f s)", who,
+                    o->sandbox_cpu_s);
     } else if (kind && strcmp(kind, "off_stream") == 0) {
         set_verdict(r, KOPT_VERDICT_OFF_STREAM, "%s", msg);
     } else if (kind && strcmp(kind, "crash") == 0) {
@@ -217,6 +234,11 @@ static void worker_failure(kopt_eval_result *r, const kopt__worker_run *run, con
     } else if (run->signal) {
         set_verdict(r, KOPT_VERDICT_CRASH, "the %s's worker died with signal %d (%s)", who,
                     run->signal, strsignal(run->signal));
+    } else if (host_mode) {
+        /* kopt's worker always reports before it exits: a silent exit is the host code's */
+        set_verdict(r, KOPT_VERDICT_TAMPER, "the %s's host code ended the worker process (exit "
+                    "code %d, last step: %s): it must not call exit()", who, run->exit_code,
+                    run->last_progress[0] ? run->last_progress : "starting");
     } else {
         set_verdict(r, KOPT_VERDICT_CRASH, "the %s's worker exited (code %d) without a result "
                     "(last step: %s)", who, run->exit_code,
@@ -376,7 +398,10 @@ static void add_kernels(kopt_eval_result *r, const kopt_compiled *c)
     }
 }
 
-static kopt_status get_ceilings(kopt_ctx *ctx, kopt_eval_result *r, const kopt_eval_opts *o)
+/* The device's ceilings from the store (by NVML's UUID), or measured now and stored. Done
+ * before any worker starts, so the store is not written while a candidate runs. */
+static kopt_status get_ceilings(kopt_ctx *ctx, kopt_eval_result *r, const kopt_eval_opts *o,
+                                const char *uuid)
 {
     kopt_store *st = NULL;
     kopt_device_info dev;
@@ -384,9 +409,8 @@ static kopt_status get_ceilings(kopt_ctx *ctx, kopt_eval_result *r, const kopt_e
     kopt_status rc;
 
     if (o->db_path && kopt_store_open(&st, ctx, o->db_path) == KOPT_OK &&
-        kopt_store_get_ceilings(st, ctx, r->device.uuid, &r->ceilings, &found) == KOPT_OK &&
+        kopt_store_get_ceilings(st, ctx, uuid, &r->ceilings, &found) == KOPT_OK &&
         found) {
-        kopt_ceilings_fill_spec(&r->ceilings, &r->device);
         kopt_store_close(st);
         return KOPT_OK;
     }
@@ -395,6 +419,211 @@ static kopt_status get_ceilings(kopt_ctx *ctx, kopt_eval_result *r, const kopt_e
         kopt_store_put_device(st, ctx, &dev, &r->ceilings);
     kopt_store_close(st);
     return rc;
+}
+
+/* Job fields for host-mode code: the sandbox (unless turned off) and, where the problem
+ * forbids libraries, CUPTI records of the kernels that ran. */
+static json_t *host_job_fields(const kopt_problem *prob, const kopt_eval_opts *o, int wrapped)
+{
+    json_t *f = json_object();
+
+    if (!o->no_sandbox)
+        json_object_set_new(f, "sandbox", json_pack("{s:f, s:f, s:f, s:b}", "cpu_s",
+                            o->sandbox_cpu_s, "fsize_mb", o->sandbox_fsize_mb, "as_extra_mb",
+                            o->sandbox_as_extra_mb, "no_network", !wrapped));
+    if (!prob->allow_libraries && !wrapped)
+        json_object_set_new(f, "kernel_records", json_true());
+    return f;
+}
+
+/* 1 when `name` is a NUL-terminated string inside the file (a kernel the host code
+ * registers itself: its mangled name is in the shared object). */
+static int binary_has_string(const char *path, const char *name)
+{
+    kopt_ctx *ctx = kopt_ctx_new();
+    char *data = NULL;
+    size_t len = 0, n = strlen(name);
+    int found = 0;
+
+    if (ctx && kopt_file_read(ctx, path, &data, &len) == KOPT_OK)
+        for (const char *p = data; !found && p && (size_t)(p - data) + n < len;) {
+            const char *hit = memmem(p, len - (size_t)(p - data), name, n + 1);
+            if (!hit)
+                break;
+            found = hit == data || hit[-1] == '\0';
+            p = hit + 1;
+        }
+    free(data);
+    kopt_ctx_free(ctx);
+    return found;
+}
+
+/* "allow_libraries": false: every kernel that ran during the trials must be the
+ * candidate's own. 1 when the verdict was set. */
+static int check_libraries(kopt_eval_result *r, const kopt__worker_run *run,
+                           const kopt_compiled *comp)
+{
+    json_t *ks = json_object_get(run->result, "gpu_kernels"), *k;
+    char foreign[1024] = "";
+    size_t i, at = 0;
+    int nforeign = 0;
+
+    if (!json_is_array(ks)) {
+        set_verdict(r, KOPT_VERDICT_ERROR, "the problem forbids libraries, but the worker did not "
+                    "report which kernels ran");
+        return 1;
+    }
+    json_array_foreach(ks, i, k) {
+        const char *name = json_string_value(k);
+        if (!name)
+            continue;
+        if (r->ngpu_kernels < 16)
+            snprintf(r->gpu_kernels[r->ngpu_kernels++], sizeof(r->gpu_kernels[0]), "%s", name);
+        if (binary_has_string(comp->binary_path, name))
+            continue;
+        if (nforeign++ < 3 && at < sizeof(foreign))
+            at += (size_t)snprintf(foreign + at, sizeof(foreign) - at, "%s%s",
+                                   nforeign > 1 ? ", " : "", name);
+    }
+    if (!nforeign)
+        return 0;
+    set_verdict(r, KOPT_VERDICT_FORBIDDEN_LIBRARY, "the problem sets \"allow_libraries\": false, "
+                "but %d kernel(s) that the candidate does not define ran on the GPU (CUPTI "
+                "kernel records): %s", nforeign, foreign);
+    return 1;
+}
+
+static int sanitizable(kopt_verdict v)
+{
+    return v == KOPT_VERDICT_OK || v == KOPT_VERDICT_WRONG || v == KOPT_VERDICT_SUSPECT ||
+           v == KOPT_VERDICT_RACE || v == KOPT_VERDICT_STATEFUL ||
+           v == KOPT_VERDICT_INPUT_MUTATED || v == KOPT_VERDICT_CRASH;
+}
+
+/* Read compute-sanitizer's log: the error count and the first findings. */
+static void parse_sanitizer_log(const char *log, kopt_sanitizer_report *rep)
+{
+    const char *line = log;
+    size_t at = 0;
+    int shown = 0;
+
+    rep->errors = -1;
+    while (line && *line) {
+        const char *eol = strchr(line, '\n');
+        size_t len = eol ? (size_t)(eol - line) : strlen(line);
+        const char *summary = memmem(line, len, "ERROR SUMMARY:", 14);
+        const char *race = memmem(line, len, "RACECHECK SUMMARY:", 18);
+        if (summary) {
+            rep->errors = atoi(summary + 14);
+        } else if (race) {
+            /* "RACECHECK SUMMARY: 3 hazards displayed (2 errors, 1 warnings)": every hazard
+             * is a finding */
+            rep->errors = atoi(race + 18);
+        } else if (len > 10 && strncmp(line, "========= ", 10) == 0 && shown < 6 &&
+                   at + len + 2 < sizeof(rep->summary)) {
+            const char *t = line + 10;
+            size_t tl = len - 10;
+            while (tl && *t == ' ')
+                t++, tl--;
+            /* the headline of each finding and where it happened */
+            if (tl && (strncmp(t, "Invalid", 7) == 0 || strncmp(t, "Uninitialized", 13) == 0 ||
+                       strncmp(t, "Race", 4) == 0 || strncmp(t, "Error", 5) == 0 ||
+                       strncmp(t, "Program hit", 11) == 0 || strncmp(t, "at ", 3) == 0 ||
+                       strncmp(t, "Warning", 7) == 0 || memmem(t, tl, "hazard", 6))) {
+                memcpy(rep->summary + at, t, tl);
+                at += tl;
+                rep->summary[at++] = '\n';
+                rep->summary[at] = '\0';
+                shown += strncmp(t, "at ", 3) != 0;
+            }
+        }
+        line = eol ? eol + 1 : NULL;
+    }
+}
+
+/* --sanitize: run the subject once at the smallest size set under each compute-sanitizer
+ * tool, and fold the findings into the verdict. */
+static void run_sanitizers(kopt_ctx *ctx, kopt_eval_result *r, const kopt_problem *prob,
+                           const phase_plan *phases, int nphases, const kopt_compiled *comp,
+                           const kopt_compiled *rt, const kopt_eval_opts *o, int is_ref)
+{
+    static const char *const tools[3] = {"memcheck", "racecheck", "initcheck"};
+    char *sanitizer = kopt_find_program("KOPT_COMPUTE_SANITIZER", "compute-sanitizer");
+    phase_plan ph = phases[nphases > 1 ? 1 : 0];
+    int total_errors = 0;
+    char found[1024] = "";
+    size_t at = 0;
+
+    ph.timed = 0;
+    ph.ntrials = 1;
+    for (int t = 0; t < 3; t++) {
+        kopt_sanitizer_report *rep;
+        char logpath[] = "/tmp/kopt-sanitizer-XXXXXX";
+        kopt__worker_proc *proc = NULL;
+        kopt__worker_run run;
+        json_t *extra;
+        char *log = NULL;
+        size_t len = 0;
+        int fd;
+        if (!(o->sanitize & (1u << t)))
+            continue;
+        rep = &r->sanitizer[r->nsanitizer++];
+        snprintf(rep->tool, sizeof(rep->tool), "%s", tools[t]);
+        if (!sanitizer) {
+            snprintf(rep->summary, sizeof(rep->summary), "compute-sanitizer not found (set "
+                     "KOPT_COMPUTE_SANITIZER or put it on PATH)");
+            continue;
+        }
+        if ((fd = mkstemp(logpath)) < 0)
+            continue;
+        close(fd);
+        extra = comp->host_mode ? host_job_fields(prob, o, 1) : json_object();
+        /* only the device code's errors: kopt's own probing API calls fail on purpose */
+        json_object_set_new(extra, "wrap", json_pack("[s, s, s, s, s, s, s, s, s, s, s]",
+                            sanitizer, "--tool", tools[t], "--print-limit", "20", "--log-file",
+                            logpath, "--error-exitcode", "86", "--report-api-errors", "no"));
+        /* initcheck must see what the candidate leaves unwritten: no poisoning */
+        if (t == 2)
+            json_object_set_new(extra, "no_poison", json_true());
+        memset(&run, 0, sizeof(run));
+        if (start_subject(ctx, is_ref, &ph, 1, layout(&ph, 1), comp, rt, o, extra, &proc) ==
+                KOPT_OK &&
+            kopt__worker_ready(ctx, proc) == KOPT_OK &&
+            kopt__worker_finish(ctx, proc, o->timeout_s * 30, &run) == KOPT_OK) {
+            proc = NULL;
+            if (kopt_file_read(ctx, logpath, &log, &len) == KOPT_OK)
+                parse_sanitizer_log(log, rep);
+            rep->ran = rep->errors >= 0;
+            if (!rep->ran)
+                snprintf(rep->summary, sizeof(rep->summary), "compute-sanitizer gave no error "
+                         "summary (worker exit %d%s)", run.exit_code,
+                         run.timed_out ? ", timed out" : "");
+        }
+        kopt__worker_proc_free(proc);
+        kopt__worker_run_free(&run);
+        json_decref(extra);
+        free(log);
+        unlink(logpath);
+        if (rep->ran && rep->errors > 0) {
+            const char *first = rep->summary;
+            size_t fl = strcspn(first, "\n");
+            total_errors += rep->errors;
+            if (at < sizeof(found))
+                at += (size_t)snprintf(found + at, sizeof(found) - at, "%s%s: %d error(s), first: "
+                                       "%.*s", at ? "; " : "", rep->tool, rep->errors, (int)fl,
+                                       first);
+        }
+    }
+    free(sanitizer);
+    if (!total_errors)
+        return;
+    if (r->verdict == KOPT_VERDICT_OK || r->verdict == KOPT_VERDICT_SUSPECT) {
+        set_verdict(r, KOPT_VERDICT_SANITIZER, "correct on its checks, but compute-sanitizer "
+                    "found errors: %s", found);
+    } else {
+        size_t ml = strlen(r->message);
+        snprintf(r->message + ml, sizeof(r->message) - ml, " (compute-sanitizer: %s)", found);
+    }
 }
 
 /* ---- the evaluation -------------------------------------------------------------------- */
@@ -409,6 +638,8 @@ kopt_status kopt_eval_run(kopt_eval_result **out, kopt_ctx *ctx, const kopt_prob
     kopt_compile_opts co = KOPT_COMPILE_OPTS_INIT;
     kopt__worker_run ref_run, cand_run;
     kopt__worker_proc *ref_proc = NULL, *cand_proc = NULL;
+    kopt__file_guard *guard = NULL;
+    json_t *cand_extra = NULL;
     phase_plan phases[2];
     int nphases = 0, ncompared = 0;
     kopt_device_info nvml;
@@ -526,6 +757,19 @@ kopt_status kopt_eval_run(kopt_eval_result **out, kopt_ctx *ctx, const kopt_prob
     }
     r->checks = calloc((size_t)(2 * (o.trials + 3) * (prob->ntensors + 1)) + 1, sizeof(*r->checks));
 
+    if (get_ceilings(ctx, r, &o, nvml.uuid) != KOPT_OK)
+        kopt_log(ctx, KOPT_LOG_WARN, "device ceilings not measured: %s", kopt_errmsg(ctx));
+    if (cand && cand_comp->host_mode) {
+        const char *guarded[] = {prob->path, prob->ref_path, cand->path, cand_comp->binary_path,
+                                 ref_comp ? ref_comp->binary_path : NULL, rt->binary_path,
+                                 o.db_path};
+        cand_extra = host_job_fields(prob, &o, 0);
+        if (!o.no_sandbox &&
+            (rc = kopt__guard_begin(&guard, ctx, guarded, (int)(sizeof(guarded) /
+                                                                  sizeof(guarded[0])))) != KOPT_OK)
+            goto fail;
+    }
+
     /* Both workers start together and set up side by side (process, context, modules);
      * then the reference runs alone on the GPU (outputs of every trial, its time), then the
      * candidate, in a process that never sees the reference's outputs. */
@@ -533,9 +777,9 @@ kopt_status kopt_eval_run(kopt_eval_result **out, kopt_ctx *ctx, const kopt_prob
     {
         size_t total = layout(phases, nphases);
         if ((rc = start_subject(ctx, 1, phases, nphases, total, cand ? ref_comp : cand_comp, rt,
-                                &o, &ref_proc)) != KOPT_OK ||
+                                &o, NULL, &ref_proc)) != KOPT_OK ||
             (cand && (rc = start_subject(ctx, 0, phases, nphases, total, cand_comp, rt, &o,
-                                         &cand_proc)) != KOPT_OK))
+                                         cand_extra, &cand_proc)) != KOPT_OK))
             goto fail;
     }
     kopt__worker_ready(ctx, ref_proc);
@@ -546,7 +790,7 @@ kopt_status kopt_eval_run(kopt_eval_result **out, kopt_ctx *ctx, const kopt_prob
     if (rc != KOPT_OK)
         goto fail;
     if (!ref_run.result) {
-        worker_failure(r, &ref_run, "reference", &o);
+        worker_failure(r, &ref_run, "reference", &o, 0);
         if (r->verdict != KOPT_VERDICT_SKIPPED) {
             char msg[sizeof(r->message)];
             snprintf(msg, sizeof(msg), "%s", r->message);
@@ -560,8 +804,8 @@ kopt_status kopt_eval_run(kopt_eval_result **out, kopt_ctx *ctx, const kopt_prob
     r->device.ordinal = o.device;
     if (phases[0].timed)
         timing_from_run(&ref_run, 0, &r->ref_timing);
-    if (get_ceilings(ctx, r, &o) != KOPT_OK)
-        kopt_log(ctx, KOPT_LOG_WARN, "device ceilings not measured: %s", kopt_errmsg(ctx));
+    if (r->ceilings.valid)
+        kopt_ceilings_fill_spec(&r->ceilings, &r->device);
 
     if (!cand) {
         r->timing = r->ref_timing;
@@ -580,10 +824,27 @@ kopt_status kopt_eval_run(kopt_eval_result **out, kopt_ctx *ctx, const kopt_prob
     if (rc != KOPT_OK)
         goto fail;
     r->cand_setup_ms = json_number_value(json_object_get(cand_run.device, "setup_ms"));
+    if (json_is_object(json_object_get(cand_run.device, "sandbox"))) {
+        char *js = json_dumps(json_object_get(cand_run.device, "sandbox"), JSON_COMPACT);
+        snprintf(r->sandbox, sizeof(r->sandbox), "%s", js ? js : "");
+        free(js);
+    }
+    if (guard) {
+        char changed[1024];
+        int n = kopt__guard_end(guard, changed, sizeof(changed));
+        if (n) {
+            set_verdict(r, KOPT_VERDICT_TAMPER, "the candidate changed %d file(s) kopt relies on "
+                        "while it ran: %s", n, changed);
+            goto done;
+        }
+    }
     if (!cand_run.result) {
-        worker_failure(r, &cand_run, "candidate", &o);
+        worker_failure(r, &cand_run, "candidate", &o, cand_comp->host_mode);
         goto done;
     }
+    if (cand_comp->host_mode && !prob->allow_libraries &&
+        check_libraries(r, &cand_run, cand_comp))
+        goto done;
     {
         json_t *ks = json_object_get(cand_run.result, "kernels"), *k;
         size_t i;
@@ -664,6 +925,9 @@ kopt_status kopt_eval_run(kopt_eval_result **out, kopt_ctx *ctx, const kopt_prob
 fail:
     set_verdict(r, KOPT_VERDICT_ERROR, "%s", kopt_errmsg(ctx));
 done:
+    if (o.sanitize && r->has_device && rt && sanitizable(r->verdict))
+        run_sanitizers(ctx, r, prob, phases, nphases, cand_comp, rt, &o,
+                       cand == NULL);
     r->total_ms = kopt_now_ms() - t0;
     for (int p = 0; p < 2; p++) {
         kopt_bound_free(phases[p].ref);
@@ -680,6 +944,8 @@ done:
     }
     kopt__worker_proc_free(ref_proc);
     kopt__worker_proc_free(cand_proc);
+    kopt__guard_free(guard);
+    json_decref(cand_extra);
     kopt__worker_run_free(&ref_run);
     kopt__worker_run_free(&cand_run);
     kopt_compiled_free(ref_comp);

@@ -119,6 +119,22 @@ char *kopt_eval_result_json(const kopt_eval_result *r)
                                                             : json_null());
     json_object_set_new(root, "worker_log", r->worker_log ? json_string(r->worker_log)
                                                           : json_null());
+    json_object_set_new(root, "sandbox", r->sandbox[0] ? json_loads(r->sandbox, 0, NULL)
+                                                        : json_null());
+    if (r->ngpu_kernels) {
+        json_t *ks = json_array();
+        for (int i = 0; i < r->ngpu_kernels; i++)
+            json_array_append_new(ks, json_string(r->gpu_kernels[i]));
+        json_object_set_new(root, "gpu_kernels", ks);
+    }
+    if (r->nsanitizer) {
+        json_t *ss = json_array();
+        for (int i = 0; i < r->nsanitizer; i++)
+            json_array_append_new(ss, json_pack("{s:s, s:b, s:i, s:s}", "tool",
+                                  r->sanitizer[i].tool, "ran", r->sanitizer[i].ran, "errors",
+                                  r->sanitizer[i].errors, "findings", r->sanitizer[i].summary));
+        json_object_set_new(root, "sanitizer", ss);
+    }
     text = json_dumps(root, JSON_INDENT(2));
     json_decref(root);
     return text;

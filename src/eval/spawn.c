@@ -1,9 +1,11 @@
 /* Starting a worker process and collecting its events, outputs and log (worker_int.h). */
 #include "worker_int.h"
+#include "sandbox_int.h"
 #include "kopt/device.h"
 #include "kopt/proc.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -31,13 +33,28 @@ void kopt__worker_run_free(kopt__worker_run *r)
     memset(r, 0, sizeof(*r));
 }
 
-static void child(int job_r, int ev_w, int shm_fd, int log_fd)
+/* argv for the worker: `kopt __worker`, or behind a wrapper (compute-sanitizer, ncu) */
+static char **worker_argv(json_t *wrap)
+{
+    size_t n = json_array_size(wrap), i;
+    char **argv = calloc(n + 3, sizeof(char *));
+
+    if (!argv)
+        return NULL;
+    for (i = 0; i < n; i++)
+        argv[i] = (char *)json_string_value(json_array_get(wrap, i));
+    argv[n] = n ? (char *)kopt_self_exe() : "kopt";
+    argv[n + 1] = "__worker";
+    return argv;
+}
+
+static void child(int job_r, int ev_w, int shm_fd, int log_fd, char **argv,
+                  const kopt__sandbox_limits *sandbox)
 {
     /* move everything above the target numbers first so dup2 cannot clobber a source */
     int a = fcntl(job_r, F_DUPFD, 20), b = fcntl(ev_w, F_DUPFD, 20);
     int c = fcntl(shm_fd, F_DUPFD, 20), d = fcntl(log_fd, F_DUPFD, 20);
     struct rlimit nocore = {0, 0};
-    char *argv[] = {"kopt", "__worker", NULL};
 
     setpgid(0, 0);
     setrlimit(RLIMIT_CORE, &nocore);
@@ -46,7 +63,12 @@ static void child(int job_r, int ev_w, int shm_fd, int log_fd)
         _exit(120);
     for (int fd = 5; fd < 1024; fd++)
         close(fd);
-    execv(kopt_self_exe(), argv);
+    if (sandbox)
+        kopt__sandbox_enter(sandbox);
+    if (argv[0] && strcmp(argv[0], "kopt") != 0)
+        execvp(argv[0], argv);
+    else
+        execv(kopt_self_exe(), argv);
     _exit(121);
 }
 
@@ -81,6 +103,7 @@ struct kopt__worker_proc {
     int job_w, ev_r, log_fd;
     kopt_buf acc;
     int eof;
+    char tmpdir[PATH_MAX];     /* the sandbox's private folder, removed at the end */
     double t0;
     kopt__worker_run run;
 };
@@ -90,9 +113,11 @@ kopt_status kopt__worker_start(kopt_ctx *ctx, json_t *job, size_t shm_size,
 {
     int job_p[2] = {-1, -1}, ev_p[2] = {-1, -1}, shm_fd = -1;
     kopt__worker_proc *w = calloc(1, sizeof(*w));
-    char *text = NULL;
+    char *text = NULL, **argv = NULL;
     size_t text_len, written = 0;
     kopt_status rc = KOPT_OK;
+    kopt__sandbox_limits lim;
+    json_t *sb = json_object_get(job, "sandbox");
 
     *out = NULL;
     if (!w)
@@ -120,6 +145,26 @@ kopt_status kopt__worker_start(kopt_ctx *ctx, json_t *job, size_t shm_size,
         w->run.shm = m;
         w->run.shm_size = shm_size;
     }
+    memset(&lim, 0, sizeof(lim));
+    if (sb) {
+        const char *base = getenv("TMPDIR");
+        snprintf(w->tmpdir, sizeof(w->tmpdir), "%s/kopt-sandbox-XXXXXX",
+                 base && base[0] ? base : "/tmp");
+        if (!mkdtemp(w->tmpdir)) {
+            rc = kopt_seterr(ctx, KOPT_E_IO, "sandbox folder %s: %s", w->tmpdir, strerror(errno));
+            w->tmpdir[0] = '\0';
+            goto cleanup;
+        }
+        snprintf(lim.tmpdir, sizeof(lim.tmpdir), "%s", w->tmpdir);
+        lim.cpu_s = json_number_value(json_object_get(sb, "cpu_s"));
+        lim.fsize_mb = json_number_value(json_object_get(sb, "fsize_mb"));
+        lim.no_network = json_is_true(json_object_get(sb, "no_network"));
+        json_object_set_new(sb, "tmpdir", json_string(w->tmpdir));
+    }
+    if (!(argv = worker_argv(json_object_get(job, "wrap")))) {
+        rc = kopt_seterr(ctx, KOPT_E_NOMEM, "worker arguments");
+        goto cleanup;
+    }
     json_object_set_new(job, "shm_size", json_integer((json_int_t)shm_size));
     text = json_dumps(job, JSON_COMPACT);   /* one line: jansson escapes newlines */
     if (!text) {
@@ -133,7 +178,7 @@ kopt_status kopt__worker_start(kopt_ctx *ctx, json_t *job, size_t shm_size,
         goto cleanup;
     }
     if (w->pid == 0)
-        child(job_p[0], ev_p[1], shm_fd, w->log_fd);
+        child(job_p[0], ev_p[1], shm_fd, w->log_fd, argv, sb ? &lim : NULL);
     setpgid(w->pid, w->pid);
     signal(SIGPIPE, SIG_IGN);
     while (written < text_len + 1) {
@@ -153,6 +198,7 @@ kopt_status kopt__worker_start(kopt_ctx *ctx, json_t *job, size_t shm_size,
     w = NULL;
 cleanup:
     free(text);
+    free(argv);
     for (int i = 0; i < 2; i++) {
         if (job_p[i] >= 0)
             close(job_p[i]);
@@ -166,6 +212,7 @@ cleanup:
             munmap(w->run.shm, w->run.shm_size);
         if (w->log_fd >= 0)
             close(w->log_fd);
+        kopt__rmtree(w->tmpdir);
         free(w);
     }
     return rc;
@@ -276,6 +323,7 @@ void kopt__worker_proc_free(kopt__worker_proc *w)
         close(w->ev_r);
     if (w->log_fd >= 0)
         close(w->log_fd);
+    kopt__rmtree(w->tmpdir);
     kopt_buf_free(&w->acc);
     kopt__worker_run_free(&w->run);
     free(w);

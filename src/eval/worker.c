@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include "worker_priv.h"
+#include "sandbox_int.h"
+#include "../profile/cupti_int.h"
 
 /* ---- events ------------------------------------------------------------------------------ */
 
@@ -114,6 +116,8 @@ static kopt_status poison(worker *w)
         kopt_status rc = KOPT_OK;
         if (t->t.count == 0)
             continue;
+        if (w->no_poison && t->t.role != KOPT_ROLE_INOUT)
+            continue;
         if (t->t.role == KOPT_ROLE_OUTPUT) {
             switch (t->t.dtype) {
             case KOPT_F32: rc = fill_bits(w, t->ptr, t->t.count, 4, 0x7fc00000u); break;
@@ -181,6 +185,8 @@ static kopt_status generate(worker *w, uint64_t seed)
     return KOPT_OK;
 }
 
+static kopt_status kernel_records(worker *w);
+
 static kopt_status flush_l2(worker *w)
 {
     long long n = (long long)w->flush_n4;
@@ -212,6 +218,14 @@ static kopt_status run_once(worker *w)
         io.size_values = w->sizes.values;
         io.stream = w->stream;
         rc = w->host_run(&io);
+        if (w->sandboxed) {
+            char msg[512];
+            if (kopt__sandbox_check(msg, sizeof(msg))) {
+                w->fail_kind = "tamper";
+                snprintf(w->fail_step, sizeof(w->fail_step), "kopt_candidate_run");
+                return kopt_seterr(w->ctx, KOPT_E_ERROR, "%s", msg);
+            }
+        }
         if (rc != 0) {
             w->fail_kind = "crash";
             snprintf(w->fail_step, sizeof(w->fail_step), "kopt_candidate_run");
@@ -509,9 +523,15 @@ static kopt_status run_trials(worker *w, int phase, json_t *trials, json_t *sums
         if ((rc = generate(w, seed)) != KOPT_OK || (rc = poison(w)) != KOPT_OK ||
             (rc = sync_checked(w, "prepare inputs")) != KOPT_OK)
             return rc;
+        if (w->records && (rc = kopt__cupti_activity_begin(w->ctx)) != KOPT_OK) {
+            w->fail_kind = "harness";
+            return rc;
+        }
         if ((rc = run_once(w)) != KOPT_OK)
             return rc;
         CU(cuStreamSynchronize(w->stream), "run");
+        if (w->records && (rc = kernel_records(w)) != KOPT_OK)
+            return rc;
         if (w->host_run && (rc = check_off_stream(w)) != KOPT_OK)
             return rc;
         snprintf(what, sizeof(what), "trial %zu", i);
@@ -797,6 +817,105 @@ static kopt_status load_candidate(worker *w, json_t *job)
     return load_module(w, bin, &w->mod);
 }
 
+/* Before the candidate is loaded: kernel records when its library use must be checked, and
+ * the sandbox for host code (sandbox.c). */
+static kopt_status guard_candidate(worker *w, json_t *job, json_t *dev)
+{
+    json_t *sb = json_object_get(job, "sandbox");
+    kopt_status rc;
+
+    w->no_poison = json_is_true(json_object_get(job, "no_poison"));
+    if (json_is_true(json_object_get(job, "kernel_records"))) {
+        /* CUPTI starts here, before the sandbox closes; the recording itself brackets the
+         * candidate's first call only, so kopt's own kernels (input generation) stay out */
+        char **names = NULL;
+        int n = 0;
+        if ((rc = kopt__cupti_activity_begin(w->ctx)) != KOPT_OK ||
+            (rc = kopt__cupti_activity_end(w->ctx, &names, &n)) != KOPT_OK) {
+            w->fail_kind = "harness";
+            return kopt_adderr(w->ctx, rc, "cannot record which kernels ran, which "
+                               "\"allow_libraries\": false needs");
+        }
+        for (int i = 0; i < n; i++)
+            free(names[i]);
+        free(names);
+        w->records = 1;
+    }
+    if (sb) {
+        json_t *report = json_object();
+        const void *rec, *el;
+        memcpy(&rec, &w->cu->cuEventRecord, sizeof(rec));
+        memcpy(&el, &w->cu->cuEventElapsedTime, sizeof(el));
+        kopt__sandbox_watch("cuEventRecord", rec);
+        kopt__sandbox_watch("cuEventElapsedTime", el);
+        json_object_set_new(dev, "sandbox", report);
+        if ((rc = kopt__sandbox_lockdown(w->ctx, json_number_value(json_object_get(sb,
+                                         "as_extra_mb")), report)) != KOPT_OK) {
+            w->fail_kind = "harness";
+            return rc;
+        }
+        w->sandboxed = 1;
+    }
+    return KOPT_OK;
+}
+
+/* The kernels the candidate's first call ran, other than kopt's own ("kopt_*"), once. */
+static kopt_status kernel_records(worker *w)
+{
+    char **names = NULL;
+    int n = 0;
+    json_t *seen = json_array();
+    kopt_status rc;
+
+    w->records = 0;
+    if ((rc = kopt__cupti_activity_end(w->ctx, &names, &n)) != KOPT_OK) {
+        w->fail_kind = "harness";
+        json_decref(seen);
+        return rc;
+    }
+    for (int i = 0; i < n; i++) {
+        int dup = 0;
+        size_t k;
+        json_t *v;
+        if (strncmp(names[i], "kopt_", 5) != 0) {
+            json_array_foreach(seen, k, v)
+                dup |= strcmp(json_string_value(v), names[i]) == 0;
+            if (!dup)
+                json_array_append_new(seen, json_string(names[i]));
+        }
+        free(names[i]);
+    }
+    free(names);
+    json_decref(w->gpu_kernels);
+    w->gpu_kernels = seen;
+    return KOPT_OK;
+}
+
+/* For the other worker files (worker_priv.h). */
+kopt_status wk_setup_phase(worker *w, json_t *ph, json_t *kernels_out)
+{
+    return setup_phase(w, ph, kernels_out);
+}
+kopt_status wk_prepare_inputs(worker *w, uint64_t seed)
+{
+    kopt_status rc;
+    if ((rc = generate(w, seed)) != KOPT_OK || (rc = poison(w)) != KOPT_OK)
+        return rc;
+    return sync_checked(w, "prepare inputs");
+}
+kopt_status wk_restore(worker *w)
+{
+    return poison(w);
+}
+kopt_status wk_run_once(worker *w)
+{
+    return run_once(w);
+}
+void wk_free_phase(worker *w)
+{
+    free_phase(w);
+}
+
 /* ---- main --------------------------------------------------------------------------------- */
 
 static void emit_error(worker *w)
@@ -848,7 +967,7 @@ static kopt_status run_job(worker *w, json_t *job, kopt_buf *rest)
         if (w->cu->cuMemHostRegister(m, w->shm_size, 0) != CUDA_SUCCESS)
             kopt_log(w->ctx, KOPT_LOG_INFO, "output buffer not pinned");
     }
-    if ((rc = load_candidate(w, job)) != KOPT_OK) {
+    if ((rc = guard_candidate(w, job, dev)) != KOPT_OK || (rc = load_candidate(w, job)) != KOPT_OK) {
         json_decref(dev);
         return rc;
     }
@@ -870,6 +989,10 @@ static kopt_status run_job(worker *w, json_t *job, kopt_buf *rest)
     }
     if (op && strcmp(op, "devices") == 0)
         goto done;
+    if (op && strcmp(op, "profile") == 0) {   /* worker_profile.c */
+        rc = wk_profile(w, job, result);
+        goto done;
+    }
     phases_out = json_array();
     kernels = json_array();
     json_array_foreach(json_object_get(job, "phases"), i, ph) {
@@ -890,6 +1013,9 @@ static kopt_status run_job(worker *w, json_t *job, kopt_buf *rest)
         free_phase(w);
     }
     json_object_set(result, "phases", phases_out);
+    if (w->gpu_kernels)
+        json_object_set_new(result, "gpu_kernels", w->gpu_kernels);
+    w->gpu_kernels = NULL;
     json_object_set(result, "kernels", kernels);
 done:
     json_decref(phases_out);

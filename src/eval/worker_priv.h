@@ -56,6 +56,10 @@ typedef struct worker {
     int sm_count;
     void *so;
     kopt_candidate_run_fn host_run;
+    int sandboxed;               /* host mode under the sandbox: check after every call */
+    int records;                 /* record the kernels of the first call (allow_libraries: false) */
+    json_t *gpu_kernels;         /* what that call ran, other than kopt's own kernels */
+    int no_poison;               /* leave outputs and scratch unwritten (initcheck runs) */
     unsigned char *shm;
     size_t shm_size;
     /* the current phase */
@@ -81,6 +85,16 @@ kopt_status wk_launch_rt(worker *w, CUfunction f, long long n, void **params, co
 int wk_cmp_float(const void *a, const void *b);
 /* Measure DRAM bandwidth and compute rates into `out` (worker_ceilings.c). */
 kopt_status wk_measure_ceilings(worker *w, json_t *out);
+/* Profile the job's first phase with CUPTI's range profiler into `result` (worker_profile.c). */
+kopt_status wk_profile(worker *w, json_t *job, json_t *result);
+/* worker.c's phase steps, for the other worker files: set up a phase (tensors, launches);
+ * generate inputs from `seed` and poison outputs, synchronized; poison again (restores
+ * in-out tensors); one run of the candidate; free the phase. */
+kopt_status wk_setup_phase(worker *w, json_t *ph, json_t *kernels_out);
+kopt_status wk_prepare_inputs(worker *w, uint64_t seed);
+kopt_status wk_restore(worker *w);
+kopt_status wk_run_once(worker *w);
+void wk_free_phase(worker *w);
 
 #define CU(call, what)                                  \
     do {                                                \

@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One or two replay passes on GH100: time, DRAM bytes, FLOP counters by precision. */
+/* Two replay passes on GH100 (measured with the host API, tests/unit/test_cupti_host.c):
+ * time, DRAM bytes, FLOP counters by precision, tensor-pipe instructions, and the SM clock
+ * the kernel ran at (CUPTI does not lock clocks; ncu locks them to base unless told not). */
 const char *const kopt_metrics_roofline[] = {
     "gpu__time_duration.sum",
     "dram__bytes_read.sum",
@@ -16,6 +18,7 @@ const char *const kopt_metrics_roofline[] = {
     "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum",
     "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum",
     "sm__inst_executed_pipe_tensor.sum",
+    "sm__cycles_elapsed.avg.per_second",
     NULL,
 };
 
@@ -56,6 +59,10 @@ const char *const kopt_metrics_rules[] = {
     "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum",
     "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum",
     "sm__inst_executed_pipe_tensor.sum",
+    "l1tex__throughput.avg.pct_of_peak_sustained_active",
+    "smsp__sass_inst_executed_op_shared_ld.sum",
+    "smsp__sass_inst_executed_op_shared_st.sum",
+    "smsp__thread_inst_executed_pred_on_per_inst_executed.ratio",
     NULL,
 };
 

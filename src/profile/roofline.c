@@ -5,29 +5,38 @@
 #include <string.h>
 
 /* Dense FLOP per clock per SM, by kopt_compute (fp32, fp64, fp16-tc, bf16-tc, tf32-tc,
- * fp8-tc, int). From the architecture whitepapers: e.g. H100 SXM bf16 989 TFLOP/s =
- * 132 SMs x 1.83 GHz x 4096. Zero: unknown. */
+ * fp8-tc, int), and shared-memory bytes per clock per SM. From the architecture
+ * whitepapers: e.g. H100 SXM bf16 989 TFLOP/s = 132 SMs x 1.83 GHz x 4096. fp64 is the
+ * better of FMA and FP64 tensor cores (H100: 67 TFLOP/s = 256 per SM and clock). The L2's
+ * rate is not derivable from the device's attributes (its clock is not the SM's), so it
+ * stays 0: unknown. Zero: unknown. */
 static const struct {
     int major, minor;
     double per_sm_clk[KOPT_NCOMPUTE];
+    double smem_bytes_per_sm_clk;
 } arch_rates[] = {
-    {9, 0, {256, 128, 4096, 4096, 2048, 8192, 128}},
-    {8, 0, {128, 64, 2048, 2048, 1024, 0, 128}},
-    {8, 6, {256, 4, 1024, 1024, 512, 0, 128}},
-    {8, 9, {256, 4, 1024, 1024, 512, 2048, 128}},
-    {10, 0, {256, 128, 8192, 8192, 4096, 16384, 128}},
+    {9, 0, {256, 256, 4096, 4096, 2048, 8192, 128}, 128},
+    {8, 0, {128, 128, 2048, 2048, 1024, 0, 128}, 128},
+    {8, 6, {256, 4, 1024, 1024, 512, 0, 128}, 128},
+    {8, 9, {256, 4, 1024, 1024, 512, 2048, 128}, 128},
+    {10, 0, {256, 128, 8192, 8192, 4096, 16384, 128}, 128},
 };
 
 void kopt_ceilings_fill_spec(kopt_ceilings *c, const kopt_device_info *dev)
 {
+    double clk = dev->clock_khz * 1e3;   /* Hz, the SM's highest clock */
+
     for (size_t a = 0; a < sizeof(arch_rates) / sizeof(arch_rates[0]); a++) {
         if (arch_rates[a].major != dev->cc_major || arch_rates[a].minor != dev->cc_minor)
             continue;
         for (int k = 0; k < KOPT_NCOMPUTE; k++)
             if (!c->measured[k])
-                c->gflops[k] = arch_rates[a].per_sm_clk[k] * dev->sm_count *
-                               (dev->clock_khz * 1e3) / 1e9;
+                c->gflops[k] = arch_rates[a].per_sm_clk[k] * dev->sm_count * clk / 1e9;
+        if (!c->smem_measured)
+            c->smem_gbs = arch_rates[a].smem_bytes_per_sm_clk * dev->sm_count * clk / 1e9;
     }
+    if (!c->l2_measured)
+        c->l2_gbs = 0;
 }
 
 void kopt__roofline(kopt_roofline *r, double flops, double bytes, int compute,

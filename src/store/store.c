@@ -127,6 +127,11 @@ kopt_status kopt_store_get_ceilings(kopt_store *s, kopt_ctx *ctx, const char *uu
                 out->gflops[k] = json_number_value(json_array_get(g, (size_t)k));
                 out->measured[k] = (int)json_integer_value(json_array_get(m, (size_t)k));
             }
+            /* absent in rows written before kopt measured them: 0, not measured */
+            out->l2_gbs = json_number_value(json_object_get(j, "l2_gbs"));
+            out->smem_gbs = json_number_value(json_object_get(j, "smem_gbs"));
+            out->l2_measured = json_is_true(json_object_get(j, "l2_measured"));
+            out->smem_measured = json_is_true(json_object_get(j, "smem_measured"));
             snprintf(out->measured_at, sizeof(out->measured_at), "%s",
                      sqlite3_column_text(st, 1) ? (const char *)sqlite3_column_text(st, 1) : "");
             *found = 1;
@@ -154,6 +159,10 @@ kopt_status kopt_store_put_device(kopt_store *s, kopt_ctx *ctx, const kopt_devic
     json_object_set_new(cj, "dram_write_gbs", json_real(c->dram_write_gbs));
     json_object_set_new(cj, "gflops", g);
     json_object_set_new(cj, "measured", m);
+    json_object_set_new(cj, "l2_gbs", json_real(c->l2_gbs));
+    json_object_set_new(cj, "l2_measured", json_boolean(c->l2_measured));
+    json_object_set_new(cj, "smem_gbs", json_real(c->smem_gbs));
+    json_object_set_new(cj, "smem_measured", json_boolean(c->smem_measured));
     ctext = json_dumps(cj, JSON_COMPACT);
     json_decref(cj);
     snprintf(cc, sizeof(cc), "%d.%d", d->cc_major, d->cc_minor);

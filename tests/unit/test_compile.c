@@ -344,6 +344,23 @@ static void test_compile_and_cache(void)
         CHECK_EQ_INT(c->cache_hit, 0);
         CHECK_EQ_STR(c->key, a->key);
     }
+    /* a cached cubin that changed after it was built (a tampering candidate) is rebuilt */
+    kopt_compiled_free(b);
+    b = NULL;
+    {
+        FILE *f = fopen(a->binary_path, "r+b");
+        CHECK(f != NULL);
+        if (f) {
+            fputs("tampered", f);
+            fclose(f);
+        }
+        if (CHECK_EQ_INT(compile_text(&b, "nofm.cu", REF_CU, NULL, 0), KOPT_OK))
+            CHECK_EQ_INT(b->cache_hit, 0);
+        kopt_compiled_free(b);
+        b = NULL;
+        if (CHECK_EQ_INT(compile_text(&b, "nofm.cu", REF_CU, NULL, 0), KOPT_OK))
+            CHECK_EQ_INT(b->cache_hit, 1);   /* and cached again once rebuilt */
+    }
     kopt_compiled_free(a);
     kopt_compiled_free(b);
     kopt_compiled_free(c);

@@ -1,0 +1,142 @@
+/*
+ * The guard on files a host-mode candidate could change while it runs: the problem, the
+ * reference and candidate sources, the compiled binaries, the store. The parent records
+ * each file's content before the candidate's worker starts and compares afterwards; text
+ * files are restored from the copy, changed binaries are deleted so they are rebuilt, and
+ * the evaluation is rejected as TAMPER naming the file.
+ */
+#include "sandbox_int.h"
+
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define GUARD_KEEP_MAX (16u << 20)   /* keep a copy (to restore) of files up to 16 MiB */
+
+typedef struct guarded {
+    char *path;
+    char hash[65];
+    char *copy;               /* content, when small enough to restore */
+    size_t len;
+    int is_binary;            /* a compiled artefact: delete instead of restore */
+} guarded;
+
+struct kopt__file_guard {
+    int n;
+    guarded *f;
+};
+
+static int hash_file(const char *path, char out[65], char **keep, size_t *len)
+{
+    kopt_ctx *ctx = kopt_ctx_new();
+    char *data = NULL;
+    size_t n = 0;
+    int ok = ctx && kopt_file_read(ctx, path, &data, &n) == KOPT_OK;
+
+    kopt_ctx_free(ctx);
+    if (!ok)
+        return 0;
+    kopt_sha256_hex(data, n, out);
+    if (keep && n <= GUARD_KEEP_MAX) {
+        *keep = data;
+        *len = n;
+    } else {
+        free(data);
+    }
+    return 1;
+}
+
+static int is_binary_path(const char *p)
+{
+    size_t n = strlen(p);
+    return (n > 3 && strcmp(p + n - 3, ".so") == 0) || (n > 6 && strcmp(p + n - 6, ".cubin") == 0);
+}
+
+kopt_status kopt__guard_begin(kopt__file_guard **out, kopt_ctx *ctx, const char *const *paths,
+                              int n)
+{
+    kopt__file_guard *g = calloc(1, sizeof(*g));
+
+    *out = NULL;
+    if (!g || !(g->f = calloc((size_t)n + 1, sizeof(*g->f)))) {
+        free(g);
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "file guard");
+    }
+    for (int i = 0; i < n; i++) {
+        guarded *f = &g->f[g->n];
+        struct stat st;
+        if (!paths[i] || stat(paths[i], &st) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        f->is_binary = is_binary_path(paths[i]);
+        if (!hash_file(paths[i], f->hash, f->is_binary ? NULL : &f->copy, &f->len))
+            continue;
+        if (!(f->path = strdup(paths[i]))) {
+            kopt__guard_free(g);
+            return kopt_seterr(ctx, KOPT_E_NOMEM, "file guard");
+        }
+        g->n++;
+    }
+    *out = g;
+    return KOPT_OK;
+}
+
+int kopt__guard_end(kopt__file_guard *g, char *msg, size_t cap)
+{
+    int changed = 0;
+    size_t at = 0;
+
+    if (cap)
+        msg[0] = '\0';
+    for (int i = 0; g && i < g->n; i++) {
+        guarded *f = &g->f[i];
+        char now[65];
+        const char *fate;
+        if (hash_file(f->path, now, NULL, NULL) && strcmp(now, f->hash) == 0)
+            continue;
+        if (f->is_binary) {
+            fate = unlink(f->path) == 0 ? "deleted, to be rebuilt" : "could not be deleted";
+        } else if (f->copy) {
+            kopt_ctx *ctx = kopt_ctx_new();
+            fate = ctx && kopt_file_write(ctx, f->path, f->copy, f->len) == KOPT_OK
+                       ? "restored" : "could not be restored";
+            kopt_ctx_free(ctx);
+        } else {
+            fate = "too large to restore: check it";
+        }
+        if (at < cap)
+            at += (size_t)snprintf(msg + at, cap - at, "%s%s (%s)", changed ? "; " : "", f->path,
+                                   fate);
+        changed++;
+    }
+    return changed;
+}
+
+void kopt__guard_free(kopt__file_guard *g)
+{
+    if (!g)
+        return;
+    for (int i = 0; i < g->n; i++) {
+        free(g->f[i].path);
+        free(g->f[i].copy);
+    }
+    free(g->f);
+    free(g);
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+void kopt__rmtree(const char *dir)
+{
+    if (dir && dir[0])
+        nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}

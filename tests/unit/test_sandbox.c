@@ -1,0 +1,244 @@
+/* The host-mode sandbox without a GPU: each case forks a child that enters the sandbox
+ * (rlimits, seccomp filter) the way a worker does, tries one thing, and reports back on a
+ * pipe standing in for the worker's event fd; the file guard on temporary files. */
+#include "ktest.h"
+#include "../../src/eval/sandbox_int.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+typedef int (*attempt_fn)(void);
+
+typedef struct outcome {
+    int exited, code, signal;
+    char events[1024];          /* what the child wrote on its event fd */
+} outcome;
+
+/* Run `attempt` in a sandboxed child; its return value is the exit code. */
+static outcome sandboxed(attempt_fn attempt)
+{
+    outcome o;
+    int p[2], status = 0;
+    pid_t pid;
+    ssize_t n;
+
+    memset(&o, 0, sizeof(o));
+    if (pipe(p) != 0)
+        return o;
+    pid = fork();
+    if (pid == 0) {
+        kopt_ctx *ctx = kopt_ctx_new();
+        json_t *report = json_object();
+        dup2(p[1], KOPT_SANDBOX_EVENT_FD);
+        prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);   /* as kopt__sandbox_enter() does */
+        if (kopt__sandbox_lockdown(ctx, 0, report) != KOPT_OK) {
+            fprintf(stderr, "lockdown: %s\n", kopt_errmsg(ctx));
+            _exit(90);
+        }
+        _exit(attempt());
+    }
+    close(p[1]);
+    n = read(p[0], o.events, sizeof(o.events) - 1);
+    o.events[n > 0 ? n : 0] = '\0';
+    close(p[0]);
+    waitpid(pid, &status, 0);
+    o.exited = WIFEXITED(status);
+    o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    o.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    return o;
+}
+
+static int try_fork(void)
+{
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(0);
+    return 0;   /* only reached when fork was allowed */
+}
+static int try_inet_socket(void) { return socket(AF_INET, SOCK_STREAM, 0) >= 0 ? 0 : 1; }
+static int try_unix_socket(void) { return socket(AF_UNIX, SOCK_STREAM, 0) >= 0 ? 3 : 4; }
+static int try_exec(void)
+{
+    char *argv[] = {"/bin/true", NULL};
+    execv("/bin/true", argv);
+    return 5;
+}
+static int try_mprotect_exec(void)
+{
+    void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return mprotect(m, 4096, PROT_READ | PROT_EXEC) == 0 ? 0 : 6;
+}
+static int try_mmap_rwx(void)
+{
+    void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    return m != MAP_FAILED ? 0 : 7;
+}
+static int try_kill_parent(void) { return kill(getppid(), 0) == 0 ? 0 : 8; }
+static void *thread_body(void *arg) { return arg; }
+static int try_thread(void)
+{
+    pthread_t t;
+    void *ret = NULL;
+    if (pthread_create(&t, NULL, thread_body, (void *)(intptr_t)11) != 0)
+        return 12;
+    pthread_join(t, &ret);
+    return (int)(intptr_t)ret;       /* 11: threads work */
+}
+static int try_signal_self(void) { return kill(getpid(), 0) == 0 ? 13 : 14; }
+static int try_settime(void)
+{
+    struct timespec ts = {0, 0};
+    clock_settime(CLOCK_REALTIME, &ts);
+    return 15;
+}
+
+static void expect_trapped(attempt_fn f, const char *name)
+{
+    outcome o = sandboxed(f);
+    CHECK(o.exited);
+    CHECK_EQ_INT(o.code, 97);
+    CHECK_STR_CONTAINS(o.events, "\"kind\":\"tamper\"");
+    CHECK_STR_CONTAINS(o.events, name);
+}
+
+static void test_forbidden_calls_are_trapped_and_named(void)
+{
+    expect_trapped(try_fork, "clone (a new process)");
+    expect_trapped(try_inet_socket, "socket (network)");
+    expect_trapped(try_exec, "execve");
+    expect_trapped(try_mprotect_exec, "mprotect");
+    expect_trapped(try_mmap_rwx, "mmap (writable and executable)");
+    expect_trapped(try_kill_parent, "kill (another process)");
+    expect_trapped(try_settime, "clock_settime");
+}
+
+static void test_allowed_calls_still_work(void)
+{
+    outcome o = sandboxed(try_unix_socket);
+    CHECK_EQ_INT(o.code, 3);
+    o = sandboxed(try_thread);
+    CHECK_EQ_INT(o.code, 11);
+    o = sandboxed(try_signal_self);
+    CHECK_EQ_INT(o.code, 13);
+    CHECK_EQ_STR(o.events, "");
+}
+
+static int change_handler(void)
+{
+    char msg[256];
+    if (kopt__sandbox_check(msg, sizeof(msg)))
+        return 20;            /* nothing changed yet: must not fire */
+    signal(SIGSEGV, SIG_IGN);
+    return kopt__sandbox_check(msg, sizeof(msg)) && strstr(msg, "signal 11") ? 21 : 22;
+}
+
+static unsigned char patchable[64] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+static int change_watched_code(void)
+{
+    char msg[256];
+    kopt__sandbox_watch("the timer", patchable);
+    if (kopt__sandbox_check(msg, sizeof(msg)))
+        return 30;
+    patchable[3] = 0xc3;
+    return kopt__sandbox_check(msg, sizeof(msg)) && strstr(msg, "the timer") ? 31 : 32;
+}
+
+static void test_check_sees_handlers_and_patched_code(void)
+{
+    CHECK_EQ_INT(sandboxed(change_handler).code, 21);
+    CHECK_EQ_INT(sandboxed(change_watched_code).code, 31);
+}
+
+static void test_enter_sets_folder_and_limits(void)
+{
+    char *dir = ktest_tmpdir("sandbox");
+    int p[2], status = 0;
+    pid_t pid;
+
+    CHECK(pipe(p) == 0);
+    pid = fork();
+    if (pid == 0) {
+        kopt__sandbox_limits lim;
+        char cwd[4096] = "";
+        struct rlimit r;
+        memset(&lim, 0, sizeof(lim));
+        snprintf(lim.tmpdir, sizeof(lim.tmpdir), "%s", dir);
+        lim.cpu_s = 7;
+        lim.fsize_mb = 1;
+        lim.no_network = 1;
+        kopt__sandbox_enter(&lim);
+        if (!getcwd(cwd, sizeof(cwd)) || strcmp(cwd, dir) != 0 || !getenv("TMPDIR") ||
+            strcmp(getenv("TMPDIR"), dir) != 0)
+            _exit(40);
+        if (getrlimit(RLIMIT_CPU, &r) != 0 || r.rlim_cur != 7)
+            _exit(41);
+        if (getrlimit(RLIMIT_FSIZE, &r) != 0 || r.rlim_cur != (rlim_t)1 << 20)
+            _exit(42);
+        if (!getenv("KOPT_SANDBOX_NETWORK"))
+            _exit(43);
+        {   /* a file past the limit: SIGXFSZ ends the process */
+            FILE *f = fopen("big", "w");
+            static char block[1 << 16];
+            for (int i = 0; f && i < 40; i++)
+                fwrite(block, 1, sizeof(block), f), fflush(f);
+        }
+        _exit(44);
+    }
+    close(p[0]);
+    close(p[1]);
+    waitpid(pid, &status, 0);
+    CHECK(WIFSIGNALED(status));
+    CHECK_EQ_INT(WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status), SIGXFSZ);
+    ktest_rmtree(dir);
+    free(dir);
+}
+
+static void test_file_guard_restores_and_names(void)
+{
+    char *dir = ktest_tmpdir("guard"), msg[1024];
+    char *src = ktest_write_file(dir, "reference.cu", "__global__ void k() {}\n");
+    char *bin = ktest_write_file(dir, "abc.cubin", "ELF...");
+    char *other = ktest_write_file(dir, "untouched.json", "{}");
+    const char *paths[4] = {src, bin, other, NULL};
+    kopt__file_guard *g = NULL;
+    kopt_ctx *ctx = kopt_ctx_new();
+    char *back = NULL;
+
+    CHECK(kopt__guard_begin(&g, ctx, paths, 4) == KOPT_OK);
+    CHECK_EQ_INT(kopt__guard_end(g, msg, sizeof(msg)), 0);
+    free(ktest_write_file(dir, "reference.cu", "// tampered\n"));
+    free(ktest_write_file(dir, "abc.cubin", "tampered"));
+    CHECK_EQ_INT(kopt__guard_end(g, msg, sizeof(msg)), 2);
+    CHECK_STR_CONTAINS(msg, "reference.cu (restored)");
+    CHECK_STR_CONTAINS(msg, "abc.cubin (deleted, to be rebuilt)");
+    back = ktest_read_file(src);
+    CHECK_EQ_STR(back, "__global__ void k() {}\n");
+    CHECK(access(bin, F_OK) != 0);
+    free(back);
+    free(src);
+    free(bin);
+    free(other);
+    kopt__guard_free(g);
+    kopt_ctx_free(ctx);
+    ktest_rmtree(dir);
+    free(dir);
+}
+
+int main(int argc, char **argv)
+{
+    static const ktest_case cases[] = {
+        KTEST(test_forbidden_calls_are_trapped_and_named),
+        KTEST(test_allowed_calls_still_work),
+        KTEST(test_check_sees_handlers_and_patched_code),
+        KTEST(test_enter_sets_folder_and_limits),
+        KTEST(test_file_guard_restores_and_names),
+    };
+    return ktest_main(argc, argv, cases, KTEST_COUNT(cases));
+}
