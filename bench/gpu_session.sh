@@ -159,6 +159,25 @@ if has repeat20; then
   done
 fi
 
+if has hostrepeat; then
+  # issue 3: the host-mode examples, now under the sandbox, 20 evaluations in a row
+  say "== 20 evaluations in a row of each host-mode example, under the sandbox"
+  for c in examples/sgemm/cublas_host.cu examples/layernorm/host_two_kernels.cu; do
+    ok=0; other=""
+    for i in $(seq 1 20); do
+      $K eval "$(dirname "$c")" "$c" --json --budget-ms 10 > "$OUT/hr20.json" 2>/dev/null
+      v=$(verdict_of "$OUT/hr20.json")
+      if [ "$v" = OK ]; then ok=$((ok + 1)); else other="$other $v"; cp "$OUT/hr20.json" "$OUT/hr20_fail_$(basename "$c" .cu)_$i.json"; fi
+    done
+    say "$(printf '%-24s %2d/20 OK%s' "$(basename "$c")" $ok "${other:+ (others:$other)}")"
+  done
+fi
+if has cupti; then
+  say "== CUPTI on the GPU (tests/unit/test_cupti_gpu)"
+  build-dev/tests/test_cupti_gpu > "$OUT/test_cupti_gpu.txt" 2>&1; echo "exit $?" >> "$OUT/test_cupti_gpu.txt"
+  grep -E '^(ok|FAIL|ktest|  skipped)|failed' "$OUT/test_cupti_gpu.txt" | head -20 | tee -a "$SUMMARY"
+fi
+
 cp "$SUMMARY" "$FINAL/summary.txt"
 tar czf "$FINAL/results.tgz" -C "$FINAL" r && rm -rf "$OUT"
 echo; echo "======== SUMMARY"; cat "$FINAL/summary.txt"

@@ -14,6 +14,7 @@ typedef struct verb {
 static const verb verbs[] = {
     {"eval", cmd_eval, "check a candidate kernel against its problem and time it"},
     {"devices", cmd_devices, "list GPUs, their properties and measured ceilings"},
+    {"profile", cmd_profile, "profile a correct candidate and rank what to change (micro-tools)"},
 };
 
 static void usage(FILE *f)

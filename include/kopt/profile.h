@@ -16,6 +16,7 @@
 #define KOPT_PROFILE_H
 
 #include "kopt/core.h"
+#include "kopt/expr.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -68,6 +69,15 @@ typedef struct kopt_profile {
     kopt_ncu_rule *rules;
     double collect_ms;       /* wall time to collect (0 when imported) */
     int passes;              /* replay passes used (0 when unknown) */
+    /* kopt_profile_run: each metric set collected (CUPTI: one range-profiler bracket each;
+     * ncu: one run), in order. Zero when filled otherwise. */
+    int nsets;
+    struct {
+        char name[16];       /* "roofline", "rules", "custom", "ncu", "ncu-details" */
+        int passes;
+        double collect_ms;   /* the bracket's wall time (CUPTI), or ncu's whole run */
+        double setup_ms;     /* CUPTI: configuring the profiler for the set */
+    } sets[4];
 } kopt_profile;
 
 void kopt_profile_free(kopt_profile *p);
@@ -125,6 +135,47 @@ kopt_status kopt_ncu_argv(char ***out, int *argc, kopt_ctx *ctx, const kopt_ncu_
 kopt_status kopt_ncu_import_argv(char ***out, int *argc, kopt_ctx *ctx, const char *report,
                                  const char *page);
 void kopt_ncu_argv_free(char **argv);
+
+/* ---- profiling a candidate (src/profile/profile_run.c) ------------------------------- */
+
+enum { KOPT_PROFILE_SET_ROOFLINE = 1, KOPT_PROFILE_SET_RULES = 2 };
+
+typedef struct kopt_profile_opts {
+    int version;                     /* KOPT_PROFILE_OPTS_VERSION */
+    const kopt_vars *sizes;          /* overrides of the problem's sizes, or NULL */
+    int device;                      /* ordinal */
+    const char *arch;                /* compile target; NULL: from the GPU */
+    const char *cache_dir;
+    double timeout_s;                /* per step of the worker (default 30; x10 under ncu) */
+    unsigned sets;                   /* KOPT_PROFILE_SET_*; 0: both */
+    const char *const *metrics;      /* an explicit list instead of the sets, or NULL */
+    int ncu;                         /* run the worker under ncu instead of CUPTI in-process */
+    int ncu_lock_clocks;             /* ncu --clock-control base (default: none) */
+    int ncu_rules;                   /* ncu: also run its detailed sections, keep its rules */
+    uint64_t seed;                   /* input seed; 0: 1 */
+} kopt_profile_opts;
+#define KOPT_PROFILE_OPTS_VERSION 1
+#define KOPT_PROFILE_OPTS_INIT {KOPT_PROFILE_OPTS_VERSION, NULL, 0, NULL, NULL, 30.0, 0, NULL, \
+                                0, 0, 0, 0}
+
+/* Profile `cand` (NULL: the problem's reference) at the problem's main sizes: compile
+ * (cached), start a worker (the calling process creates no CUDA context) that generates
+ * inputs, runs the candidate once to warm up, then once per metric set under CUPTI's range
+ * profiler; or, with opts->ncu, runs the same worker under ncu and parses its CSV log.
+ * kopt's own kernels are left out. *out: one kopt_kernel_profile per kernel launch (grid,
+ * block, dyn_smem from the launch plan in device mode), sets[] and collect_ms (sum).
+ * Errors: KOPT_E_NO_DEVICE (no GPU), KOPT_E_UNSUPPORTED (CUPTI refused: no permission to
+ * read the counters, another profiler attached; its message), KOPT_E_NOT_FOUND (no ncu),
+ * KOPT_E_TIMEOUT, KOPT_E_ERROR (the worker failed otherwise). The caller checks
+ * correctness first (kopt_eval_run): this does not compare outputs. */
+struct kopt_problem;
+struct kopt_candidate;
+kopt_status kopt_profile_run(kopt_profile **out, kopt_ctx *ctx, const struct kopt_problem *prob,
+                             const struct kopt_candidate *cand, const kopt_profile_opts *opts);
+/* Read a saved ncu report (.ncu-rep) through `ncu -i` (kopt_ncu_import_argv): its raw page,
+ * and with `with_rules` its details page's rules. */
+kopt_status kopt_profile_import(kopt_profile **out, kopt_ctx *ctx, const char *report,
+                                int with_rules);
 
 /* ---- SASS ----------------------------------------------------------------------------- */
 

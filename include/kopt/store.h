@@ -14,7 +14,7 @@
 extern "C" {
 #endif
 
-#define KOPT_STORE_SCHEMA_VERSION 1
+#define KOPT_STORE_SCHEMA_VERSION 2
 
 typedef struct kopt_store kopt_store;
 
@@ -33,6 +33,53 @@ kopt_status kopt_store_put_eval(kopt_store *s, kopt_ctx *ctx, const kopt_problem
                                 const char *result_json, int64_t *id);
 /* Number of evaluations stored (for tests and reports). */
 kopt_status kopt_store_count_evals(kopt_store *s, kopt_ctx *ctx, int64_t *n);
+
+/* ---- profiles, findings, resolutions (src/store/findings.c; schema version 2) ---------- */
+
+/* One finding as stored (strings borrowed). */
+typedef struct kopt_store_finding {
+    const char *tool;
+    const char *kernel;
+    const char *title;
+    double gain;                 /* predicted fraction of the candidate's time saved */
+    double confidence;
+} kopt_store_finding;
+
+typedef struct kopt_store_profile {
+    const char *problem_hash;
+    const char *candidate_hash;
+    int64_t eval_id;             /* the evaluation that checked and timed it; 0: none */
+    const char *source;          /* "cupti", "ncu", "static" */
+    double median_ms;            /* the candidate's time; 0: not timed */
+    double collect_ms;
+    int passes;
+    const char *metrics_json;    /* per kernel; NULL: none */
+    const char *baseline_hash;   /* the earlier candidate to resolve against; NULL: the one
+                                    of the same problem profiled most recently before */
+} kopt_store_profile;
+
+/* Record a profile and its findings; then, against the baseline candidate's latest profile,
+ * record a resolution for every tool that fired on the baseline and no longer fires here:
+ * predicted gain = the baseline's largest gain for that tool, realized gain = 1 - this
+ * median / the baseline's median (NULL when either was not timed). *id: the profile's row
+ * (may be NULL); *nresolved (may be NULL): resolutions recorded. */
+kopt_status kopt_store_put_profile(kopt_store *s, kopt_ctx *ctx, const kopt_store_profile *p,
+                                   const kopt_store_finding *f, int nf, int64_t *id,
+                                   int *nresolved);
+
+typedef struct kopt_tool_stats {
+    char tool[48];
+    int fired;                   /* profiles on which it fired */
+    int resolved;                /* resolutions recorded */
+    int resolved_timed;          /* resolutions with a realized gain */
+    int improved;                /* ... of which the realized gain was > 0 */
+    double mean_predicted;       /* over resolutions */
+    double mean_realized;        /* over resolutions with a realized gain */
+    double precision;            /* improved / resolved_timed; -1 when none */
+} kopt_tool_stats;
+
+/* Per tool, by name. *out is caller-owned (free()); *n its length. */
+kopt_status kopt_store_tool_stats(kopt_store *s, kopt_ctx *ctx, kopt_tool_stats **out, int *n);
 
 #ifdef __cplusplus
 }

@@ -61,6 +61,8 @@ static void set_verdict(kopt_eval_result *r, kopt_verdict v, const char *fmt, ..
 
 /* ---- job building ----------------------------------------------------------------------- */
 
+static json_t *host_job_fields(const kopt_problem *prob, const kopt_eval_opts *o, int wrapped);
+
 /* Bytes of one run's outputs: the compared tensors in order, back to back, as the worker's
  * copy_outputs() writes them. */
 static size_t slot_bytes(const kopt_bound *b)
@@ -182,6 +184,33 @@ static kopt_status start_subject(kopt_ctx *ctx, int is_ref, const phase_plan *ph
     rc = kopt__worker_start(ctx, job, total, proc);
     json_decref(job);
     return rc;
+}
+
+/* A one-phase job running `comp` at the bound sizes `b` on one trial's inputs (`seed`),
+ * untimed, shaped as "run" (eval_int.h); host-mode fields as for a wrapped worker. */
+json_t *kopt__eval_job(const kopt_problem *prob, const kopt_bound *b, const kopt_compiled *comp,
+                       const kopt_compiled *rt, const kopt_eval_opts *o, uint64_t seed,
+                       size_t *shm_size)
+{
+    phase_plan ph;
+    json_t *job;
+
+    memset(&ph, 0, sizeof(ph));
+    ph.label = "main";
+    ph.ref = ph.cand = (kopt_bound *)b;
+    ph.ntrials = 1;
+    ph.seeds[0] = seed;
+    ph.slot = slot_bytes(b);
+    *shm_size = layout(&ph, 1);
+    job = json_pack("{s:s, s:i, s:s, s:s, s:s, s:[o]}", "op", "run", "device", o->device,
+                    "runtime", rt->binary_path, "mode", comp->host_mode ? "host" : "device",
+                    "binary", comp->binary_path, "phases", phase_json(&ph, b, comp, o));
+    if (job && comp->host_mode) {
+        json_t *extra = host_job_fields(prob, o, 1);
+        json_object_update(job, extra);
+        json_decref(extra);
+    }
+    return job;
 }
 
 /* Verdict for a worker that did not finish with "result". */

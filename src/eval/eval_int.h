@@ -12,4 +12,13 @@ void kopt__timing_from_samples(const double *samples, int n, int warmup, kopt_ti
 void kopt__roofline(kopt_roofline *r, double flops, double bytes, int compute,
                     const kopt_ceilings *c, double median_ms);
 
+/* The worker job that runs `comp` once at the bound sizes `b` on the inputs of `seed`
+ * (one phase shaped as eval's "run" job, untimed; host mode: sandbox fields). The caller
+ * sets "op" and adds its fields, and owns the result; *shm_size is the output buffer the
+ * job needs. NULL on allocation failure. */
+#include <jansson.h>
+json_t *kopt__eval_job(const kopt_problem *prob, const kopt_bound *b, const kopt_compiled *comp,
+                       const kopt_compiled *rt, const kopt_eval_opts *o, uint64_t seed,
+                       size_t *shm_size);
+
 #endif

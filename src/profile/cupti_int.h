@@ -51,10 +51,12 @@ kopt_status kopt__cupti_rp_open(kopt__cupti_rp **out, kopt_ctx *ctx, void *cu_co
 /* Call before the launches to profile (resets the counter data). */
 kopt_status kopt__cupti_rp_begin(kopt__cupti_rp *rp, kopt_ctx *ctx);
 /* Call after the launches: synchronizes the context, decodes the counters and appends one
- * kopt_kernel_profile per range (kernel = the range's name, i.e. the kernel's name; grid,
+ * kopt_kernel_profile per range (kernel = the range's name: with auto ranges on CUDA 13 /
+ * driver 580 that is the launch's index, "0", "1", ..., so the caller names them; grid,
  * block and dyn_smem are left 0) with its metrics to `append_to`, and sets its `passes`,
  * adds the bracket's wall time to its `collect_ms` and sets `source` to "cupti" when it is
- * empty. Launches beyond max_launches are dropped by CUPTI: KOPT_E_ERROR saying how many.
+ * empty. Launches beyond max_launches are dropped by CUPTI without an error (seen on an
+ * H200): size max_launches from the launch plan.
  * After a failed end (a launch that faulted, say) only _close is meaningful. */
 kopt_status kopt__cupti_rp_end(kopt__cupti_rp *rp, kopt_ctx *ctx, kopt_profile *append_to);
 /* Disable the profiler and free everything; NULL is fine. */

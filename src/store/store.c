@@ -7,9 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct kopt_store {
-    sqlite3 *db;
-};
+#include "store_int.h"
 
 /* Schema versions in order; migration i brings user_version from i to i + 1. */
 static const char *const migrations[] = {
@@ -29,6 +27,8 @@ static const char *const migrations[] = {
     "  achieved_gflops REAL, compile_cache_hit INTEGER, compile_ms REAL, verify_ms REAL,"
     "  time_ms REAL, total_ms REAL, compile_log TEXT, result_json TEXT);"
     "CREATE INDEX evaluations_by_problem ON evaluations(problem_hash, candidate_hash);",
+    /* 1 -> 2: profiles, findings and their resolutions (findings.c) */
+    KOPT__STORE_FINDINGS_SCHEMA,
 };
 
 static kopt_status sqlerr(kopt_store *s, kopt_ctx *ctx, const char *what)

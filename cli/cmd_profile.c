@@ -1,0 +1,875 @@
+/* kopt profile PROBLEM [CANDIDATE]: correct first, then compile info, SASS, metrics (CUPTI
+ * or ncu), the roofline class and the micro-tools' ranked findings; --tool-stats scores the
+ * tools against later candidates (store). */
+#include "cli.h"
+#include "kopt/analyze.h"
+#include "kopt/profile.h"
+
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void help(FILE *f)
+{
+    fprintf(f,
+        "usage: kopt profile PROBLEM [CANDIDATE.cu] [options]\n"
+        "       kopt profile --list-tools | --tool-stats [--db PATH]\n"
+        "\n"
+        "Correct first: verify and time CANDIDATE (as kopt eval; without it, the reference)\n"
+        "and stop with the verdict unless it is OK. Then: compile info (registers, shared\n"
+        "memory, spills), SASS counts (nvdisasm), hardware metrics (CUPTI in a worker by\n"
+        "default; ncu with --ncu), the roofline class with its reasoning, and the micro-tools'\n"
+        "findings ranked by estimated gain. Without a GPU, or with --static: compile, SASS and\n"
+        "resources only, with the tools that were skipped and why.\n"
+        "\n"
+        "The problem counts as matmul-like (for the tensor-core tools) when its compute type\n"
+        "is a tensor-core type (fp16, bf16, tf32, fp8) or its name or description contains\n"
+        "\"gemm\" or \"matmul\" (any case).\n"
+        "\n"
+        "options:\n"
+        "  (tool needs: a,b = all of them; (a,b) = at least one)\n"
+        "  --static          no GPU work: compile, SASS and resources only\n"
+        "  --ncu             collect metrics with Nsight Compute instead of CUPTI\n"
+        "  --ncu-rules       with --ncu: also run ncu's detailed sections and show its rules\n"
+        "  --lock-clocks     with --ncu: --clock-control base (default none, as kopt times)\n"
+        "  --import FILE     analyze a saved ncu report (.ncu-rep) instead of profiling\n"
+        "  --all-tools       run every tool whatever the class\n"
+        "  --tool NAME       run only this tool\n"
+        "  --list-tools      list the micro-tools and exit\n"
+        "  --tool-stats      per tool: times fired, resolved by a later candidate, mean\n"
+        "                    predicted vs realized gain, precision; then exit\n"
+        "  --size K=V        override a size (repeatable)\n"
+        "  --device N        GPU ordinal (default 0)\n"
+        "  --arch sm_XX      compile target (default: from the GPU; sm_90a without one)\n"
+        "  --timeout S       seconds without progress before a worker is killed\n"
+        "  --db PATH         store (default ./kopt.db or $KOPT_DB); --no-store to skip\n"
+        "  --cache-dir DIR   compile cache\n"
+        "  --json            print the same content as JSON\n"
+        "  -v, --verbose     log progress to stderr\n"
+        "\n"
+        "exit codes: as kopt eval (0 OK or SKIPPED, 1 WRONG, 3 COMPILE_ERROR, ...; see\n"
+        "kopt eval --help), 2 usage, 9 invalid input file, 10 kopt error.\n");
+}
+
+typedef struct prof_state {
+    const kopt_problem *prob;
+    const char *cand_path;
+    const kopt_candidate *subject;
+    kopt_eval_result *eval;          /* NULL with --static */
+    kopt_compiled *comp;
+    kopt_bound *bound;
+    kopt_sass *sass;
+    kopt_profile *prof;
+    kopt_analysis *an;
+    int static_only, matmul_like, nviews;
+    kopt_kernel_view *views;
+    char sass_note[768], metrics_note[2400], static_note[2100];
+    double compile_ms, sass_ms, metrics_ms, analyze_ms, eval_ms;
+    int64_t profile_id;
+    int nresolved;
+} prof_state;
+
+/* ---- small helpers ------------------------------------------------------------------------ */
+
+static int contains_ci(const char *hay, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (; hay && *hay; hay++)
+        if (strncasecmp(hay, needle, n) == 0)
+            return 1;
+    return 0;
+}
+
+/* The rule stated in the help and docs/cli.md. */
+static int matmul_like(const kopt_problem *p)
+{
+    return p->compute == KOPT_COMPUTE_FP16 || p->compute == KOPT_COMPUTE_BF16 ||
+           p->compute == KOPT_COMPUTE_TF32 || p->compute == KOPT_COMPUTE_FP8 ||
+           contains_ci(p->name, "gemm") || contains_ci(p->name, "matmul") ||
+           contains_ci(p->description, "gemm") || contains_ci(p->description, "matmul");
+}
+
+static const char *class_list(unsigned c, char *buf, size_t n)
+{
+    static const kopt_class all[] = {KOPT_CLASS_COMPUTE, KOPT_CLASS_MEMORY, KOPT_CLASS_LATENCY,
+                                     KOPT_CLASS_MIXED};
+    size_t at = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        if (c & (unsigned)all[i])
+            at += (size_t)snprintf(buf + at, at < n ? n - at : 0, "%s%s", at ? "," : "",
+                                   kopt_class_name(all[i]));
+    return buf;
+}
+
+static const char *needs_list(unsigned needs, char *buf, size_t n)
+{
+    static const char *const names[] = {"sass", "resources", "metrics", "timing", "device",
+                                        "host"};
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < 6; i++)
+        if (needs & (1u << i))
+            at += (size_t)snprintf(buf + at, at < n ? n - at : 0, "%s%s", at ? "," : "",
+                                   names[i]);
+    if (!at)
+        snprintf(buf, n, "-");
+    return buf;
+}
+
+/* 1 when `tool` is among the analysis' skipped entries ("tool: why"). */
+static const char *skipped_why(const kopt_analysis *a, const char *tool)
+{
+    size_t n = strlen(tool);
+    for (int i = 0; a && i < a->nskipped; i++)
+        if (strncmp(a->skipped[i], tool, n) == 0 && a->skipped[i][n] == ':')
+            return a->skipped[i] + n + 2;
+    return NULL;
+}
+
+/* Tools that ran: the selection minus the skipped ones. */
+static int tool_ran(const kopt_analysis *a, const kopt_tool *t, const char *only)
+{
+    if (!a || (only && strcmp(only, t->name) != 0))
+        return 0;
+    return skipped_why(a, t->name) == NULL;
+}
+
+/* ---- the stages ----------------------------------------------------------------------------- */
+
+static void disassemble(prof_state *s, kopt_ctx *ctx)
+{
+    double t0 = kopt_now_ms();
+    kopt_status rc;
+
+    if (s->comp->host_mode) {
+        snprintf(s->sass_note, sizeof(s->sass_note), "skipped: host-mode candidate (a shared "
+                 "object, no cubin to disassemble)");
+        return;
+    }
+    rc = kopt_sass_from_cubin(&s->sass, ctx, s->comp->binary_path);
+    s->sass_ms = kopt_now_ms() - t0;
+    if (rc == KOPT_E_NOT_FOUND)
+        snprintf(s->sass_note, sizeof(s->sass_note), "skipped: nvdisasm not found (%s)",
+                 kopt_errmsg(ctx));
+    else if (rc != KOPT_OK)
+        snprintf(s->sass_note, sizeof(s->sass_note), "failed: %s", kopt_errmsg(ctx));
+}
+
+/* The profile kernel for the i-th kernel launch named `name` (lowered symbol `lowered`). */
+static const kopt_kernel_profile *match_profile(const kopt_profile *p, int i, int nviews,
+                                                const char *name, const char *lowered)
+{
+    char base[256];
+    size_t n;
+
+    if (!p || !p->nkernels)
+        return NULL;
+    if (lowered && lowered[0])
+        for (int k = 0; k < p->nkernels; k++)
+            if (strstr(p->kernels[k].kernel, lowered))
+                return &p->kernels[k];
+    if (p->nkernels == nviews)   /* one range per launch, in launch order */
+        return &p->kernels[i];
+    snprintf(base, sizeof(base), "%s", name);
+    n = strcspn(base, "<(");
+    base[n] = '\0';
+    for (int k = 0; k < p->nkernels; k++)
+        if (strncmp(p->kernels[k].kernel, base, n) == 0)
+            return &p->kernels[k];
+    return NULL;
+}
+
+static kopt_status build_views(prof_state *s, kopt_ctx *ctx)
+{
+    const kopt_bound *b = s->bound;
+    int cap = (b ? b->nlaunches : 0) + (s->prof ? s->prof->nkernels : 0) + 1, nk = 0;
+
+    s->views = calloc((size_t)cap, sizeof(*s->views));
+    if (!s->views)
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "kernel views");
+    if (!s->comp->host_mode && b) {
+        for (int i = 0; i < b->nlaunches; i++)
+            nk += !b->launches[i].is_memset;
+        for (int i = 0; i < b->nlaunches; i++) {
+            const kopt_blaunch *l = &b->launches[i];
+            kopt_kernel_view *v;
+            const kopt_kernel_info *ki;
+            const kopt_kernel_profile *kp;
+            if (l->is_memset)
+                continue;
+            v = &s->views[s->nviews];
+            ki = kopt_compiled_kernel(s->comp, l->kernel);
+            kp = match_profile(s->prof, s->nviews, nk, l->kernel, ki ? ki->lowered : NULL);
+            s->nviews++;
+            v->name = l->kernel;
+            for (int d = 0; d < 3; d++) {
+                v->grid[d] = (int)l->grid[d];
+                v->block[d] = (int)l->block[d];
+            }
+            v->dyn_smem = (int)l->smem;
+            v->res = ki;
+            v->sass = s->sass ? kopt_sass_kernel(s->sass, ki ? ki->lowered : l->kernel) : NULL;
+            v->metrics = kp ? &kp->metrics : NULL;
+            v->ms = kp ? kopt_metrics_value(&kp->metrics, "gpu__time_duration.sum", 0) / 1e6 : 0;
+        }
+        return KOPT_OK;
+    }
+    for (int k = 0; s->prof && k < s->prof->nkernels; k++) {   /* host mode: as profiled */
+        const kopt_kernel_profile *kp = &s->prof->kernels[k];
+        kopt_kernel_view *v = &s->views[s->nviews++];
+        v->name = kp->kernel;
+        memcpy(v->grid, kp->grid, sizeof(v->grid));
+        memcpy(v->block, kp->block, sizeof(v->block));
+        v->dyn_smem = kp->dyn_smem;
+        v->metrics = &kp->metrics;
+        v->ms = kopt_metrics_value(&kp->metrics, "gpu__time_duration.sum", 0) / 1e6;
+    }
+    return KOPT_OK;
+}
+
+static kopt_status analyze(prof_state *s, kopt_ctx *ctx, int all_tools, const char *only)
+{
+    kopt_analysis_input in;
+    kopt_analyze_opts ao = KOPT_ANALYZE_OPTS_INIT;
+    double t0 = kopt_now_ms();
+    kopt_status rc;
+
+    if ((rc = build_views(s, ctx)) != KOPT_OK)
+        return rc;
+    memset(&in, 0, sizeof(in));
+    if (s->eval && s->eval->has_device && !s->static_only) {
+        in.dev = &s->eval->device;
+        in.ceil = s->eval->ceilings.valid ? &s->eval->ceilings : NULL;
+        in.median_ms = s->eval->timing.median_ms;
+    }
+    in.problem = s->prob->name;
+    if (s->bound && s->bound->has_work) {
+        in.flops = s->bound->flops;
+        in.bytes = s->bound->bytes;
+    }
+    in.compute = (int)s->prob->compute;
+    in.matmul_like = s->matmul_like;
+    in.host_mode = s->comp->host_mode;
+    in.launches_per_call = s->comp->host_mode && s->prof ? s->prof->nkernels : 0;
+    in.nkernels = s->nviews;
+    in.kernels = s->views;
+    ao.all_tools = all_tools;
+    ao.only_tool = only;
+    rc = kopt_analyze_run(&s->an, ctx, &in, &ao);
+    s->analyze_ms = kopt_now_ms() - t0;
+    return rc;
+}
+
+/* Store the profile and findings; resolutions against the previous candidate. */
+static void store(prof_state *s, kopt_ctx *ctx, const char *db_path, const char *metrics_json)
+{
+    kopt_store *st = NULL;
+    kopt_store_profile sp;
+    kopt_store_finding *f = NULL;
+    int nf = s->an ? s->an->findings.n : 0;
+
+    if (!db_path || !s->eval || s->eval->verdict != KOPT_VERDICT_OK || s->static_only)
+        return;
+    memset(&sp, 0, sizeof(sp));
+    sp.problem_hash = s->prob->hash;
+    sp.candidate_hash = s->subject->hash;
+    sp.eval_id = s->eval->eval_id;
+    sp.source = s->prof ? s->prof->source : "static";
+    sp.median_ms = s->eval->timing.median_ms;
+    sp.collect_ms = s->prof ? s->prof->collect_ms : 0;
+    sp.passes = s->prof ? s->prof->passes : 0;
+    sp.metrics_json = metrics_json;
+    f = calloc((size_t)nf + 1, sizeof(*f));
+    for (int i = 0; f && i < nf; i++) {
+        const kopt_finding *x = &s->an->findings.f[i];
+        f[i].tool = x->tool;
+        f[i].kernel = x->kernel;
+        f[i].title = x->title;
+        f[i].gain = x->gain;
+        f[i].confidence = x->confidence;
+    }
+    if (!f || kopt_store_open(&st, ctx, db_path) != KOPT_OK ||
+        kopt_store_put_profile(st, ctx, &sp, f, nf, &s->profile_id, &s->nresolved) != KOPT_OK)
+        kopt_log(ctx, KOPT_LOG_WARN, "profile not stored: %s", kopt_errmsg(ctx));
+    kopt_store_close(st);
+    free(f);
+}
+
+/* ---- output ----------------------------------------------------------------------------- */
+
+static json_t *metrics_json(const kopt_profile *p)
+{
+    json_t *ks = json_array();
+    for (int k = 0; p && k < p->nkernels; k++) {
+        json_t *m = json_object();
+        for (int i = 0; i < p->kernels[k].metrics.n; i++)
+            json_object_set_new(m, p->kernels[k].metrics.m[i].name,
+                                json_real(p->kernels[k].metrics.m[i].value));
+        json_array_append_new(ks, json_pack("{s:s, s:[i,i,i], s:[i,i,i], s:o}", "kernel",
+                              p->kernels[k].kernel, "grid", p->kernels[k].grid[0],
+                              p->kernels[k].grid[1], p->kernels[k].grid[2], "block",
+                              p->kernels[k].block[0], p->kernels[k].block[1],
+                              p->kernels[k].block[2], "metrics", m));
+    }
+    return ks;
+}
+
+static json_t *report_json(const prof_state *s, const char *only)
+{
+    json_t *o = json_object(), *ks = json_array(), *fs = json_array(), *sk = json_array();
+    json_t *ran = json_array(), *rules = json_array(), *sets = json_array(), *tm;
+    const kopt_tool *const *tools;
+    int nt = 0;
+
+    json_object_set_new(o, "problem", json_string(s->prob->name));
+    json_object_set_new(o, "candidate", s->cand_path ? json_string(s->cand_path) : json_null());
+    json_object_set_new(o, "mode", json_string(s->static_only ? "static" : "profile"));
+    if (s->static_note[0])
+        json_object_set_new(o, "static_reason", json_string(s->static_note));
+    json_object_set_new(o, "matmul_like", json_boolean(s->matmul_like));
+    if (s->eval) {
+        json_object_set_new(o, "verdict", json_string(kopt_verdict_name(s->eval->verdict)));
+        json_object_set_new(o, "message", json_string(s->eval->message));
+        if (s->eval->timing.n)
+            json_object_set_new(o, "median_ms", json_real(s->eval->timing.median_ms));
+        if (s->eval->roofline.valid)
+            json_object_set_new(o, "roofline", json_pack("{s:f, s:f, s:f, s:f, s:s}",
+                                "achieved_gbs", s->eval->roofline.achieved_gbs,
+                                "achieved_gflops", s->eval->roofline.achieved_gflops,
+                                "bound_ms", s->eval->roofline.bound_ms, "pct_of_bound",
+                                s->eval->roofline.pct_of_bound, "limiter",
+                                s->eval->roofline.limiter));
+    }
+    json_object_set_new(o, "arch", json_string(s->comp->arch));
+    json_object_set_new(o, "host_mode", json_boolean(s->comp->host_mode));
+    for (int i = 0; i < s->nviews; i++) {
+        const kopt_kernel_view *v = &s->views[i];
+        json_t *k = json_pack("{s:s, s:[i,i,i], s:[i,i,i], s:i}", "name", v->name, "grid",
+                              v->grid[0], v->grid[1], v->grid[2], "block", v->block[0],
+                              v->block[1], v->block[2], "dyn_smem", v->dyn_smem);
+        if (v->res)
+            json_object_set_new(k, "resources", json_pack("{s:s, s:i, s:i, s:i, s:i, s:i}",
+                                "lowered", v->res->lowered, "registers", v->res->registers,
+                                "static_smem", v->res->static_smem, "stack_frame",
+                                v->res->stack_frame, "spill_stores", v->res->spill_stores,
+                                "spill_loads", v->res->spill_loads));
+        if (v->sass)
+            json_object_set_new(k, "sass", json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i}",
+                                "instructions", v->sass->instructions, "ffma", v->sass->ffma,
+                                "hmma", v->sass->hmma, "hgmma", v->sass->hgmma, "ldl",
+                                v->sass->ldl, "stl", v->sass->stl, "barriers",
+                                v->sass->barriers));
+        json_object_set_new(k, "profiled", json_boolean(v->metrics != NULL));
+        if (v->ms > 0)
+            json_object_set_new(k, "ms", json_real(v->ms));
+        json_array_append_new(ks, k);
+    }
+    json_object_set_new(o, "kernels", ks);
+    json_object_set_new(o, "sass", json_string(s->sass ? "ok" : s->sass_note));
+    json_object_set_new(o, "metrics_source", s->prof ? json_string(s->prof->source) : json_null());
+    if (s->metrics_note[0])
+        json_object_set_new(o, "metrics_note", json_string(s->metrics_note));
+    if (s->prof) {
+        for (int i = 0; i < s->prof->nsets; i++)
+            json_array_append_new(sets, json_pack("{s:s, s:i, s:f, s:f}", "name",
+                                  s->prof->sets[i].name, "passes", s->prof->sets[i].passes,
+                                  "collect_ms", s->prof->sets[i].collect_ms, "setup_ms",
+                                  s->prof->sets[i].setup_ms));
+        json_object_set_new(o, "metrics", metrics_json(s->prof));
+        for (int i = 0; i < s->prof->nrules; i++) {
+            const kopt_ncu_rule *r = &s->prof->rules[i];
+            json_array_append_new(rules, json_pack("{s:s, s:s, s:s, s:s, s:s, s:f}", "kernel",
+                                  r->kernel, "section", r->section, "rule", r->rule, "type",
+                                  r->type, "description", r->description ? r->description : "",
+                                  "speedup_pct", r->speedup_pct));
+        }
+    }
+    json_object_set_new(o, "metric_sets", sets);
+    json_object_set_new(o, "ncu_rules", rules);
+    if (s->an) {
+        const kopt_classification *c = &s->an->cls;
+        json_object_set_new(o, "class", json_pack("{s:s, s:s, s:s, s:f, s:f, s:f, s:s}",
+                            "final", kopt_class_name(c->final), "analytic",
+                            kopt_class_name(c->analytic), "measured",
+                            kopt_class_name(c->measured), "intensity", c->intensity, "ridge",
+                            c->ridge, "pct_of_bound", c->pct_of_bound, "reasoning",
+                            c->reasoning));
+        for (int i = 0; i < s->an->findings.n; i++) {
+            const kopt_finding *f = &s->an->findings.f[i];
+            json_t *ev = json_array();
+            for (int e = 0; e < f->nevidence; e++)
+                json_array_append_new(ev, json_pack("{s:s, s:f, s:s, s:f, s:s}", "metric",
+                                      f->evidence[e].metric, "value", f->evidence[e].value,
+                                      "op", f->evidence[e].op, "threshold",
+                                      f->evidence[e].threshold, "threshold_name",
+                                      f->evidence[e].threshold_name));
+            json_array_append_new(fs, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:f, s:s, s:f, "
+                                  "s:o}", "tool", f->tool, "kernel", f->kernel, "title",
+                                  f->title, "seen", f->seen ? f->seen : "", "why",
+                                  f->why ? f->why : "", "change", f->change ? f->change : "",
+                                  "gain", f->gain, "gain_how", f->gain_how ? f->gain_how : "",
+                                  "confidence", f->confidence, "evidence", ev));
+        }
+        for (int i = 0; i < s->an->nskipped; i++)
+            json_array_append_new(sk, json_string(s->an->skipped[i]));
+    }
+    tools = kopt_tools(&nt);
+    for (int i = 0; i < nt; i++)
+        if (tool_ran(s->an, tools[i], only))
+            json_array_append_new(ran, json_string(tools[i]->name));
+    json_object_set_new(o, "findings", fs);
+    json_object_set_new(o, "tools_run", ran);
+    json_object_set_new(o, "tools_skipped", sk);
+    tm = json_pack("{s:f, s:f, s:f, s:f, s:f}", "eval_ms", s->eval_ms, "compile_ms",
+                   s->compile_ms, "sass_ms", s->sass_ms, "metrics_ms", s->metrics_ms,
+                   "analyze_ms", s->analyze_ms);
+    if (s->prof)
+        json_object_set_new(tm, "collect_ms", json_real(s->prof->collect_ms));
+    json_object_set_new(o, "timing", tm);
+    if (s->profile_id)
+        json_object_set_new(o, "stored", json_pack("{s:I, s:i}", "profile_id",
+                            (json_int_t)s->profile_id, "resolutions", s->nresolved));
+    return o;
+}
+
+static void print_wrapped(const char *label, const char *text)
+{
+    printf("    %-7s %s\n", label, text && text[0] ? text : "-");
+}
+
+static void print_text(const prof_state *s, const char *only)
+{
+    const kopt_tool *const *tools;
+    int nt = 0, first = 1;
+
+    printf("problem    %s (%s)\n", s->prob->name, s->prob->path);
+    printf("candidate  %s\n", s->cand_path ? s->cand_path : "(the reference)");
+    if (s->static_only)
+        printf("mode       static (%s)\n", s->static_note);
+    if (s->eval && s->eval->has_device && s->eval->device.name[0])
+        printf("device     %s, %s, %d SMs\n", s->eval->device.name, s->eval->arch,
+               s->eval->device.sm_count);
+    if (s->eval && !s->static_only)
+        printf("verdict    %s: %s\n", kopt_verdict_name(s->eval->verdict), s->eval->message);
+    if (s->eval && s->eval->timing.n)
+        printf("time       median %.4f ms (%d reps)\n", s->eval->timing.median_ms,
+               s->eval->timing.n);
+    if (s->eval && s->eval->roofline.valid)
+        printf("roofline   %.0f GB/s, %.1f GFLOP/s: %.1f%% of the %s-bound limit (%.4f ms)\n",
+               s->eval->roofline.achieved_gbs, s->eval->roofline.achieved_gflops,
+               s->eval->roofline.pct_of_bound, s->eval->roofline.limiter,
+               s->eval->roofline.bound_ms);
+    printf("compile    %s, %s (%.0f ms)%s\n", s->comp->arch, s->comp->compiler,
+           s->compile_ms, s->comp->cache_hit ? ", cached" : "");
+    for (int i = 0; i < s->nviews; i++) {
+        const kopt_kernel_view *v = &s->views[i];
+        printf("  kernel   %s grid %dx%dx%d block %dx%dx%d", v->name, v->grid[0], v->grid[1],
+               v->grid[2], v->block[0], v->block[1], v->block[2]);
+        if (v->res)
+            printf(": %d registers, %d B smem, %d B stack, spills %d/%d B", v->res->registers,
+                   v->res->static_smem + v->dyn_smem, v->res->stack_frame,
+                   v->res->spill_stores, v->res->spill_loads);
+        printf("\n");
+        if (v->sass)
+            printf("    sass   %d instructions: FFMA %d, HMMA %d, HGMMA %d, LDL/STL %d/%d, "
+                   "BAR %d\n", v->sass->instructions, v->sass->ffma, v->sass->hmma,
+                   v->sass->hgmma, v->sass->ldl, v->sass->stl, v->sass->barriers);
+        if (v->ms > 0)
+            printf("    time   %.4f ms (profiled duration)\n", v->ms);
+    }
+    printf("sass       %s\n", s->sass ? "nvdisasm: counted" : s->sass_note);
+    if (s->prof) {
+        printf("metrics    %s: %d kernel(s), %d pass(es), collect %.1f ms\n", s->prof->source,
+               s->prof->nkernels, s->prof->passes, s->prof->collect_ms);
+        for (int i = 0; i < s->prof->nsets; i++)
+            printf("  set      %-10s %d pass(es), collect %.1f ms (setup %.1f ms)%s\n",
+                   s->prof->sets[i].name, s->prof->sets[i].passes, s->prof->sets[i].collect_ms,
+                   s->prof->sets[i].setup_ms,
+                   strcmp(s->prof->sets[i].name, "roofline") == 0
+                       ? (s->prof->sets[i].collect_ms < 100 ? " (goal < 100 ms: met)"
+                                                            : " (goal < 100 ms: NOT met)")
+                       : "");
+    } else {
+        printf("metrics    %s\n", s->metrics_note[0] ? s->metrics_note : "none");
+    }
+    if (s->an) {
+        const kopt_classification *c = &s->an->cls;
+        printf("class      %s (analytic %s, measured %s; intensity %.2f FLOP/B, ridge %.2f",
+               kopt_class_name(c->final), kopt_class_name(c->analytic),
+               kopt_class_name(c->measured), c->intensity, c->ridge);
+        if (c->pct_of_bound > 0)
+            printf(", %.1f%% of bound", c->pct_of_bound);
+        printf(")\n  why      %s\n", c->reasoning);
+        printf("findings   %d\n", s->an->findings.n);
+        for (int i = 0; i < s->an->findings.n; i++) {
+            const kopt_finding *f = &s->an->findings.f[i];
+            char gain[64];
+            snprintf(gain, sizeof(gain), "%.1f%%", f->gain * 100);
+            printf("  %d. [%s] %s (kernel %s; gain %s, confidence %.2f)\n", i + 1, f->tool,
+                   f->title, f->kernel, gain, f->confidence);
+            print_wrapped("seen", f->seen);
+            print_wrapped("why", f->why);
+            print_wrapped("change", f->change);
+            print_wrapped("gain", f->gain_how);
+        }
+    }
+    if (s->prof && s->prof->nrules) {
+        printf("ncu rules  %d (Nsight Compute's own, beside ours)\n", s->prof->nrules);
+        for (int i = 0; i < s->prof->nrules; i++) {
+            const kopt_ncu_rule *r = &s->prof->rules[i];
+            printf("  %s %s/%s", r->type, r->section, r->rule);
+            if (r->speedup_pct > 0)
+                printf(" (est. %s speedup %.1f%%)", r->speedup_type, r->speedup_pct);
+            printf(": %.300s\n", r->description ? r->description : "");
+        }
+    }
+    tools = kopt_tools(&nt);
+    printf("tools run ");
+    for (int i = 0; i < nt; i++)
+        if (tool_ran(s->an, tools[i], only)) {
+            printf("%s%s", first ? " " : ", ", tools[i]->name);
+            first = 0;
+        }
+    printf("%s\n", first ? " none" : "");
+    if (s->an && s->an->nskipped) {
+        printf("skipped    %d tool(s)\n", s->an->nskipped);
+        for (int i = 0; i < s->an->nskipped; i++)
+            printf("  %s\n", s->an->skipped[i]);
+    }
+    printf("wall       eval %.0f ms, compile %.0f ms, sass %.0f ms, metrics %.0f ms",
+           s->eval_ms, s->compile_ms, s->sass_ms, s->metrics_ms);
+    if (s->prof)
+        printf(" (collect %.1f ms)", s->prof->collect_ms);
+    printf(", analyze %.1f ms\n", s->analyze_ms);
+    if (s->profile_id)
+        printf("stored     profile #%lld, %d resolution(s) of earlier findings\n",
+               (long long)s->profile_id, s->nresolved);
+}
+
+/* ---- the other modes ---------------------------------------------------------------------- */
+
+static int list_tools(int json)
+{
+    const kopt_tool *const *tools;
+    int nt = 0;
+    char cb[128], nb[128];
+    json_t *arr = json ? json_array() : NULL;
+
+    tools = kopt_tools(&nt);
+    for (int i = 0; i < nt; i++) {
+        class_list(tools[i]->classes, cb, sizeof(cb));
+        needs_list(tools[i]->needs, nb, sizeof(nb));
+        if (tools[i]->needs_any) {
+            char ab[96];
+            size_t at = strlen(nb);
+            needs_list(tools[i]->needs_any, ab, sizeof(ab));
+            if (strcmp(nb, "-") == 0)
+                at = 0;
+            snprintf(nb + at, sizeof(nb) - at, "%s(%s)", at ? "+" : "", ab);
+        }
+        if (arr)
+            json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s}", "name", tools[i]->name,
+                                  "classes", cb, "needs", nb, "summary", tools[i]->summary));
+        else
+            printf("%-22s %-45s needs %-28s %s\n", tools[i]->name, cb, nb, tools[i]->summary);
+    }
+    if (arr) {
+        char *t = json_dumps(arr, JSON_INDENT(2));
+        printf("%s\n", t ? t : "[]");
+        free(t);
+        json_decref(arr);
+    }
+    return 0;
+}
+
+static int tool_stats(kopt_ctx *ctx, const char *db_path, int json)
+{
+    kopt_store *st = NULL;
+    kopt_tool_stats *v = NULL;
+    int n = 0, code = 0;
+
+    if (!db_path) {
+        fprintf(stderr, "kopt profile: --tool-stats needs a store (--db PATH)\n");
+        return KOPT_EXIT_USAGE;
+    }
+    if (kopt_store_open(&st, ctx, db_path) != KOPT_OK ||
+        kopt_store_tool_stats(st, ctx, &v, &n) != KOPT_OK) {
+        cli_error(ctx);
+        code = KOPT_EXIT_ERROR;
+        goto done;
+    }
+    if (json) {
+        json_t *arr = json_array();
+        char *t;
+        for (int i = 0; i < n; i++)
+            json_array_append_new(arr, json_pack("{s:s, s:i, s:i, s:i, s:i, s:f, s:f, s:o}",
+                                  "tool", v[i].tool, "fired", v[i].fired, "resolved",
+                                  v[i].resolved, "resolved_timed", v[i].resolved_timed,
+                                  "improved", v[i].improved, "mean_predicted_gain",
+                                  v[i].mean_predicted, "mean_realized_gain", v[i].mean_realized,
+                                  "precision", v[i].precision >= 0 ? json_real(v[i].precision)
+                                                                   : json_null()));
+        t = json_dumps(arr, JSON_INDENT(2));
+        printf("%s\n", t ? t : "[]");
+        free(t);
+        json_decref(arr);
+        goto done;
+    }
+    printf("%-22s %6s %8s %10s %10s %9s\n", "tool", "fired", "resolved", "predicted",
+           "realized", "precision");
+    for (int i = 0; i < n; i++) {
+        char prec[16] = "-", pred[16] = "-", real[16] = "-";
+        if (v[i].precision >= 0)
+            snprintf(prec, sizeof(prec), "%.0f%%", v[i].precision * 100);
+        if (v[i].resolved)
+            snprintf(pred, sizeof(pred), "%.1f%%", v[i].mean_predicted * 100);
+        if (v[i].resolved_timed)
+            snprintf(real, sizeof(real), "%.1f%%", v[i].mean_realized * 100);
+        printf("%-22s %6d %8d %10s %10s %9s\n", v[i].tool, v[i].fired, v[i].resolved, pred,
+               real, prec);
+    }
+    if (!n)
+        printf("(no findings stored in %s yet: run kopt profile on candidates first)\n", db_path);
+    else
+        printf("\nresolved: a later candidate of the same problem no longer shows the finding; "
+               "realized gain = 1 - later median / earlier median; precision = resolutions "
+               "with a realized gain > 0 / resolutions with a realized gain.\n");
+done:
+    free(v);
+    kopt_store_close(st);
+    return code;
+}
+
+/* ---- the verb ------------------------------------------------------------------------------ */
+
+int cmd_profile(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'}, {"ncu", no_argument, NULL, 'n'},
+        {"ncu-rules", no_argument, NULL, 'R'}, {"lock-clocks", no_argument, NULL, 'L'},
+        {"static", no_argument, NULL, 'S'}, {"all-tools", no_argument, NULL, 'A'},
+        {"tool", required_argument, NULL, 't'}, {"list-tools", no_argument, NULL, 'l'},
+        {"tool-stats", no_argument, NULL, 'T'}, {"import", required_argument, NULL, 'i'},
+        {"size", required_argument, NULL, 's'}, {"db", required_argument, NULL, 'D'},
+        {"no-store", no_argument, NULL, 'N'}, {"device", required_argument, NULL, 'd'},
+        {"arch", required_argument, NULL, 'a'}, {"timeout", required_argument, NULL, 'o'},
+        {"cache-dir", required_argument, NULL, 'c'}, {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+    };
+    kopt_eval_opts eo = KOPT_EVAL_OPTS_INIT;
+    kopt_profile_opts po = KOPT_PROFILE_OPTS_INIT;
+    kopt_compile_opts co = KOPT_COMPILE_OPTS_INIT;
+    kopt_vars sizes = KOPT_VARS_INIT, bound_sizes = KOPT_VARS_INIT;
+    kopt_problem *prob = NULL;
+    kopt_candidate *cand = NULL, *ref = NULL;
+    prof_state s;
+    const char *only = NULL, *import = NULL, *db_path = cli_default_db();
+    int json = 0, ncu = 0, ncu_rules = 0, lock = 0, static_only = 0, all_tools = 0;
+    int list = 0, stats = 0, no_store = 0, c, code = 0;
+    kopt_ctx *ctx = cli_ctx(0);
+    char *end, *mjs = NULL;
+    double t0;
+
+    memset(&s, 0, sizeof(s));
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'j': json = 1; break;
+        case 'n': ncu = 1; break;
+        case 'R': ncu = ncu_rules = 1; break;
+        case 'L': lock = 1; break;
+        case 'S': static_only = 1; break;
+        case 'A': all_tools = 1; break;
+        case 't': only = optarg; break;
+        case 'l': list = 1; break;
+        case 'T': stats = 1; break;
+        case 'i': import = optarg; break;
+        case 's': {
+            char *name = NULL;
+            int64_t v;
+            if (kopt_vars_parse_assign(ctx, optarg, &name, &v) != KOPT_OK) {
+                fprintf(stderr, "kopt profile: --size %s\n", kopt_errmsg(ctx));
+                code = KOPT_EXIT_USAGE;
+                goto done;
+            }
+            kopt_vars_set(&sizes, name, v);
+            free(name);
+            break;
+        }
+        case 'D': db_path = optarg; break;
+        case 'N': no_store = 1; break;
+        case 'd': eo.device = po.device = (int)strtol(optarg, &end, 10);
+            if (*end || eo.device < 0) goto bad_number;
+            break;
+        case 'a': eo.arch = po.arch = optarg; break;
+        case 'o': eo.timeout_s = po.timeout_s = strtod(optarg, &end);
+            if (*end || eo.timeout_s <= 0) goto bad_number;
+            break;
+        case 'c': eo.cache_dir = po.cache_dir = co.cache_dir = optarg; break;
+        case 'v': kopt_log_set(ctx, NULL, NULL, KOPT_LOG_INFO); break;
+        case 'h': help(stdout); goto done;
+        default: help(stderr); code = KOPT_EXIT_USAGE; goto done;
+        }
+        continue;
+bad_number:
+        fprintf(stderr, "kopt profile: bad value '%s' (see kopt profile --help)\n", optarg);
+        code = KOPT_EXIT_USAGE;
+        goto done;
+    }
+    if (no_store)
+        db_path = NULL;
+    if (only && !kopt_tool_find(only)) {
+        fprintf(stderr, "kopt profile: unknown tool '%s' (kopt profile --list-tools)\n", only);
+        code = KOPT_EXIT_USAGE;
+        goto done;
+    }
+    if (list) {
+        code = list_tools(json);
+        goto done;
+    }
+    if (stats) {
+        code = tool_stats(ctx, db_path, json);
+        goto done;
+    }
+    if (optind >= argc || argc - optind > 2) {
+        help(stderr);
+        code = KOPT_EXIT_USAGE;
+        goto done;
+    }
+    if (kopt_problem_load(&prob, ctx, argv[optind]) != KOPT_OK) {
+        cli_error(ctx);
+        code = KOPT_EXIT_INVALID;
+        goto done;
+    }
+    if (optind + 1 < argc) {
+        s.cand_path = argv[optind + 1];
+        if (kopt_candidate_load(&cand, ctx, s.cand_path, prob) != KOPT_OK) {
+            cli_error(ctx);
+            code = KOPT_EXIT_INVALID;
+            goto done;
+        }
+    }
+    if (kopt_candidate_from_reference(&ref, ctx, prob) != KOPT_OK) {
+        cli_error(ctx);
+        code = KOPT_EXIT_INVALID;
+        goto done;
+    }
+    s.prob = prob;
+    s.subject = cand ? cand : ref;
+    s.matmul_like = matmul_like(prob);
+    s.static_only = static_only;
+    if (static_only)
+        snprintf(s.static_note, sizeof(s.static_note), "--static given: no GPU work");
+
+    /* 1. correct first */
+    if (!static_only) {
+        eo.db_path = db_path;
+        eo.sizes = sizes.n ? &sizes : NULL;
+        t0 = kopt_now_ms();
+        if (kopt_eval_run(&s.eval, ctx, prob, cand, &eo) != KOPT_OK) {
+            cli_error(ctx);
+            code = KOPT_EXIT_ERROR;
+            goto done;
+        }
+        s.eval_ms = kopt_now_ms() - t0;
+        if (s.eval->verdict == KOPT_VERDICT_SKIPPED) {
+            s.static_only = 1;
+            snprintf(s.static_note, sizeof(s.static_note), "%s", s.eval->message);
+        } else if (s.eval->verdict != KOPT_VERDICT_OK) {
+            if (json) {
+                char *text = kopt_eval_result_json(s.eval);
+                printf("%s\n", text ? text : "{}");
+                free(text);
+            } else {
+                printf("verdict    %s: %s\n", kopt_verdict_name(s.eval->verdict),
+                       s.eval->message);
+                printf("profile    not run: a profile is only taken of a correct candidate\n");
+            }
+            code = kopt_verdict_exit_code(s.eval->verdict);
+            goto done;
+        }
+    }
+
+    /* 2. compile info and SASS */
+    co.arch = s.eval && s.eval->arch[0] ? s.eval->arch : eo.arch ? eo.arch : "sm_90a";
+    t0 = kopt_now_ms();
+    if (kopt_compile(&s.comp, ctx, s.subject, &co) != KOPT_OK) {
+        cli_error(ctx);
+        code = kopt_verdict_exit_code(KOPT_VERDICT_COMPILE_ERROR);
+        goto done;
+    }
+    s.compile_ms = kopt_now_ms() - t0;
+    if (kopt_sizes_resolve(&bound_sizes, ctx, prob, sizes.n ? &sizes : NULL) != KOPT_OK ||
+        kopt_bind(&s.bound, ctx, prob, s.subject, &bound_sizes) != KOPT_OK) {
+        cli_error(ctx);
+        code = kopt_verdict_exit_code(KOPT_VERDICT_LAUNCH_ERROR);
+        goto done;
+    }
+    disassemble(&s, ctx);
+
+    /* 3. metrics */
+    t0 = kopt_now_ms();
+    if (import) {
+        if (kopt_profile_import(&s.prof, ctx, import, 1) != KOPT_OK &&
+            kopt_profile_import(&s.prof, ctx, import, 0) != KOPT_OK)
+            snprintf(s.metrics_note, sizeof(s.metrics_note), "import of %s failed: %s", import,
+                     kopt_errmsg(ctx));
+    } else if (s.static_only) {
+        snprintf(s.metrics_note, sizeof(s.metrics_note), "skipped (static: %s)", s.static_note);
+    } else {
+        po.sizes = sizes.n ? &sizes : NULL;
+        po.arch = co.arch;
+        po.ncu = ncu;
+        po.ncu_rules = ncu_rules;
+        po.ncu_lock_clocks = lock;
+        po.seed = s.eval->seed;
+        if (kopt_profile_run(&s.prof, ctx, prob, cand, &po) != KOPT_OK)
+            snprintf(s.metrics_note, sizeof(s.metrics_note), "skipped: %s%s", kopt_errmsg(ctx),
+                     ncu ? "" : " (try --ncu)");
+    }
+    s.metrics_ms = kopt_now_ms() - t0;
+
+    /* 4. analysis */
+    if (analyze(&s, ctx, all_tools, only) != KOPT_OK) {
+        cli_error(ctx);
+        code = KOPT_EXIT_ERROR;
+        goto done;
+    }
+    if (s.prof) {
+        json_t *m = metrics_json(s.prof);
+        mjs = json_dumps(m, JSON_COMPACT);
+        json_decref(m);
+    }
+    store(&s, ctx, db_path, mjs);
+
+    if (json) {
+        json_t *o = report_json(&s, only);
+        char *t = json_dumps(o, JSON_INDENT(2));
+        printf("%s\n", t ? t : "{}");
+        free(t);
+        json_decref(o);
+    } else {
+        print_text(&s, only);
+    }
+    code = s.eval ? kopt_verdict_exit_code(s.eval->verdict) : 0;
+done:
+    free(mjs);
+    kopt_analysis_free(s.an);
+    free(s.views);
+    kopt_profile_free(s.prof);
+    kopt_sass_free(s.sass);
+    kopt_bound_free(s.bound);
+    kopt_compiled_free(s.comp);
+    kopt_eval_result_free(s.eval);
+    kopt_candidate_free(cand);
+    kopt_candidate_free(ref);
+    kopt_problem_free(prob);
+    kopt_vars_free(&sizes);
+    kopt_vars_free(&bound_sizes);
+    kopt_ctx_free(ctx);
+    return code;
+}

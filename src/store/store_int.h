@@ -1,0 +1,32 @@
+/* Internal: the store's handle and the schema pieces shared between its files. */
+#ifndef KOPT_STORE_INT_H
+#define KOPT_STORE_INT_H
+
+#include "kopt/store.h"
+
+#include <sqlite3.h>
+
+struct kopt_store {
+    sqlite3 *db;
+};
+
+/* Migration 1 -> 2 (findings.c's tables). */
+#define KOPT__STORE_FINDINGS_SCHEMA                                                            \
+    "CREATE TABLE profiles (id INTEGER PRIMARY KEY AUTOINCREMENT,"                             \
+    "  created_at TEXT DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')),"                        \
+    "  problem_hash TEXT NOT NULL, candidate_hash TEXT NOT NULL, eval_id INTEGER,"             \
+    "  source TEXT, median_ms REAL, collect_ms REAL, passes INTEGER, metrics_json TEXT);"      \
+    "CREATE INDEX profiles_by_problem ON profiles(problem_hash, id);"                          \
+    "CREATE TABLE findings (id INTEGER PRIMARY KEY AUTOINCREMENT,"                             \
+    "  profile_id INTEGER NOT NULL REFERENCES profiles(id),"                                   \
+    "  problem_hash TEXT NOT NULL, candidate_hash TEXT NOT NULL, tool TEXT NOT NULL,"          \
+    "  kernel TEXT, title TEXT, gain REAL, confidence REAL, median_ms REAL);"                  \
+    "CREATE INDEX findings_by_profile ON findings(profile_id, tool);"                          \
+    "CREATE TABLE resolutions (id INTEGER PRIMARY KEY AUTOINCREMENT,"                          \
+    "  created_at TEXT DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')),"                        \
+    "  problem_hash TEXT NOT NULL, tool TEXT NOT NULL, earlier_candidate TEXT NOT NULL,"       \
+    "  later_candidate TEXT NOT NULL, earlier_profile INTEGER, later_profile INTEGER,"          \
+    "  predicted_gain REAL, realized_gain REAL, earlier_ms REAL, later_ms REAL);"              \
+    "CREATE INDEX resolutions_by_tool ON resolutions(tool);"
+
+#endif
