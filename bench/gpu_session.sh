@@ -45,6 +45,7 @@ if has tests || has adversarial; then
   say "== GPU tests (tests/gpu)"
   TESTS="tests/gpu/test_examples.sh tests/gpu/test_planted.sh tests/adversarial/test_adversarial.sh"
   has tests || TESTS=tests/adversarial/test_adversarial.sh
+  TESTS=${GPU_TESTS:-$TESTS}
   for t in $TESTS; do
     n=$(basename "$t" .sh)
     bash "$t" "$K" > "$OUT/$n.txt" 2>&1; echo "exit $?" >> "$OUT/$n.txt"
@@ -171,6 +172,20 @@ if has hostrepeat; then
     done
     say "$(printf '%-24s %2d/20 OK%s' "$(basename "$c")" $ok "${other:+ (others:$other)}")"
   done
+fi
+if has profile; then
+  say "== kopt profile on the GPU (tests/gpu/test_profile.sh, then examples naive -> fast)"
+  bash tests/gpu/test_profile.sh "$K" > "$OUT/test_profile.txt" 2>&1; echo "exit $?" >> "$OUT/test_profile.txt"
+  grep -E 'FAIL|passed|skipped|^ok' "$OUT/test_profile.txt" | sed 's/^/test_profile: /' | tee -a "$SUMMARY"
+  for p in transpose sgemm softmax; do
+    $K profile examples/$p --json > "$OUT/prof_${p}_ref.json" 2> "$OUT/prof_${p}_ref.err"
+    $K profile examples/$p examples/$p/fast.cu --json > "$OUT/prof_${p}_fast.json" 2> "$OUT/prof_${p}_fast.err"
+    $K profile examples/$p examples/$p/fast.cu > "$OUT/prof_${p}_fast.txt" 2>&1
+    say "$p naive: $(field "$OUT/prof_${p}_ref.json" '[f["tool"] for f in d["findings"]]')"
+    say "$p fast:  $(field "$OUT/prof_${p}_fast.json" '[f["tool"] for f in d["findings"]]')"
+  done
+  $K profile --tool-stats > "$OUT/tool_stats.txt" 2>&1; tail -25 "$OUT/tool_stats.txt" | tee -a "$SUMMARY"
+  grep -iE 'collect|roofline set|ms' "$OUT/prof_transpose_fast.txt" | head -8 | tee -a "$SUMMARY"
 fi
 if has cupti; then
   say "== CUPTI on the GPU (tests/unit/test_cupti_gpu)"
