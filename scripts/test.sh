@@ -7,6 +7,6 @@ ctest --test-dir build --output-on-failure "$@"
 rc=$?
 log=build/Testing/Temporary/LastTest.log
 if [ -f "$log" ]; then
-  awk '/^[0-9]+\/[0-9]+ Testing: /{name=$3} /^skipped: /{print name ": " $0}' "$log"
+  awk '/^[0-9]+\/[0-9]+ Testing: /{name=$3; said=0} /^ *skipped: / && !said {sub(/^ */, ""); print name ": " $0; said=1}' "$log"
 fi
 exit $rc

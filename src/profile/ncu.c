@@ -496,7 +496,7 @@ cleanup:
 
 static const char *cell(const csv_row *r, int col)
 {
-    return col >= 0 ? r->f[col] : "";
+    return col >= 0 && col < r->n ? r->f[col] : "";
 }
 
 kopt_status kopt_ncu_parse_details_csv(kopt_profile *p, kopt_ctx *ctx, const char *text,
@@ -537,6 +537,10 @@ kopt_status kopt_ncu_parse_details_csv(kopt_profile *p, kopt_ctx *ctx, const cha
             }
             continue;
         }
+        /* ncu 2025.3 ends a section's metric rows after "Metric Value" (a trailing comma,
+         * so the rule columns are missing or one empty field): those are not rule results */
+        if (r.n < header.n && (r.n <= c_rule || !r.f[c_rule][0]))
+            continue;
         if ((rc = check_width(ctx, path, &r, &header, c.p >= c.end)) != KOPT_OK)
             goto cleanup;
         if (!r.f[c_rule][0])

@@ -789,7 +789,7 @@ static void test_from_cubin_live(void)
 
 static const char *const TOOL_NAMES[] = {
     "uncoalesced_global", "sector_efficiency", "non_vectorized_loads", "bank_conflicts",
-    "register_spills", "occupancy_limiter", "high_registers", "small_grid", "warp_stalls",
+    "register_spills", "occupancy_limiter", "high_registers", "small_grid_tail", "warp_stalls",
     "divergence", "no_tensor_cores", "unfused_fp", "fp64_in_fp32", "dram_saturated",
     "missing_async_copy", NULL};
 

@@ -5,7 +5,7 @@
 }
 */
 // problem: examples/vector_add
-// plants: small_grid
+// plants: small_grid_tail
 //
 // Planted defect: a fixed grid of 8 blocks of 128 threads (1024 threads in all) walks the
 // whole vector with a grid-stride loop: 8 SMs of the GPU's 132 have work, the rest idle, and
