@@ -27,5 +27,7 @@ kopt_ctx *cli_ctx(int verbose);
 void cli_error(kopt_ctx *ctx);
 /* The default store path: $KOPT_DB, else ./kopt.db. */
 const char *cli_default_db(void);
+/* --size K=V into `sizes`; on a bad value prints "kopt VERB: --size ..." and returns -1. */
+int cli_parse_size(kopt_ctx *ctx, const char *verb_name, const char *arg, kopt_vars *sizes);
 
 #endif

@@ -245,18 +245,12 @@ int cmd_eval(int argc, char **argv)
     optind = 1;
     while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
         switch (c) {
-        case 's': {
-            char *name = NULL;
-            int64_t v;
-            if (kopt_vars_parse_assign(ctx, optarg, &name, &v) != KOPT_OK) {
-                fprintf(stderr, "kopt eval: --size %s\n", kopt_errmsg(ctx));
+        case 's':
+            if (cli_parse_size(ctx, "eval", optarg, &sizes) != 0) {
                 code = KOPT_EXIT_USAGE;
                 goto done;
             }
-            kopt_vars_set(&sizes, name, v);
-            free(name);
             break;
-        }
         case 'n': eo.trials = (int)strtol(optarg, &end, 10);
             if (*end || eo.trials < 1 || eo.trials > 16) goto bad_number;
             break;

@@ -688,18 +688,12 @@ int cmd_profile(int argc, char **argv)
         case 'l': list = 1; break;
         case 'T': stats = 1; break;
         case 'i': import = optarg; break;
-        case 's': {
-            char *name = NULL;
-            int64_t v;
-            if (kopt_vars_parse_assign(ctx, optarg, &name, &v) != KOPT_OK) {
-                fprintf(stderr, "kopt profile: --size %s\n", kopt_errmsg(ctx));
+        case 's':
+            if (cli_parse_size(ctx, "profile", optarg, &sizes) != 0) {
                 code = KOPT_EXIT_USAGE;
                 goto done;
             }
-            kopt_vars_set(&sizes, name, v);
-            free(name);
             break;
-        }
         case 'D': db_path = optarg; break;
         case 'N': no_store = 1; break;
         case 'd': eo.device = po.device = (int)strtol(optarg, &end, 10);

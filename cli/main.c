@@ -49,6 +49,20 @@ const char *cli_default_db(void)
     return v && v[0] ? v : "kopt.db";
 }
 
+int cli_parse_size(kopt_ctx *ctx, const char *verb_name, const char *arg, kopt_vars *sizes)
+{
+    char *name = NULL;
+    int64_t v;
+
+    if (kopt_vars_parse_assign(ctx, arg, &name, &v) != KOPT_OK) {
+        fprintf(stderr, "kopt %s: --size %s\n", verb_name, kopt_errmsg(ctx));
+        return -1;
+    }
+    kopt_vars_set(sizes, name, v);
+    free(name);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "__worker") == 0)

@@ -137,9 +137,13 @@ typedef struct kopt_tool {
     unsigned classes;                   /* KOPT_CLASS_* it applies to */
     unsigned needs;                     /* KOPT_NEEDS_* */
     const char *const *metrics;         /* metric names it reads (NULL-terminated), or NULL */
+    /* One of the two: `run` sees the whole candidate (tools that sum over kernels);
+     * `run_kernel` is called for each kernel in turn (most tools). */
     kopt_status (*run)(const kopt_analysis_input *in, const kopt_thresholds *th,
                        kopt_findings *out, kopt_ctx *ctx);
     unsigned needs_any;                 /* at least one of these KOPT_NEEDS_* (0: no such need) */
+    kopt_status (*run_kernel)(const kopt_analysis_input *in, const kopt_kernel_view *k,
+                              const kopt_thresholds *th, kopt_findings *out, kopt_ctx *ctx);
 } kopt_tool;
 
 /* The registry: all tools, in a stable order. */

@@ -138,6 +138,19 @@ static void rank(kopt_findings *fs)
     }
 }
 
+/* A tool over the candidate: whole, or kernel by kernel. */
+static kopt_status run_tool(const kopt_tool *t, const kopt_analysis_input *in,
+                           const kopt_thresholds *th, kopt_findings *out, kopt_ctx *ctx)
+{
+    kopt_status rc = KOPT_OK;
+
+    if (t->run)
+        return t->run(in, th, out, ctx);
+    for (int i = 0; i < in->nkernels && rc == KOPT_OK; i++)
+        rc = t->run_kernel(in, &in->kernels[i], th, out, ctx);
+    return rc;
+}
+
 kopt_status kopt_analyze_run(kopt_analysis **out, kopt_ctx *ctx, const kopt_analysis_input *in,
                              const kopt_analyze_opts *opts)
 {
@@ -184,7 +197,7 @@ kopt_status kopt_analyze_run(kopt_analysis **out, kopt_ctx *ctx, const kopt_anal
             skip(a, t->name, why);
             continue;
         }
-        if ((rc = t->run(in, th, &a->findings, ctx)) < 0) {
+        if ((rc = run_tool(t, in, th, &a->findings, ctx)) < 0) {
             kopt_adderr(ctx, rc, "tool %s", t->name);
             goto cleanup;
         }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -88,10 +89,11 @@ const char *kopt_self_exe(void)
 
 static char *exec_at(const char *dir, const char *name)
 {
+    struct stat st;
     char *p = NULL;
     if (!dir || !dir[0] || asprintf(&p, "%s/%s", dir, name) < 0)
         return NULL;
-    if (access(p, X_OK) == 0)
+    if (stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0)
         return p;
     free(p);
     return NULL;

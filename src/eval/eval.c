@@ -465,41 +465,41 @@ static json_t *host_job_fields(const kopt_problem *prob, const kopt_eval_opts *o
     return f;
 }
 
-/* 1 when `name` is a NUL-terminated string inside the file (a kernel the host code
- * registers itself: its mangled name is in the shared object). */
-static int binary_has_string(const char *path, const char *name)
+/* 1 when `name` is a NUL-terminated string inside `data` (a kernel the host code registers
+ * itself: its mangled name is in the shared object). */
+static int has_string(const char *data, size_t len, const char *name)
 {
-    kopt_ctx *ctx = kopt_ctx_new();
-    char *data = NULL;
-    size_t len = 0, n = strlen(name);
-    int found = 0;
+    size_t n = strlen(name);
 
-    if (ctx && kopt_file_read(ctx, path, &data, &len) == KOPT_OK)
-        for (const char *p = data; !found && p && (size_t)(p - data) + n < len;) {
-            const char *hit = memmem(p, len - (size_t)(p - data), name, n + 1);
-            if (!hit)
-                break;
-            found = hit == data || hit[-1] == '\0';
-            p = hit + 1;
-        }
-    free(data);
-    kopt_ctx_free(ctx);
-    return found;
+    for (const char *p = data; p && (size_t)(p - data) + n < len;) {
+        const char *hit = memmem(p, len - (size_t)(p - data), name, n + 1);
+        if (!hit)
+            break;
+        if (hit == data || hit[-1] == '\0')
+            return 1;
+        p = hit + 1;
+    }
+    return 0;
 }
 
 /* "allow_libraries": false: every kernel that ran during the trials must be the
  * candidate's own. 1 when the verdict was set. */
-static int check_libraries(kopt_eval_result *r, const kopt__worker_run *run,
+static int check_libraries(kopt_ctx *ctx, kopt_eval_result *r, const kopt__worker_run *run,
                            const kopt_compiled *comp)
 {
     json_t *ks = json_object_get(run->result, "gpu_kernels"), *k;
-    char foreign[1024] = "";
-    size_t i, at = 0;
+    char foreign[1024] = "", *so = NULL;
+    size_t i, at = 0, so_len = 0;
     int nforeign = 0;
 
     if (!json_is_array(ks)) {
         set_verdict(r, KOPT_VERDICT_ERROR, "the problem forbids libraries, but the worker did not "
                     "report which kernels ran");
+        return 1;
+    }
+    if (kopt_file_read(ctx, comp->binary_path, &so, &so_len) != KOPT_OK) {
+        set_verdict(r, KOPT_VERDICT_ERROR, "cannot list the candidate's own kernels: %s",
+                    kopt_errmsg(ctx));
         return 1;
     }
     json_array_foreach(ks, i, k) {
@@ -508,12 +508,13 @@ static int check_libraries(kopt_eval_result *r, const kopt__worker_run *run,
             continue;
         if (r->ngpu_kernels < 16)
             snprintf(r->gpu_kernels[r->ngpu_kernels++], sizeof(r->gpu_kernels[0]), "%s", name);
-        if (binary_has_string(comp->binary_path, name))
+        if (has_string(so, so_len, name))
             continue;
         if (nforeign++ < 3 && at < sizeof(foreign))
             at += (size_t)snprintf(foreign + at, sizeof(foreign) - at, "%s%s",
                                    nforeign > 1 ? ", " : "", name);
     }
+    free(so);
     if (!nforeign)
         return 0;
     set_verdict(r, KOPT_VERDICT_FORBIDDEN_LIBRARY, "the problem sets \"allow_libraries\": false, "
@@ -872,7 +873,7 @@ kopt_status kopt_eval_run(kopt_eval_result **out, kopt_ctx *ctx, const kopt_prob
         goto done;
     }
     if (cand_comp->host_mode && !prob->allow_libraries &&
-        check_libraries(r, &cand_run, cand_comp))
+        check_libraries(ctx, r, &cand_run, cand_comp))
         goto done;
     {
         json_t *ks = json_object_get(cand_run.result, "kernels"), *k;

@@ -29,15 +29,13 @@ struct kopt__file_guard {
     guarded *f;
 };
 
-static int hash_file(const char *path, char out[65], char **keep, size_t *len)
+/* Hash a file and keep its content (when small enough) to restore it. */
+static int hash_file(kopt_ctx *ctx, const char *path, char out[65], char **keep, size_t *len)
 {
-    kopt_ctx *ctx = kopt_ctx_new();
     char *data = NULL;
     size_t n = 0;
-    int ok = ctx && kopt_file_read(ctx, path, &data, &n) == KOPT_OK;
 
-    kopt_ctx_free(ctx);
-    if (!ok)
+    if (kopt_file_read(ctx, path, &data, &n) != KOPT_OK)
         return 0;
     kopt_sha256_hex(data, n, out);
     if (keep && n <= GUARD_KEEP_MAX) {
@@ -71,7 +69,7 @@ kopt_status kopt__guard_begin(kopt__file_guard **out, kopt_ctx *ctx, const char 
         if (!paths[i] || stat(paths[i], &st) != 0 || !S_ISREG(st.st_mode))
             continue;
         f->is_binary = is_binary_path(paths[i]);
-        if (!hash_file(paths[i], f->hash, f->is_binary ? NULL : &f->copy, &f->len))
+        if (!hash_file(ctx, paths[i], f->hash, f->is_binary ? NULL : &f->copy, &f->len))
             continue;
         if (!(f->path = strdup(paths[i]))) {
             kopt__guard_free(g);
@@ -85,6 +83,7 @@ kopt_status kopt__guard_begin(kopt__file_guard **out, kopt_ctx *ctx, const char 
 
 int kopt__guard_end(kopt__file_guard *g, char *msg, size_t cap)
 {
+    kopt_ctx *ctx = kopt_ctx_new();
     int changed = 0;
     size_t at = 0;
 
@@ -94,15 +93,13 @@ int kopt__guard_end(kopt__file_guard *g, char *msg, size_t cap)
         guarded *f = &g->f[i];
         char now[65];
         const char *fate;
-        if (hash_file(f->path, now, NULL, NULL) && strcmp(now, f->hash) == 0)
+        if (ctx && kopt_file_sha256(ctx, f->path, now) == KOPT_OK && strcmp(now, f->hash) == 0)
             continue;
         if (f->is_binary) {
             fate = unlink(f->path) == 0 ? "deleted, to be rebuilt" : "could not be deleted";
         } else if (f->copy) {
-            kopt_ctx *ctx = kopt_ctx_new();
             fate = ctx && kopt_file_write(ctx, f->path, f->copy, f->len) == KOPT_OK
                        ? "restored" : "could not be restored";
-            kopt_ctx_free(ctx);
         } else {
             fate = "too large to restore: check it";
         }
@@ -111,6 +108,7 @@ int kopt__guard_end(kopt__file_guard *g, char *msg, size_t cap)
                                    fate);
         changed++;
     }
+    kopt_ctx_free(ctx);
     return changed;
 }
 

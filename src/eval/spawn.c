@@ -43,12 +43,12 @@ static char **worker_argv(json_t *wrap)
         return NULL;
     for (i = 0; i < n; i++)
         argv[i] = (char *)json_string_value(json_array_get(wrap, i));
-    argv[n] = n ? (char *)kopt_self_exe() : "kopt";
+    argv[n] = n ? (char *)kopt_self_exe() : "kopt";   /* argv[0] when kopt runs itself */
     argv[n + 1] = "__worker";
     return argv;
 }
 
-static void child(int job_r, int ev_w, int shm_fd, int log_fd, char **argv,
+static void child(int job_r, int ev_w, int shm_fd, int log_fd, char **argv, int wrapped,
                   const kopt__sandbox_limits *sandbox)
 {
     /* move everything above the target numbers first so dup2 cannot clobber a source */
@@ -65,7 +65,7 @@ static void child(int job_r, int ev_w, int shm_fd, int log_fd, char **argv,
         close(fd);
     if (sandbox)
         kopt__sandbox_enter(sandbox);
-    if (argv[0] && strcmp(argv[0], "kopt") != 0)
+    if (wrapped)
         execvp(argv[0], argv);
     else
         execv(kopt_self_exe(), argv);
@@ -178,7 +178,8 @@ kopt_status kopt__worker_start(kopt_ctx *ctx, json_t *job, size_t shm_size,
         goto cleanup;
     }
     if (w->pid == 0)
-        child(job_p[0], ev_p[1], shm_fd, w->log_fd, argv, sb ? &lim : NULL);
+        child(job_p[0], ev_p[1], shm_fd, w->log_fd, argv,
+              json_array_size(json_object_get(job, "wrap")) > 0, sb ? &lim : NULL);
     setpgid(w->pid, w->pid);
     signal(SIGPIPE, SIG_IGN);
     while (written < text_len + 1) {

@@ -218,14 +218,6 @@ static kopt_status run_once(worker *w)
         io.size_values = w->sizes.values;
         io.stream = w->stream;
         rc = w->host_run(&io);
-        if (w->sandboxed) {
-            char msg[512];
-            if (kopt__sandbox_check(msg, sizeof(msg))) {
-                w->fail_kind = "tamper";
-                snprintf(w->fail_step, sizeof(w->fail_step), "kopt_candidate_run");
-                return kopt_seterr(w->ctx, KOPT_E_ERROR, "%s", msg);
-            }
-        }
         if (rc != 0) {
             w->fail_kind = "crash";
             snprintf(w->fail_step, sizeof(w->fail_step), "kopt_candidate_run");
@@ -255,11 +247,24 @@ static kopt_status run_once(worker *w)
     return KOPT_OK;
 }
 
+/* Host code under the sandbox: its signal handlers and the timer's code are as they were.
+ * Called once work is synchronized, never between a run and its closing event. */
+static kopt_status sandbox_intact(worker *w)
+{
+    char msg[512];
+
+    if (!w->sandboxed || !kopt__sandbox_check(msg, sizeof(msg)))
+        return KOPT_OK;
+    w->fail_kind = "tamper";
+    snprintf(w->fail_step, sizeof(w->fail_step), "kopt_candidate_run");
+    return kopt_seterr(w->ctx, KOPT_E_ERROR, "%s", msg);
+}
+
 static kopt_status sync_checked(worker *w, const char *what)
 {
     CU(cuStreamSynchronize(w->stream), what);
     CU(cuCtxSynchronize(), what);   /* catches work a host-mode candidate left elsewhere */
-    return KOPT_OK;
+    return sandbox_intact(w);
 }
 
 /* Host mode: once the candidate's stream is done, the device must be idle too. Work still
@@ -537,7 +542,6 @@ static kopt_status run_trials(worker *w, int phase, json_t *trials, json_t *sums
         snprintf(what, sizeof(what), "trial %zu", i);
         if ((rc = collect(w, t, off, sums, what)) != KOPT_OK)
             return rc;
-        snprintf(what, sizeof(what), "trial %zu", i);
         wk_progress(w, phase, what);
     }
     return KOPT_OK;

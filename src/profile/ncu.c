@@ -11,6 +11,7 @@
  * or rule result; only the rule rows are kept (kopt_ncu_rule). Columns are found by name.
  */
 #include "kopt/profile.h"
+#include "kopt/proc.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -596,34 +597,17 @@ static int is_exec(const char *path)
 kopt_status kopt_ncu_find(char **out, kopt_ctx *ctx)
 {
     const char *env = getenv("KOPT_NCU");
-    const char *path_env = getenv("PATH");
-    char *found = NULL;
 
     *out = NULL;
     if (env && env[0]) {
         if (!is_exec(env))
             return kopt_seterr(ctx, KOPT_E_NOT_FOUND, "$KOPT_NCU=%s is not an executable", env);
-        found = strdup(env);
+        return (*out = strdup(env)) ? KOPT_OK : kopt_seterr(ctx, KOPT_E_NOMEM, "ncu");
     }
-    if (!found && path_env) {
-        const char *s = path_env;
-        while (*s && !found) {
-            const char *colon = strchr(s, ':');
-            size_t n = colon ? (size_t)(colon - s) : strlen(s);
-            kopt_buf b = KOPT_BUF_INIT;
-            if (n && kopt_buf_printf(&b, "%.*s/ncu", (int)n, s) == 0 && is_exec(b.ptr))
-                found = kopt_buf_detach(&b);
-            kopt_buf_free(&b);
-            s += n + (colon ? 1 : 0);
-        }
-    }
-    if (!found && is_exec("/usr/local/cuda/bin/ncu"))
-        found = strdup("/usr/local/cuda/bin/ncu");
-    if (!found)
-        return kopt_seterr(ctx, KOPT_E_NOT_FOUND, "ncu not found ($KOPT_NCU, PATH, "
-                           "/usr/local/cuda/bin/ncu); install Nsight Compute or set KOPT_NCU");
-    *out = found;
-    return KOPT_OK;
+    if ((*out = kopt_find_program(NULL, "ncu")))
+        return KOPT_OK;
+    return kopt_seterr(ctx, KOPT_E_NOT_FOUND, "ncu not found ($KOPT_NCU, PATH, "
+                       "/usr/local/cuda/bin/ncu); install Nsight Compute or set KOPT_NCU");
 }
 
 typedef struct argv_builder {

@@ -643,8 +643,7 @@ static char *nvdisasm_from_python(kopt_ctx *ctx)
 /* $KOPT_NVDISASM, PATH, $CUDA_HOME/bin, /usr/local/cuda/bin, the Python package. */
 static kopt_status find_nvdisasm(kopt_ctx *ctx, char **out)
 {
-    const char *env = getenv("KOPT_NVDISASM"), *path = getenv("PATH"), *home = getenv("CUDA_HOME");
-    char *p;
+    const char *env = getenv("KOPT_NVDISASM");
 
     *out = NULL;
     if (env && env[0]) {
@@ -653,29 +652,7 @@ static kopt_status find_nvdisasm(kopt_ctx *ctx, char **out)
                                "KOPT_NVDISASM=%s: not an executable file", env);
         return (*out = strdup(env)) ? KOPT_OK : kopt_seterr(ctx, KOPT_E_NOMEM, "nvdisasm");
     }
-    while (path && *path) {
-        size_t n = strcspn(path, ":");
-        if (n > 0 && asprintf(&p, "%.*s/nvdisasm", (int)n, path) >= 0) {
-            if (is_executable(p)) {
-                *out = p;
-                return KOPT_OK;
-            }
-            free(p);
-        }
-        path += n + (path[n] == ':');
-    }
-    if (home && home[0] && asprintf(&p, "%s/bin/nvdisasm", home) >= 0) {
-        if (is_executable(p)) {
-            *out = p;
-            return KOPT_OK;
-        }
-        free(p);
-    }
-    if (is_executable("/usr/local/cuda/bin/nvdisasm"))
-        return (*out = strdup("/usr/local/cuda/bin/nvdisasm")) ? KOPT_OK
-                                                              : kopt_seterr(ctx, KOPT_E_NOMEM,
-                                                                            "nvdisasm");
-    if ((*out = nvdisasm_from_python(ctx)))
+    if ((*out = kopt_find_program(NULL, "nvdisasm")) || (*out = nvdisasm_from_python(ctx)))
         return KOPT_OK;
     return kopt_seterr(ctx, KOPT_E_NOT_FOUND,
                        "nvdisasm not found (set KOPT_NVDISASM, put it on PATH, install the CUDA "

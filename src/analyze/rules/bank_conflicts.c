@@ -16,8 +16,8 @@ static const char *const metrics[] = {
     NULL,
 };
 
-static kopt_status one(const kopt_kernel_view *k, const kopt_thresholds *th,
-                       kopt_findings *out, kopt_ctx *ctx)
+static kopt_status one(const kopt_analysis_input *in, const kopt_kernel_view *k,
+                       const kopt_thresholds *th, kopt_findings *out, kopt_ctx *ctx)
 {
     double c[2] = {0, 0}, w[2] = {0, 0}, inst[2] = {0, 0}, conflicts, waves, pct, weight;
     double l1, mio = 0, ssb = 0;
@@ -73,21 +73,11 @@ static kopt_status one(const kopt_kernel_view *k, const kopt_thresholds *th,
     return kopt__fb_emit(&b, out, pct / 100.0 * weight, KOPT_CONF_MEASURED, ctx);
 }
 
-static kopt_status run(const kopt_analysis_input *in, const kopt_thresholds *th,
-                       kopt_findings *out, kopt_ctx *ctx)
-{
-    kopt_status rc = KOPT_OK;
-
-    for (int i = 0; i < in->nkernels && rc == KOPT_OK; i++)
-        rc = one(&in->kernels[i], th, out, ctx);
-    return rc;
-}
-
 const kopt_tool kopt_tool_bank_conflicts = {
     .name = "bank_conflicts",
     .summary = "shared-memory bank conflicts replay accesses",
     .classes = KOPT_CLASS_ALL,
     .needs = KOPT_NEEDS_METRICS,
     .metrics = metrics,
-    .run = run,
+    .run_kernel = one,
 };

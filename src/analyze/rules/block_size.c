@@ -5,7 +5,8 @@
 
 #define KOPT_BLOCK_CONF 0.6
 
-static kopt_status one(const kopt_kernel_view *k, kopt_findings *out, kopt_ctx *ctx)
+static kopt_status one(const kopt_analysis_input *in, const kopt_kernel_view *k,
+                       const kopt_thresholds *th, kopt_findings *out, kopt_ctx *ctx)
 {
     int threads = kopt__threads(k), warps, last;
     double gain;
@@ -30,21 +31,11 @@ static kopt_status one(const kopt_kernel_view *k, kopt_findings *out, kopt_ctx *
     return kopt__fb_emit(&b, out, gain, KOPT_BLOCK_CONF, ctx);
 }
 
-static kopt_status run(const kopt_analysis_input *in, const kopt_thresholds *th,
-                       kopt_findings *out, kopt_ctx *ctx)
-{
-    kopt_status rc = KOPT_OK;
-
-    for (int i = 0; i < in->nkernels && rc == KOPT_OK; i++)
-        rc = one(&in->kernels[i], out, ctx);
-    return rc;
-}
-
 const kopt_tool kopt_tool_block_size = {
     .name = "block_size",
     .summary = "block size not a multiple of the warp size",
     .classes = KOPT_CLASS_ALL,
     .needs = 0,
     .metrics = NULL,
-    .run = run,
+    .run_kernel = one,
 };

@@ -10,8 +10,8 @@ static const char *const metrics[] = {
     NULL,
 };
 
-static kopt_status one(const kopt_kernel_view *k, const kopt_thresholds *th,
-                       kopt_findings *out, kopt_ctx *ctx)
+static kopt_status one(const kopt_analysis_input *in, const kopt_kernel_view *k,
+                       const kopt_thresholds *th, kopt_findings *out, kopt_ctx *ctx)
 {
     double active = 32, pred = 32, v, smfrac = kopt__sm_frac(k, KOPT_EXPOSURE_UNKNOWN);
     int has_a = kopt__metric(k, "smsp__thread_inst_executed_per_inst_executed.ratio", &active);
@@ -52,21 +52,11 @@ static kopt_status one(const kopt_kernel_view *k, const kopt_thresholds *th,
     return kopt__fb_emit(&b, out, (1.0 - v / 32.0) * smfrac, 0.65, ctx);
 }
 
-static kopt_status run(const kopt_analysis_input *in, const kopt_thresholds *th,
-                       kopt_findings *out, kopt_ctx *ctx)
-{
-    kopt_status rc = KOPT_OK;
-
-    for (int i = 0; i < in->nkernels && rc == KOPT_OK; i++)
-        rc = one(&in->kernels[i], th, out, ctx);
-    return rc;
-}
-
 const kopt_tool kopt_tool_divergence = {
     .name = "divergence",
     .summary = "warps run with lanes idle (divergent branches, predication)",
     .classes = KOPT_CLASS_COMPUTE | KOPT_CLASS_LATENCY | KOPT_CLASS_MIXED,
     .needs = KOPT_NEEDS_METRICS,
     .metrics = metrics,
-    .run = run,
+    .run_kernel = one,
 };

@@ -43,6 +43,9 @@ static int measured_counts(const kopt_kernel_view *k, double *dp, double *sp)
 static kopt_status one(const kopt_analysis_input *in, const kopt_kernel_view *k,
                        const kopt_thresholds *th, kopt_findings *out, kopt_ctx *ctx)
 {
+    if (in->compute == KOPT_COMPUTE_FP64 || in->compute < 0 ||
+        in->compute >= KOPT_COMPUTE_COUNT)
+        return KOPT_OK;
     double dp, sp, share, ratio = KOPT_FP64_RATIO_DEFAULT, gbs, r32 = 0, r64 = 0, tshare;
     double cfrac = kopt__sm_frac(k, KOPT_EXPOSURE_UNKNOWN), gain;
     int measured = measured_counts(k, &dp, &sp);
@@ -94,19 +97,6 @@ static kopt_status one(const kopt_analysis_input *in, const kopt_kernel_view *k,
     return kopt__fb_emit(&b, out, gain, measured ? KOPT_CONF_MEASURED : 0.6, ctx);
 }
 
-static kopt_status run(const kopt_analysis_input *in, const kopt_thresholds *th,
-                       kopt_findings *out, kopt_ctx *ctx)
-{
-    kopt_status rc = KOPT_OK;
-
-    if (in->compute == KOPT_COMPUTE_FP64 || in->compute < 0 ||
-        in->compute >= KOPT_COMPUTE_COUNT)
-        return KOPT_OK;
-    for (int i = 0; i < in->nkernels && rc == KOPT_OK; i++)
-        rc = one(in, &in->kernels[i], th, out, ctx);
-    return rc;
-}
-
 const kopt_tool kopt_tool_fp64_in_fp32 = {
     .name = "fp64_in_fp32",
     .summary = "double-precision math in a problem that is not fp64",
@@ -114,5 +104,5 @@ const kopt_tool kopt_tool_fp64_in_fp32 = {
     .needs = 0,
     .needs_any = KOPT_NEEDS_SASS | KOPT_NEEDS_METRICS,
     .metrics = metrics,
-    .run = run,
+    .run_kernel = one,
 };

@@ -58,21 +58,11 @@ static kopt_status one(const kopt_analysis_input *in, const kopt_kernel_view *k,
     return kopt__fb_emit(&b, out, gain, KOPT_CONF_STATIC, ctx);
 }
 
-static kopt_status run(const kopt_analysis_input *in, const kopt_thresholds *th,
-                       kopt_findings *out, kopt_ctx *ctx)
-{
-    kopt_status rc = KOPT_OK;
-
-    for (int i = 0; i < in->nkernels && rc == KOPT_OK; i++)
-        rc = one(in, &in->kernels[i], th, out, ctx);
-    return rc;
-}
-
 const kopt_tool kopt_tool_high_registers = {
     .name = "high_registers",
     .summary = "registers per thread above the architecture's threshold",
     .classes = KOPT_CLASS_ALL,
     .needs = KOPT_NEEDS_RESOURCES,
     .metrics = NULL,
-    .run = run,
+    .run_kernel = one,
 };

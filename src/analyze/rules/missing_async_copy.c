@@ -13,7 +13,7 @@ static const char *const metrics[] = {
 };
 
 static kopt_status one(const kopt_analysis_input *in, const kopt_kernel_view *k,
-                       kopt_findings *out, kopt_ctx *ctx)
+                       const kopt_thresholds *th, kopt_findings *out, kopt_ctx *ctx)
 {
     const kopt_sass_counts *s = k->sass;
     int cc = in->dev ? in->dev->cc_major : 9, minor = in->dev ? in->dev->cc_minor : 0;
@@ -70,21 +70,11 @@ static kopt_status one(const kopt_analysis_input *in, const kopt_kernel_view *k,
     return kopt__fb_emit(&b, out, gain, has_stalls ? 0.55 : 0.35, ctx);
 }
 
-static kopt_status run(const kopt_analysis_input *in, const kopt_thresholds *th,
-                       kopt_findings *out, kopt_ctx *ctx)
-{
-    kopt_status rc = KOPT_OK;
-
-    for (int i = 0; i < in->nkernels && rc == KOPT_OK; i++)
-        rc = one(in, &in->kernels[i], out, ctx);
-    return rc;
-}
-
 const kopt_tool kopt_tool_missing_async_copy = {
     .name = "missing_async_copy",
     .summary = "tiled kernel without cp.async/TMA: copies and math do not overlap",
     .classes = KOPT_CLASS_ALL,
     .needs = KOPT_NEEDS_SASS,
     .metrics = metrics,
-    .run = run,
+    .run_kernel = one,
 };

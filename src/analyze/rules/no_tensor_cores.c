@@ -73,8 +73,10 @@ static double rate_ratio(const kopt_analysis_input *in, const char **src)
 }
 
 static kopt_status one(const kopt_analysis_input *in, const kopt_kernel_view *k,
-                       kopt_findings *out, kopt_ctx *ctx)
+                       const kopt_thresholds *th, kopt_findings *out, kopt_ctx *ctx)
 {
+    if (!in->matmul_like)
+        return KOPT_OK;
     const kopt_sass_counts *s = k->sass;
     double pipe = 0, ratio, realistic, cfrac, gain;
     int has_pipe = kopt__metric(k, "sm__inst_executed_pipe_tensor.sum", &pipe);
@@ -145,18 +147,6 @@ hopper:
     return kopt__fb_emit(&b, out, gain, 0.5, ctx);
 }
 
-static kopt_status run(const kopt_analysis_input *in, const kopt_thresholds *th,
-                       kopt_findings *out, kopt_ctx *ctx)
-{
-    kopt_status rc = KOPT_OK;
-
-    if (!in->matmul_like)
-        return KOPT_OK;
-    for (int i = 0; i < in->nkernels && rc == KOPT_OK; i++)
-        rc = one(in, &in->kernels[i], out, ctx);
-    return rc;
-}
-
 const kopt_tool kopt_tool_no_tensor_cores = {
     .name = "no_tensor_cores",
     .summary = "a matmul-like problem without tensor-core instructions",
@@ -164,5 +154,5 @@ const kopt_tool kopt_tool_no_tensor_cores = {
     .needs = 0,
     .needs_any = KOPT_NEEDS_SASS | KOPT_NEEDS_METRICS,
     .metrics = metrics,
-    .run = run,
+    .run_kernel = one,
 };

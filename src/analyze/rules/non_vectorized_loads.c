@@ -13,8 +13,8 @@ static const char *const metrics[] = {
     NULL,
 };
 
-static kopt_status one(const kopt_kernel_view *k, const kopt_thresholds *th,
-                       kopt_findings *out, kopt_ctx *ctx)
+static kopt_status one(const kopt_analysis_input *in, const kopt_kernel_view *k,
+                       const kopt_thresholds *th, kopt_findings *out, kopt_ctx *ctx)
 {
     const kopt_sass_counts *s = k->sass;
     int scalar, total;
@@ -69,21 +69,11 @@ static kopt_status one(const kopt_kernel_view *k, const kopt_thresholds *th,
     return kopt__fb_emit(&b, out, share * weight, has_lg ? 0.6 : 0.35, ctx);
 }
 
-static kopt_status run(const kopt_analysis_input *in, const kopt_thresholds *th,
-                       kopt_findings *out, kopt_ctx *ctx)
-{
-    kopt_status rc = KOPT_OK;
-
-    for (int i = 0; i < in->nkernels && rc == KOPT_OK; i++)
-        rc = one(&in->kernels[i], th, out, ctx);
-    return rc;
-}
-
 const kopt_tool kopt_tool_non_vectorized_loads = {
     .name = "non_vectorized_loads",
     .summary = "scalar LDG/STG in a memory-bound kernel where 128-bit accesses would do",
     .classes = KOPT_CLASS_MEMORY | KOPT_CLASS_LATENCY | KOPT_CLASS_MIXED,
     .needs = KOPT_NEEDS_SASS,
     .metrics = metrics,
-    .run = run,
+    .run_kernel = one,
 };

@@ -131,21 +131,11 @@ static kopt_status one(const kopt_analysis_input *in, const kopt_kernel_view *k,
     return KOPT_OK;
 }
 
-static kopt_status run(const kopt_analysis_input *in, const kopt_thresholds *th,
-                       kopt_findings *out, kopt_ctx *ctx)
-{
-    kopt_status rc = KOPT_OK;
-
-    for (int i = 0; i < in->nkernels && rc == KOPT_OK; i++)
-        rc = one(in, &in->kernels[i], th, out, ctx);
-    return rc;
-}
-
 const kopt_tool kopt_tool_occupancy_limiter = {
     .name = "occupancy_limiter",
     .summary = "theoretical occupancy and the resource that limits it",
     .classes = KOPT_CLASS_ALL,
     .needs = KOPT_NEEDS_RESOURCES,
     .metrics = metrics,
-    .run = run,
+    .run_kernel = one,
 };

@@ -18,7 +18,8 @@ static const char *const metrics[] = {
     NULL,
 };
 
-static kopt_status one(const kopt_kernel_view *k, kopt_findings *out, kopt_ctx *ctx)
+static kopt_status one(const kopt_analysis_input *in, const kopt_kernel_view *k,
+                       const kopt_thresholds *th, kopt_findings *out, kopt_ctx *ctx)
 {
     const kopt_kernel_info *r = k->res;
     int spill = r ? r->spill_stores + r->spill_loads : 0, stack = r ? r->stack_frame : 0;
@@ -100,16 +101,6 @@ static kopt_status one(const kopt_kernel_view *k, kopt_findings *out, kopt_ctx *
     return kopt__fb_emit(&b, out, gain, conf, ctx);
 }
 
-static kopt_status run(const kopt_analysis_input *in, const kopt_thresholds *th,
-                       kopt_findings *out, kopt_ctx *ctx)
-{
-    kopt_status rc = KOPT_OK;
-
-    for (int i = 0; i < in->nkernels && rc == KOPT_OK; i++)
-        rc = one(&in->kernels[i], out, ctx);
-    return rc;
-}
-
 const kopt_tool kopt_tool_register_spills = {
     .name = "register_spills",
     .summary = "registers spill to local memory (or an array lives there)",
@@ -117,5 +108,5 @@ const kopt_tool kopt_tool_register_spills = {
     .needs = 0,
     .needs_any = KOPT_NEEDS_RESOURCES | KOPT_NEEDS_SASS | KOPT_NEEDS_METRICS,
     .metrics = metrics,
-    .run = run,
+    .run_kernel = one,
 };

@@ -12,8 +12,8 @@ static const char *const metrics[] = {
     NULL,
 };
 
-static kopt_status one(const kopt_kernel_view *k, const kopt_thresholds *th,
-                       kopt_findings *out, kopt_ctx *ctx)
+static kopt_status one(const kopt_analysis_input *in, const kopt_kernel_view *k,
+                       const kopt_thresholds *th, kopt_findings *out, kopt_ctx *ctx)
 {
     static const char *const dir_name[2] = {"loads", "stores"};
     static const char *const dir_metric[2] = {
@@ -68,21 +68,11 @@ static kopt_status one(const kopt_kernel_view *k, const kopt_thresholds *th,
     return kopt__fb_emit(&b, out, waste * memfrac, KOPT_CONF_MEASURED, ctx);
 }
 
-static kopt_status run(const kopt_analysis_input *in, const kopt_thresholds *th,
-                       kopt_findings *out, kopt_ctx *ctx)
-{
-    kopt_status rc = KOPT_OK;
-
-    for (int i = 0; i < in->nkernels && rc == KOPT_OK; i++)
-        rc = one(&in->kernels[i], th, out, ctx);
-    return rc;
-}
-
 const kopt_tool kopt_tool_sector_efficiency = {
     .name = "sector_efficiency",
     .summary = "global accesses use only part of each 32-byte sector",
     .classes = KOPT_CLASS_MEMORY | KOPT_CLASS_LATENCY | KOPT_CLASS_MIXED,
     .needs = KOPT_NEEDS_METRICS,
     .metrics = metrics,
-    .run = run,
+    .run_kernel = one,
 };

@@ -121,23 +121,15 @@ static kopt_status lead(const kopt_analysis_input *in, const kopt_kernel_view *k
     return kopt__fb_emit(&b, out, gain, KOPT_UNCOAL_CONF_STATIC, ctx);
 }
 
-static kopt_status run(const kopt_analysis_input *in, const kopt_thresholds *th,
-                       kopt_findings *out, kopt_ctx *ctx)
+static kopt_status one(const kopt_analysis_input *in, const kopt_kernel_view *k,
+                       const kopt_thresholds *th, kopt_findings *out, kopt_ctx *ctx)
 {
-    kopt_status rc = KOPT_OK;
+    double sectors, requests;
 
-    for (int i = 0; i < in->nkernels && rc == KOPT_OK; i++) {
-        const kopt_kernel_view *k = &in->kernels[i];
-        double sectors, requests;
-        if (kopt__metric(k, "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", &sectors) &&
-            kopt__metric(k, "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", &requests)) {
-            if (requests > 0)
-                rc = measured(k, th, out, ctx, sectors, requests);
-        } else {
-            rc = lead(in, k, out, ctx);
-        }
-    }
-    return rc;
+    if (kopt__metric(k, "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", &sectors) &&
+        kopt__metric(k, "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", &requests))
+        return requests > 0 ? measured(k, th, out, ctx, sectors, requests) : KOPT_OK;
+    return lead(in, k, out, ctx);
 }
 
 const kopt_tool kopt_tool_uncoalesced_global = {
@@ -147,5 +139,5 @@ const kopt_tool kopt_tool_uncoalesced_global = {
     .needs = 0,
     .needs_any = KOPT_NEEDS_METRICS | KOPT_NEEDS_SASS,
     .metrics = metrics,
-    .run = run,
+    .run_kernel = one,
 };

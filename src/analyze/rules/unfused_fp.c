@@ -48,8 +48,8 @@ static int counts(const kopt_kernel_view *k, int dbl, fp_counts *c)
     return 1;
 }
 
-static kopt_status one(const kopt_kernel_view *k, const kopt_thresholds *th,
-                       kopt_findings *out, kopt_ctx *ctx)
+static kopt_status one(const kopt_analysis_input *in, const kopt_kernel_view *k,
+                       const kopt_thresholds *th, kopt_findings *out, kopt_ctx *ctx)
 {
     for (int dbl = 0; dbl < 2; dbl++) {
         fp_counts c;
@@ -103,16 +103,6 @@ static kopt_status one(const kopt_kernel_view *k, const kopt_thresholds *th,
     return KOPT_OK;
 }
 
-static kopt_status run(const kopt_analysis_input *in, const kopt_thresholds *th,
-                       kopt_findings *out, kopt_ctx *ctx)
-{
-    kopt_status rc = KOPT_OK;
-
-    for (int i = 0; i < in->nkernels && rc == KOPT_OK; i++)
-        rc = one(&in->kernels[i], th, out, ctx);
-    return rc;
-}
-
 const kopt_tool kopt_tool_unfused_fp = {
     .name = "unfused_fp",
     .summary = "separate FMUL and FADD where one FFMA would do",
@@ -120,5 +110,5 @@ const kopt_tool kopt_tool_unfused_fp = {
     .needs = 0,
     .needs_any = KOPT_NEEDS_SASS | KOPT_NEEDS_METRICS,
     .metrics = metrics,
-    .run = run,
+    .run_kernel = one,
 };

@@ -64,8 +64,8 @@ static const stall_advice advice[] = {
      "resident warps help too."},
 };
 
-static kopt_status one(const kopt_kernel_view *k, const kopt_thresholds *th,
-                       kopt_findings *out, kopt_ctx *ctx)
+static kopt_status one(const kopt_analysis_input *in, const kopt_kernel_view *k,
+                       const kopt_thresholds *th, kopt_findings *out, kopt_ctx *ctx)
 {
     double issue = 0, total = 0;
     int has_issue = kopt__metric(k, "smsp__issue_active.avg.per_cycle_active", &issue);
@@ -120,21 +120,11 @@ static kopt_status one(const kopt_kernel_view *k, const kopt_thresholds *th,
     return KOPT_OK;
 }
 
-static kopt_status run(const kopt_analysis_input *in, const kopt_thresholds *th,
-                       kopt_findings *out, kopt_ctx *ctx)
-{
-    kopt_status rc = KOPT_OK;
-
-    for (int i = 0; i < in->nkernels && rc == KOPT_OK; i++)
-        rc = one(&in->kernels[i], th, out, ctx);
-    return rc;
-}
-
 const kopt_tool kopt_tool_warp_stalls = {
     .name = "warp_stalls",
     .summary = "the dominant reasons warps stall, with reason-specific advice",
     .classes = KOPT_CLASS_ALL,
     .needs = KOPT_NEEDS_METRICS,
     .metrics = metrics,
-    .run = run,
+    .run_kernel = one,
 };
