@@ -29,7 +29,7 @@ if has examples; then
   for d in examples/*/; do
     n=$(basename "$d")
     for c in "$d"*.cu; do
-      [ "$(basename "$c")" = reference.cu ] && continue
+      case "$(basename "$c")" in reference.cu|tune.cu) continue;; esac
       timeout 300 $K eval "$d" "$c" --json > "$OUT/ex_${n}_$(basename "$c" .cu).json" 2> "$OUT/ex_${n}.err"
       code=$?
       j="$OUT/ex_${n}_$(basename "$c" .cu).json"
@@ -148,7 +148,7 @@ if has repeat20; then
   say "== 20 evaluations in a row of each example candidate (${REPEAT_GLOB:-examples/*/})"
   for d in ${REPEAT_GLOB:-examples/*/}; do
     for c in "$d"*.cu; do
-      [ "$(basename "$c")" = reference.cu ] && continue
+      case "$(basename "$c")" in reference.cu|tune.cu) continue;; esac
       ok=0; other=""
       for i in $(seq 1 20); do
         $K eval "$d" "$c" --json --budget-ms 10 > "$OUT/r20.json" 2>/dev/null
@@ -191,6 +191,54 @@ if has cupti; then
   say "== CUPTI on the GPU (tests/unit/test_cupti_gpu)"
   build-dev/tests/test_cupti_gpu > "$OUT/test_cupti_gpu.txt" 2>&1; echo "exit $?" >> "$OUT/test_cupti_gpu.txt"
   grep -E '^(ok|FAIL|ktest|  skipped)|failed' "$OUT/test_cupti_gpu.txt" | head -20 | tee -a "$SUMMARY"
+fi
+
+if has issue4; then
+  # issue 4: every example naive -> fast (CUPTI), fixtures, ncu end to end, import, timing
+  say "== issue 4: naive -> fast findings for every example (CUPTI; fast profiled with --parent reference)"
+  mkdir -p "$OUT/cupti"
+  for d in examples/*/; do
+    p=$(basename "$d")
+    $K profile "$d" --json > "$OUT/cupti/${p}_reference.json" 2> "$OUT/cupti/${p}_reference.err"
+    $K profile "$d" "$d/fast.cu" --parent reference --json > "$OUT/cupti/${p}_fast.json" 2> "$OUT/cupti/${p}_fast.err"
+    for c in reference fast; do
+      say "$(printf '%-10s %-9s ' "$p" "$c")$(field "$OUT/cupti/${p}_$c.json" '"%s %.4f ms class=%s | %s | sets %s" % (d["verdict"], d.get("median_ms", 0), (d.get("class") or {}).get("final"), ", ".join("%s %.0f%%" % (f["tool"], 100*f["gain"]) for f in d["findings"]), "; ".join("%s %dp %.0f+%.0f ms steps %s" % (s["name"], s["passes"], s["setup_ms"], s["collect_ms"], [round(x) for x in s.get("steps_ms", [])]) for s in d.get("metric_sets", [])))')"
+    done
+    say "           resolved: $(field "$OUT/cupti/${p}_fast.json" 'd.get("stored")')"
+  done
+  for f in tests/profile/planted/*.cu; do
+    prob=$(sed -n 's|^// problem: *||p' "$f")
+    $K profile "$prob" "$f" --json > "$OUT/cupti/planted_$(basename "$f" .cu).json" 2>/dev/null
+  done
+  $K profile --tool-stats > "$OUT/tool_stats_issue4.txt" 2>&1; tail -22 "$OUT/tool_stats_issue4.txt" | tee -a "$SUMMARY"
+
+  say "== issue 4: in-process CUPTI vs ncu CLI, same problem and candidate (wall ms of the metrics stage)"
+  for p in softmax transpose sgemm; do
+    for i in 1 2; do
+      $K profile examples/$p examples/$p/fast.cu --json --no-store > "$OUT/time_cupti_${p}_$i.json" 2>/dev/null
+      $K profile examples/$p examples/$p/fast.cu --json --no-store --ncu > "$OUT/time_ncu_${p}_$i.json" 2> "$OUT/time_ncu_${p}_$i.err"
+    done
+    say "$(printf '%-10s ' $p)cupti $(field "$OUT/time_cupti_${p}_2.json" '"metrics %.0f ms (%s)" % (d["timing"]["metrics_ms"], ", ".join("%s %dp %.0f ms" % (s["name"], s["passes"], s["collect_ms"]) for s in d["metric_sets"]))')  |  ncu $(field "$OUT/time_ncu_${p}_2.json" '"metrics %.0f ms (%s) src=%s" % (d["timing"]["metrics_ms"], ", ".join("%s %.0f ms" % (s["name"], s["collect_ms"]) for s in d["metric_sets"]), d.get("metrics_source"))')"
+    say "           findings cupti: $(field "$OUT/time_cupti_${p}_2.json" 'sorted(f["tool"] for f in d["findings"])')  ncu: $(field "$OUT/time_ncu_${p}_2.json" 'sorted(f["tool"] for f in d["findings"])')"
+  done
+  say "== issue 4: --ncu-rules end to end, and --import of a saved report"
+  $K profile examples/transpose examples/transpose/reference.cu --ncu-rules --json --no-store > "$OUT/ncu_rules_transpose.json" 2> "$OUT/ncu_rules_transpose.err"
+  say "transpose --ncu-rules: $(field "$OUT/ncu_rules_transpose.json" '"%s, %d ncu rules, findings %s" % (d["verdict"], len(d.get("ncu_rules", [])), [f["tool"] for f in d["findings"]])')"
+  rm -f /tmp/rep.ncu-rep
+  timeout 300 ncu --clock-control none --set full -k regex:transpose -c 1 -o /tmp/rep $K eval examples/transpose --no-check-sizes --trials 1 --no-store --reps 1:1 --no-time > "$OUT/ncu_rep.log" 2>&1
+  cp /tmp/rep.ncu-rep "$OUT/" 2>/dev/null
+  $K profile examples/transpose --import /tmp/rep.ncu-rep --json --no-store > "$OUT/import_transpose.json" 2> "$OUT/import_transpose.err"
+  say "transpose --import: $(field "$OUT/import_transpose.json" '"%s, source %s, %d rules, findings %s" % (d["verdict"], d.get("metrics_source"), len(d.get("ncu_rules", [])), [f["tool"] for f in d["findings"]])')"
+  say "== issue 5 groundwork: energy per run (NVML counter, 1 s window)"
+  for p in softmax sgemm; do
+    $K eval examples/$p examples/$p/fast.cu --energy --json --no-store > "$OUT/energy_$p.json" 2> "$OUT/energy_$p.err"
+    say "$p fast: $(field "$OUT/energy_$p.json" '"%s %.4f ms, %s" % (d["verdict"], d["timing"]["median_ms"], d.get("energy"))') $(grep -i energy "$OUT/energy_$p.err" | head -2)"
+  done
+  say "== ceilings worker answer (fixture)"
+  C=$(mktemp -d); KOPT_CACHE_DIR=$C $K devices --measure --db "$C/k.db" > /dev/null 2>&1
+  RT=$(ls "$C"/compile/*.cubin | head -1)
+  printf '{"op":"ceilings","device":0,"runtime":"%s"}\ngo\n' "$RT" | KOPT_CACHE_DIR=$C $K __worker 3>"$C/events.jsonl" 4</dev/null >/dev/null 2>&1
+  grep '"result"' "$C/events.jsonl" > "$OUT/worker_result_h200.json"; say "ceilings fixture: $(wc -c < "$OUT/worker_result_h200.json") bytes"
 fi
 
 cp "$SUMMARY" "$FINAL/summary.txt"

@@ -37,6 +37,8 @@ static void help(FILE *f)
         "  --limits L        host-mode sandbox limits, e.g. cpu=120,fsize=64,as=65536\n"
         "                    (CPU seconds, MB per file, MB of address space beyond CUDA's)\n"
         "  --no-sandbox      run host-mode code without the sandbox (trusted code only)\n"
+        "  --energy[=S]      also measure energy per run: S seconds (default 1) of back-to-back\n"
+        "                    runs between NVML energy-counter updates\n"
         "  --json            print the result as JSON\n"
         "  -v, --verbose     log progress to stderr\n"
         "\n"
@@ -165,6 +167,9 @@ static void print_text(const kopt_problem *p, const char *cand_path, const kopt_
             printf("] got %.9g expected %.9g\n", c->first_got, c->first_want);
         }
     }
+    if (r->has_energy)
+        printf("energy     %.4g mJ per run at %.1f W (%d back-to-back runs, %.2f s window)\n",
+               r->energy_mj, r->power_w, r->energy_runs, r->energy_window_s);
     if (r->sandbox[0])
         printf("sandbox    %s\n", r->sandbox);
     if (r->ngpu_kernels) {
@@ -228,7 +233,7 @@ int cmd_eval(int argc, char **argv)
         {"no-store", no_argument, NULL, 'N'}, {"cache-dir", required_argument, NULL, 'c'},
         {"json", no_argument, NULL, 'j'}, {"verbose", no_argument, NULL, 'v'},
         {"sanitize", optional_argument, NULL, 'Z'}, {"limits", required_argument, NULL, 'L'},
-        {"no-sandbox", no_argument, NULL, 'B'},
+        {"no-sandbox", no_argument, NULL, 'B'}, {"energy", optional_argument, NULL, 'E'},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     kopt_eval_opts eo = KOPT_EVAL_OPTS_INIT;
@@ -287,6 +292,9 @@ int cmd_eval(int argc, char **argv)
                 goto bad_number;
             break;
         case 'B': eo.no_sandbox = 1; break;
+        case 'E': eo.energy_s = optarg ? strtod(optarg, &end) : 1.0;
+            if ((optarg && *end) || eo.energy_s <= 0 || eo.energy_s > 60) goto bad_number;
+            break;
         case 'j': json = 1; break;
         case 'v': verbose = 1; break;
         case 'h': help(stdout); goto done;

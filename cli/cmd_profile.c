@@ -36,9 +36,17 @@ static void help(FILE *f)
         "  --ncu-rules       with --ncu: also run ncu's detailed sections and show its rules\n"
         "  --lock-clocks     with --ncu: --clock-control base (default none, as kopt times)\n"
         "  --import FILE     analyze a saved ncu report (.ncu-rep) instead of profiling\n"
+        "  --metrics LIST    collect these metrics (comma-separated ncu names) instead of\n"
+        "                    the roofline and rules sets\n"
+        "  --set NAME        collect only the roofline or the rules set\n"
+        "  --repeat N        CUPTI: N brackets per set; the later ones give the cost of a set\n"
+        "                    once the profiler is set up (benchmarks)\n"
         "  --all-tools       run every tool whatever the class\n"
         "  --tool NAME       run only this tool\n"
         "  --list-tools      list the micro-tools and exit\n"
+        "  --parent CAND     the candidate this one was derived from (a .cu file, or\n"
+        "                    \"reference\"): its findings that no longer fire here are\n"
+        "                    recorded as resolved (default: the problem's last profiled one)\n"
         "  --tool-stats      per tool: times fired, resolved by a later candidate, mean\n"
         "                    predicted vs realized gain, precision; then exit\n"
         "  --size K=V        override a size (repeatable)\n"
@@ -70,26 +78,24 @@ typedef struct prof_state {
     double compile_ms, sass_ms, metrics_ms, analyze_ms, eval_ms;
     int64_t profile_id;
     int nresolved;
+    const char *parent_hash;         /* --parent: the baseline for resolutions */
 } prof_state;
 
 /* ---- small helpers ------------------------------------------------------------------------ */
 
-static int contains_ci(const char *hay, const char *needle)
+/* "a,b,c" split in place into a NULL-terminated array (caller frees the array). */
+static char **split_commas(char *text)
 {
-    size_t n = strlen(needle);
-    for (; hay && *hay; hay++)
-        if (strncasecmp(hay, needle, n) == 0)
-            return 1;
-    return 0;
-}
-
-/* The rule stated in the help and docs/cli.md. */
-static int matmul_like(const kopt_problem *p)
-{
-    return p->compute == KOPT_COMPUTE_FP16 || p->compute == KOPT_COMPUTE_BF16 ||
-           p->compute == KOPT_COMPUTE_TF32 || p->compute == KOPT_COMPUTE_FP8 ||
-           contains_ci(p->name, "gemm") || contains_ci(p->name, "matmul") ||
-           contains_ci(p->description, "gemm") || contains_ci(p->description, "matmul");
+    size_t n = 2;
+    char **out, *save = NULL;
+    for (const char *p = text; p && *p; p++)
+        n += *p == ',';
+    if (!text || !(out = calloc(n, sizeof(*out))))
+        return NULL;
+    n = 0;
+    for (char *tok = strtok_r(text, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+        out[n++] = tok;
+    return out;
 }
 
 static const char *class_list(unsigned c, char *buf, size_t n)
@@ -159,76 +165,9 @@ static void disassemble(prof_state *s, kopt_ctx *ctx)
         snprintf(s->sass_note, sizeof(s->sass_note), "failed: %s", kopt_errmsg(ctx));
 }
 
-/* The profile kernel for the i-th kernel launch named `name` (lowered symbol `lowered`). */
-static const kopt_kernel_profile *match_profile(const kopt_profile *p, int i, int nviews,
-                                                const char *name, const char *lowered)
-{
-    char base[256];
-    size_t n;
-
-    if (!p || !p->nkernels)
-        return NULL;
-    if (lowered && lowered[0])
-        for (int k = 0; k < p->nkernels; k++)
-            if (strstr(p->kernels[k].kernel, lowered))
-                return &p->kernels[k];
-    if (p->nkernels == nviews)   /* one range per launch, in launch order */
-        return &p->kernels[i];
-    snprintf(base, sizeof(base), "%s", name);
-    n = strcspn(base, "<(");
-    base[n] = '\0';
-    for (int k = 0; k < p->nkernels; k++)
-        if (strncmp(p->kernels[k].kernel, base, n) == 0)
-            return &p->kernels[k];
-    return NULL;
-}
-
 static kopt_status build_views(prof_state *s, kopt_ctx *ctx)
 {
-    const kopt_bound *b = s->bound;
-    int cap = (b ? b->nlaunches : 0) + (s->prof ? s->prof->nkernels : 0) + 1, nk = 0;
-
-    s->views = calloc((size_t)cap, sizeof(*s->views));
-    if (!s->views)
-        return kopt_seterr(ctx, KOPT_E_NOMEM, "kernel views");
-    if (!s->comp->host_mode && b) {
-        for (int i = 0; i < b->nlaunches; i++)
-            nk += !b->launches[i].is_memset;
-        for (int i = 0; i < b->nlaunches; i++) {
-            const kopt_blaunch *l = &b->launches[i];
-            kopt_kernel_view *v;
-            const kopt_kernel_info *ki;
-            const kopt_kernel_profile *kp;
-            if (l->is_memset)
-                continue;
-            v = &s->views[s->nviews];
-            ki = kopt_compiled_kernel(s->comp, l->kernel);
-            kp = match_profile(s->prof, s->nviews, nk, l->kernel, ki ? ki->lowered : NULL);
-            s->nviews++;
-            v->name = l->kernel;
-            for (int d = 0; d < 3; d++) {
-                v->grid[d] = (int)l->grid[d];
-                v->block[d] = (int)l->block[d];
-            }
-            v->dyn_smem = (int)l->smem;
-            v->res = ki;
-            v->sass = s->sass ? kopt_sass_kernel(s->sass, ki ? ki->lowered : l->kernel) : NULL;
-            v->metrics = kp ? &kp->metrics : NULL;
-            v->ms = kp ? kopt_metrics_value(&kp->metrics, "gpu__time_duration.sum", 0) / 1e6 : 0;
-        }
-        return KOPT_OK;
-    }
-    for (int k = 0; s->prof && k < s->prof->nkernels; k++) {   /* host mode: as profiled */
-        const kopt_kernel_profile *kp = &s->prof->kernels[k];
-        kopt_kernel_view *v = &s->views[s->nviews++];
-        v->name = kp->kernel;
-        memcpy(v->grid, kp->grid, sizeof(v->grid));
-        memcpy(v->block, kp->block, sizeof(v->block));
-        v->dyn_smem = kp->dyn_smem;
-        v->metrics = &kp->metrics;
-        v->ms = kopt_metrics_value(&kp->metrics, "gpu__time_duration.sum", 0) / 1e6;
-    }
-    return KOPT_OK;
+    return kopt_analyze_views(&s->views, &s->nviews, ctx, s->comp, s->bound, s->sass, s->prof);
 }
 
 static kopt_status analyze(prof_state *s, kopt_ctx *ctx, int all_tools, const char *only)
@@ -283,6 +222,7 @@ static void store(prof_state *s, kopt_ctx *ctx, const char *db_path, const char 
     sp.collect_ms = s->prof ? s->prof->collect_ms : 0;
     sp.passes = s->prof ? s->prof->passes : 0;
     sp.metrics_json = metrics_json;
+    sp.baseline_hash = s->parent_hash;
     f = calloc((size_t)nf + 1, sizeof(*f));
     for (int i = 0; f && i < nf; i++) {
         const kopt_finding *x = &s->an->findings.f[i];
@@ -375,10 +315,16 @@ static json_t *report_json(const prof_state *s, const char *only)
         json_object_set_new(o, "metrics_note", json_string(s->metrics_note));
     if (s->prof) {
         for (int i = 0; i < s->prof->nsets; i++)
-            json_array_append_new(sets, json_pack("{s:s, s:i, s:f, s:f}", "name",
-                                  s->prof->sets[i].name, "passes", s->prof->sets[i].passes,
-                                  "collect_ms", s->prof->sets[i].collect_ms, "setup_ms",
-                                  s->prof->sets[i].setup_ms));
+            json_array_append_new(sets, json_pack("{s:s, s:i, s:f, s:f, s:[f,f,f,f,f], s:o}",
+                                  "name", s->prof->sets[i].name, "passes",
+                                  s->prof->sets[i].passes, "collect_ms",
+                                  s->prof->sets[i].collect_ms, "setup_ms",
+                                  s->prof->sets[i].setup_ms, "steps_ms",
+                                  s->prof->sets[i].steps_ms[0], s->prof->sets[i].steps_ms[1],
+                                  s->prof->sets[i].steps_ms[2], s->prof->sets[i].steps_ms[3],
+                                  s->prof->sets[i].steps_ms[4], "repeat_ms",
+                                  s->prof->sets[i].repeat_ms > 0
+                                      ? json_real(s->prof->sets[i].repeat_ms) : json_null()));
         json_object_set_new(o, "metrics", metrics_json(s->prof));
         for (int i = 0; i < s->prof->nrules; i++) {
             const kopt_ncu_rule *r = &s->prof->rules[i];
@@ -658,6 +604,8 @@ int cmd_profile(int argc, char **argv)
         {"no-store", no_argument, NULL, 'N'}, {"device", required_argument, NULL, 'd'},
         {"arch", required_argument, NULL, 'a'}, {"timeout", required_argument, NULL, 'o'},
         {"cache-dir", required_argument, NULL, 'c'}, {"verbose", no_argument, NULL, 'v'},
+        {"parent", required_argument, NULL, 'P'}, {"metrics", required_argument, NULL, 'M'},
+        {"set", required_argument, NULL, 'E'}, {"repeat", required_argument, NULL, 'r'},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     kopt_eval_opts eo = KOPT_EVAL_OPTS_INIT;
@@ -665,13 +613,13 @@ int cmd_profile(int argc, char **argv)
     kopt_compile_opts co = KOPT_COMPILE_OPTS_INIT;
     kopt_vars sizes = KOPT_VARS_INIT, bound_sizes = KOPT_VARS_INIT;
     kopt_problem *prob = NULL;
-    kopt_candidate *cand = NULL, *ref = NULL;
+    kopt_candidate *cand = NULL, *ref = NULL, *parent = NULL;
     prof_state s;
-    const char *only = NULL, *import = NULL, *db_path = cli_default_db();
+    const char *only = NULL, *import = NULL, *db_path = cli_default_db(), *parent_path = NULL;
     int json = 0, ncu = 0, ncu_rules = 0, lock = 0, static_only = 0, all_tools = 0;
     int list = 0, stats = 0, no_store = 0, c, code = 0;
     kopt_ctx *ctx = cli_ctx(0);
-    char *end, *mjs = NULL;
+    char *end, *mjs = NULL, *metric_text = NULL, **metric_list = NULL;
     double t0;
 
     memset(&s, 0, sizeof(s));
@@ -688,6 +636,25 @@ int cmd_profile(int argc, char **argv)
         case 'l': list = 1; break;
         case 'T': stats = 1; break;
         case 'i': import = optarg; break;
+        case 'P': parent_path = optarg; break;
+        case 'M':
+            free(metric_list);
+            free(metric_text);
+            metric_text = strdup(optarg);
+            metric_list = split_commas(metric_text);
+            po.metrics = (const char *const *)metric_list;
+            break;
+        case 'E':
+            if (strcmp(optarg, "roofline") == 0)
+                po.sets = KOPT_PROFILE_SET_ROOFLINE;
+            else if (strcmp(optarg, "rules") == 0)
+                po.sets = KOPT_PROFILE_SET_RULES;
+            else
+                goto bad_number;
+            break;
+        case 'r': po.repeat = (int)strtol(optarg, &end, 10);
+            if (*end || po.repeat < 1 || po.repeat > 100) goto bad_number;
+            break;
         case 's':
             if (cli_parse_size(ctx, "profile", optarg, &sizes) != 0) {
                 code = KOPT_EXIT_USAGE;
@@ -752,9 +719,17 @@ bad_number:
         code = KOPT_EXIT_INVALID;
         goto done;
     }
+    if (parent_path && strcmp(parent_path, "reference") != 0 &&
+        kopt_candidate_load(&parent, ctx, parent_path, prob) != KOPT_OK) {
+        cli_error(ctx);
+        code = KOPT_EXIT_INVALID;
+        goto done;
+    }
+    if (parent_path)
+        s.parent_hash = parent ? parent->hash : ref->hash;
     s.prob = prob;
     s.subject = cand ? cand : ref;
-    s.matmul_like = matmul_like(prob);
+    s.matmul_like = kopt_analyze_matmul_like(prob);
     s.static_only = static_only;
     if (static_only)
         snprintf(s.static_note, sizeof(s.static_note), "--static given: no GPU work");
@@ -861,6 +836,9 @@ done:
     kopt_eval_result_free(s.eval);
     kopt_candidate_free(cand);
     kopt_candidate_free(ref);
+    kopt_candidate_free(parent);
+    free(metric_list);
+    free(metric_text);
     kopt_problem_free(prob);
     kopt_vars_free(&sizes);
     kopt_vars_free(&bound_sizes);

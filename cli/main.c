@@ -15,6 +15,7 @@ static const verb verbs[] = {
     {"eval", cmd_eval, "check a candidate kernel against its problem and time it"},
     {"devices", cmd_devices, "list GPUs, their properties and measured ceilings"},
     {"profile", cmd_profile, "profile a correct candidate and rank what to change (micro-tools)"},
+    {"tune", cmd_tune, "search a template's params for the fastest configuration (or replay)"},
 };
 
 static void usage(FILE *f)

@@ -216,6 +216,25 @@ kopt_status kopt_analyze_run(kopt_analysis **out, kopt_ctx *ctx, const kopt_anal
                              const kopt_analyze_opts *opts);
 void kopt_analysis_free(kopt_analysis *a);
 
+/* ---- building the input (src/analyze/input.c) --------------------------------------- */
+
+/* The kernel views of a candidate, as `kopt profile` builds them. With a device-mode
+ * compile and a binding: one view per kernel launch of the bound plan (memsets left out),
+ * in order, with the compile's resources, the SASS counts of its lowered symbol (sass may
+ * be NULL), and the profiled kernel that matches it (prof may be NULL): the first whose
+ * name contains the lowered symbol, else the one at the same position when the profile has
+ * one kernel per launch, else the first whose name starts with the launch name up to '<'
+ * or '('; its time (ms) from gpu__time_duration.sum. Host mode (or no binding): one view
+ * per profiled kernel, as profiled. *out is caller-owned (free()) and *n its length; the
+ * views point into comp, bound, sass and prof, which must outlive them. KOPT_E_NOMEM. */
+kopt_status kopt_analyze_views(kopt_kernel_view **out, int *n, kopt_ctx *ctx,
+                               const kopt_compiled *comp, const kopt_bound *bound,
+                               const kopt_sass *sass, const kopt_profile *prof);
+/* 1 when the problem counts as matmul-like for the tensor-core tools: its compute type is
+ * fp16, bf16, tf32 or fp8, or its name or description contains "gemm" or "matmul" (any
+ * case). */
+int kopt_analyze_matmul_like(const kopt_problem *p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -127,6 +127,11 @@ typedef struct kopt_eval_result {
     char gpu_kernels[16][256];  /* kernels that ran, from CUPTI (allow_libraries: false) */
     int nsanitizer;
     kopt_sanitizer_report sanitizer[3];
+    /* energy (opts.energy_s > 0 and NVML's counter available): per run of the candidate */
+    int has_energy;
+    double energy_mj, power_w;  /* per run; mean power over the window */
+    int energy_runs;            /* runs in the measured window */
+    double energy_window_s;
 } kopt_eval_result;
 
 typedef struct kopt_eval_opts {
@@ -152,9 +157,14 @@ typedef struct kopt_eval_opts {
     double sandbox_fsize_mb;    /* largest file it may write (default 64) */
     double sandbox_as_extra_mb; /* address space beyond what CUDA reserved (default 65536) */
     unsigned sanitize;          /* KOPT_SANITIZE_* tools to run after the verdict */
+    double energy_s;            /* > 0: after timing, run back-to-back for this long (at
+                                 * least 1 s is sensible) and read NVML's energy counter */
+    int no_ref_timing;          /* run the reference's timed inputs once, untimed (tuning:
+                                 * no speedup is reported, the candidate is still checked on
+                                 * the outputs of its timed runs) */
 } kopt_eval_opts;
 #define KOPT_EVAL_OPTS_INIT {1, 3, 0, NULL, 0, 0, 10.0, 25.0, 100.0, 10, 1000, 0, 0, NULL, NULL, \
-                             NULL, 1.10, 0, 120.0, 64.0, 65536.0, 0}
+                             NULL, 1.10, 0, 120.0, 64.0, 65536.0, 0, 0.0, 0}
 enum { KOPT_SANITIZE_MEMCHECK = 1, KOPT_SANITIZE_RACECHECK = 2, KOPT_SANITIZE_INITCHECK = 4 };
 
 /* Evaluate `cand` (NULL: the reference alone, timed and placed on the roofline). Returns

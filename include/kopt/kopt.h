@@ -10,5 +10,6 @@
 #include "kopt/eval.h"
 #include "kopt/store.h"
 #include "kopt/proc.h"
+#include "kopt/tune.h"
 
 #endif

@@ -119,6 +119,18 @@ kopt_status kopt_problem_parse(kopt_problem **out, kopt_ctx *ctx, const char *js
 void kopt_problem_free(kopt_problem *p);
 int kopt_problem_find_tensor(const kopt_problem *p, const char *name);
 
+/* A tunable param of a template candidate: its values in the order given ("params":
+ * {"BM": [32, 64, 128]} a list, {"range": [1, 8]} or {"range": [0, 64, 16]} an inclusive
+ * range with an optional step, {"pow2": [16, 256]} the powers of two in between), and an
+ * optional role that tells the profile-guided tuner what moving it changes. */
+typedef struct kopt_param_spec {
+    char *name;
+    int nvalues;
+    int64_t *values;
+    char role[16];          /* "threads", "vector", "tile", "work", "stages", "unroll",
+                             * "other", or "" (guessed from the name when needed) */
+} kopt_param_spec;
+
 typedef struct kopt_candidate {
     char *path;             /* .cu file, or the reference's path */
     char *dir;
@@ -128,6 +140,8 @@ typedef struct kopt_candidate {
     int host_mode;
     kopt_plan plan;         /* own plan, or a copy of the reference plan */
     kopt_vars params;       /* fixed params, passed as -DNAME=value */
+    int ntemplate_params;   /* > 0: a template (params with several values): tune it */
+    kopt_param_spec *template_params;
     int nconstraints;
     char **constraints;
     int nscratch;
@@ -151,6 +165,21 @@ kopt_status kopt_candidate_parse(kopt_candidate **out, kopt_ctx *ctx, const char
 kopt_status kopt_candidate_from_reference(kopt_candidate **out, kopt_ctx *ctx,
                                           const kopt_problem *prob);
 void kopt_candidate_free(kopt_candidate *c);
+/* A concrete candidate from template `tmpl` with every template param fixed to its value in
+ * `values` (each must be one of its listed values; names not in the template are an error
+ * naming them). The result is no longer a template; its source hash is the template's. */
+kopt_status kopt_candidate_instantiate(kopt_candidate **out, kopt_ctx *ctx,
+                                       const kopt_candidate *tmpl, const kopt_vars *values);
+/* Write `tmpl`'s source to `path` with the front matter's params fixed to `values` (a ready
+ * candidate: `kopt eval` takes it as it is); `note` (may be NULL) goes into a comment line
+ * after the front matter ("tuned by kopt on NVIDIA H200: 0.123 ms"). */
+kopt_status kopt_candidate_write_fixed(kopt_ctx *ctx, const kopt_candidate *tmpl,
+                                       const kopt_vars *values, const char *path,
+                                       const char *note);
+/* KOPT_OK for a concrete candidate (or NULL); KOPT_E_INVALID for a template, with a
+ * message naming its file and template params. Whatever compiles, binds, evaluates or
+ * profiles a candidate calls this first. */
+kopt_status kopt_candidate_check_concrete(kopt_ctx *ctx, const kopt_candidate *c);
 
 /* ---- binding to sizes ----------------------------------------------------------------- */
 typedef struct kopt_btensor {

@@ -77,6 +77,10 @@ typedef struct kopt_profile {
         int passes;
         double collect_ms;   /* the bracket's wall time (CUPTI), or ncu's whole run */
         double setup_ms;     /* CUPTI: configuring the profiler for the set */
+        double steps_ms[5];  /* CUPTI: begin (counter data + config), launches with their
+                              * replay passes and sync, stop, decode, evaluate */
+        double repeat_ms;    /* CUPTI, opts.repeat > 1: median begin-to-end wall time of the
+                              * later brackets (the profiler already set up); 0: none */
     } sets[4];
 } kopt_profile;
 
@@ -153,10 +157,12 @@ typedef struct kopt_profile_opts {
     int ncu_lock_clocks;             /* ncu --clock-control base (default: none) */
     int ncu_rules;                   /* ncu: also run its detailed sections, keep its rules */
     uint64_t seed;                   /* input seed; 0: 1 */
+    int repeat;                      /* CUPTI: brackets per set (>1 measures the cost of a
+                                      * set once the profiler is set up); 0: 1 */
 } kopt_profile_opts;
 #define KOPT_PROFILE_OPTS_VERSION 1
 #define KOPT_PROFILE_OPTS_INIT {KOPT_PROFILE_OPTS_VERSION, NULL, 0, NULL, NULL, 30.0, 0, NULL, \
-                                0, 0, 0, 0}
+                                0, 0, 0, 0, 0}
 
 /* Profile `cand` (NULL: the problem's reference) at the problem's main sizes: compile
  * (cached), start a worker (the calling process creates no CUDA context) that generates
@@ -176,6 +182,18 @@ kopt_status kopt_profile_run(kopt_profile **out, kopt_ctx *ctx, const struct kop
  * and with `with_rules` its details page's rules. */
 kopt_status kopt_profile_import(kopt_profile **out, kopt_ctx *ctx, const char *report,
                                 int with_rules);
+
+/* ---- a profile saved as JSON (src/profile/profile_json.c) ------------------------------ */
+
+/* Read back the per-kernel metrics that `kopt profile --json` prints under "metrics" (and
+ * the store keeps as a profile's metrics_json): an array of {"kernel": name, "grid": [x,y,z],
+ * "block": [x,y,z], "metrics": {ncu name: number}, optional "dyn_smem"}; `text` may be that
+ * array or the whole report object holding it. *out gets one kopt_kernel_profile per entry,
+ * in order, with source "fixture" (no sets, rules, passes or times). `path` names the text
+ * in errors. Errors: KOPT_E_INVALID (not JSON, with line and column; a missing or
+ * mistyped field, named as "metrics[i].field"), KOPT_E_NOT_FOUND (an empty array). */
+kopt_status kopt_profile_from_json(kopt_profile **out, kopt_ctx *ctx, const char *text,
+                                   const char *path);
 
 /* ---- SASS ----------------------------------------------------------------------------- */
 

@@ -9,12 +9,13 @@
 #define KOPT_STORE_H
 
 #include "kopt/eval.h"
+#include "kopt/tune.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define KOPT_STORE_SCHEMA_VERSION 2
+#define KOPT_STORE_SCHEMA_VERSION 3
 
 typedef struct kopt_store kopt_store;
 
@@ -80,6 +81,71 @@ typedef struct kopt_tool_stats {
 
 /* Per tool, by name. *out is caller-owned (free()); *n its length. */
 kopt_status kopt_store_tool_stats(kopt_store *s, kopt_ctx *ctx, kopt_tool_stats **out, int *n);
+
+/* ---- tuning runs and their evaluations (src/store/tune.c; schema version 3) ------------ */
+
+/* A tuning run as stored (kopt tune --runs, --resume, --replay). */
+typedef struct kopt_store_tune_run {
+    int64_t id;
+    char created_at[32];
+    kopt_tune_key key;
+    char template_path[1024];
+    char strategy[64];
+    char options[256];
+    uint64_t seed;
+    char objective[16];          /* "time", "energy", "time_energy" */
+    int max_evals;               /* 0: unbounded */
+    int finished;
+    char stop[16];               /* kopt_tune_stop_name, "" while unfinished */
+    char best_label[512];        /* "" when none */
+    double best_value;           /* the best objective; 0 when none */
+    int64_t nevals;              /* evaluations this run recorded */
+} kopt_store_tune_run;
+
+/* The name of an objective as stored ("time", "energy", "time_energy"). */
+const char *kopt_store_tune_objective_name(kopt_tune_objective o);
+
+/* Start a run; *run_id gets its id. `options` may be NULL. */
+kopt_status kopt_store_tune_begin(kopt_store *s, kopt_ctx *ctx, const kopt_tune_key *key,
+                                  const char *template_path, const char *strategy,
+                                  const char *options, uint64_t seed,
+                                  kopt_tune_objective objective, int max_evals,
+                                  int64_t *run_id);
+/* Record (or replace) the outcome of `label` under `key`, committed before returning. */
+kopt_status kopt_store_tune_put(kopt_store *s, kopt_ctx *ctx, int64_t run_id,
+                                const kopt_tune_key *key, const char *label,
+                                const kopt_tune_outcome *o);
+
+/* The persist hook of a cache (kopt_tune_cache_set_persist(c, kopt_store_tune_persist,
+ * &sink)): every put is stored under the sink's run and key. The sink is borrowed. */
+typedef struct kopt_store_tune_sink {
+    kopt_store *store;
+    int64_t run_id;
+    kopt_tune_key key;
+} kopt_store_tune_sink;
+kopt_status kopt_store_tune_persist(void *sink, kopt_ctx *ctx, const char *label,
+                                    const kopt_tune_outcome *o);
+
+/* Every outcome stored under `cache`'s key, put into `cache` (labels mapped back to points
+ * of its space; a label not in the space is an error naming it). Call it before setting
+ * the persist hook, or the loaded outcomes are stored again. *nloaded may be NULL. */
+kopt_status kopt_store_tune_load(kopt_store *s, kopt_ctx *ctx, kopt_tune_cache *cache,
+                                 size_t *nloaded);
+/* The latest unfinished run for `key` (*found = 0 when none). */
+kopt_status kopt_store_tune_find_unfinished(kopt_store *s, kopt_ctx *ctx,
+                                            const kopt_tune_key *key, kopt_store_tune_run *out,
+                                            int *found);
+/* Mark a run finished with its stop reason and best configuration (best_label may be NULL). */
+kopt_status kopt_store_tune_finish(kopt_store *s, kopt_ctx *ctx, int64_t run_id,
+                                   kopt_tune_stop stop, const char *best_label,
+                                   double best_value);
+/* Every run, newest first. *out is caller-owned (free()); *n its length. */
+kopt_status kopt_store_tune_runs(kopt_store *s, kopt_ctx *ctx, kopt_store_tune_run **out,
+                                 int *n);
+/* One run by id (its key and template path rebuild the space for --replay RUN_ID);
+ * KOPT_E_NOT_FOUND naming the id when there is none. */
+kopt_status kopt_store_tune_get_run(kopt_store *s, kopt_ctx *ctx, int64_t run_id,
+                                    kopt_store_tune_run *out);
 
 #ifdef __cplusplus
 }

@@ -51,7 +51,10 @@ kopt_status kopt_file_write(kopt_ctx *ctx, const char *path, const void *data, s
     FILE *f = NULL;
     kopt_status rc = KOPT_OK;
 
-    if (asprintf(&tmp, "%s.tmp.%ld", path, (long)getpid()) < 0)
+    /* unique per call, not just per process: threads of one process (the tuner's compile
+     * workers) may write the same path at once */
+    static _Atomic unsigned long seq;
+    if (asprintf(&tmp, "%s.tmp.%ld.%lu", path, (long)getpid(), (unsigned long)++seq) < 0)
         return kopt_seterr(ctx, KOPT_E_NOMEM, "path");
     f = fopen(tmp, "wb");
     if (!f) {

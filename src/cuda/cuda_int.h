@@ -49,6 +49,9 @@ typedef struct kopt_nvml_api {
     kopt_nvml_ret (*nvmlDeviceGetUUID)(kopt_nvml_device, char *, unsigned);
     kopt_nvml_ret (*nvmlDeviceGetCudaComputeCapability)(kopt_nvml_device, int *, int *);
     kopt_nvml_ret (*nvmlSystemGetDriverVersion)(char *, unsigned);
+    /* optional (NULL when the driver lacks them) */
+    kopt_nvml_ret (*nvmlDeviceGetHandleByUUID)(const char *, kopt_nvml_device *);
+    kopt_nvml_ret (*nvmlDeviceGetTotalEnergyConsumption)(kopt_nvml_device, unsigned long long *);
 } kopt_nvml_api;
 
 #define KOPT_X_MEMBER(name) __typeof__(&name) name;

@@ -109,6 +109,11 @@ static void load_nvml(void)
     X(nvmlDeviceGetName) X(nvmlDeviceGetUUID) X(nvmlDeviceGetCudaComputeCapability)
     X(nvmlSystemGetDriverVersion)
 #undef X
+    nvml_api.nvmlDeviceGetHandleByUUID =
+        (__typeof__(nvml_api.nvmlDeviceGetHandleByUUID))dlsym(h, "nvmlDeviceGetHandleByUUID");
+    nvml_api.nvmlDeviceGetTotalEnergyConsumption =
+        (__typeof__(nvml_api.nvmlDeviceGetTotalEnergyConsumption))dlsym(
+            h, "nvmlDeviceGetTotalEnergyConsumption");
 }
 
 static kopt_status finish(kopt_ctx *ctx, lib_state *st)

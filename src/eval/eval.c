@@ -165,17 +165,30 @@ static size_t layout(phase_plan *phases, int nphases)
     return total;
 }
 
-static kopt_status start_subject(kopt_ctx *ctx, int is_ref, const phase_plan *phases,
-                                 int nphases, size_t total, const kopt_compiled *comp,
-                                 const kopt_compiled *rt, const kopt_eval_opts *o,
-                                 json_t *extra, kopt__worker_proc **proc)
+static kopt_status start_subject(kopt_ctx *ctx, int is_ref, int energy,
+                                 const phase_plan *phases, int nphases, size_t total,
+                                 const kopt_compiled *comp, const kopt_compiled *rt,
+                                 const kopt_eval_opts *o, json_t *extra,
+                                 kopt__worker_proc **proc)
 {
     json_t *job, *arr = json_array();
     kopt_status rc;
 
-    for (int p = 0; p < nphases; p++)
-        json_array_append_new(arr, phase_json(&phases[p], is_ref ? phases[p].ref : phases[p].cand,
-                                              comp, o));
+    for (int p = 0; p < nphases; p++) {
+        json_t *ph = phase_json(&phases[p], is_ref ? phases[p].ref : phases[p].cand, comp, o);
+        json_t *tm = json_object_get(ph, "timing");
+        if (is_ref && !energy && o->no_ref_timing && json_is_object(tm)) {
+            /* one untimed-in-spirit run of the timed inputs: its outputs check the candidate */
+            json_object_set_new(tm, "warmup_ms", json_real(0));
+            json_object_set_new(tm, "min_warmup", json_integer(1));
+            json_object_set_new(tm, "min_reps", json_integer(1));
+            json_object_set_new(tm, "max_reps", json_integer(1));
+            json_object_set_new(tm, "budget_ms", json_real(0));
+        }
+        if (energy && o->energy_s > 0 && json_is_object(tm))
+            json_object_set_new(tm, "energy_s", json_real(o->energy_s));
+        json_array_append_new(arr, ph);
+    }
     job = json_pack("{s:s, s:i, s:s, s:s, s:s, s:o}", "op", "run", "device", o->device,
                     "runtime", rt->binary_path, "mode", comp->host_mode ? "host" : "device",
                     "binary", comp->binary_path, "phases", arr);
@@ -294,6 +307,25 @@ static void timing_from_run(const kopt__worker_run *run, int phase, kopt_timing 
     t->raw_median_ms = raw;
     t->overhead_ms = overhead;
     free(v);
+}
+
+/* The energy the worker measured in `phase` (opts.energy_s), if any. */
+static void energy_from_run(kopt_ctx *ctx, const kopt__worker_run *run, int phase,
+                            kopt_eval_result *r)
+{
+    json_t *ph = json_array_get(json_object_get(run->result, "phases"), (size_t)phase);
+    json_t *e = json_object_get(ph, "energy");
+    const char *err = json_string_value(json_object_get(ph, "energy_error"));
+
+    if (json_is_object(e)) {
+        r->has_energy = 1;
+        r->energy_mj = json_number_value(json_object_get(e, "mj_per_run"));
+        r->power_w = json_number_value(json_object_get(e, "power_w"));
+        r->energy_runs = (int)json_integer_value(json_object_get(e, "runs"));
+        r->energy_window_s = json_number_value(json_object_get(e, "window_s"));
+    } else if (err) {
+        kopt_log(ctx, KOPT_LOG_WARN, "energy not measured: %s", err);
+    }
 }
 
 /* Compare every run's outputs with the reference's; append checks to r. Returns the
@@ -616,7 +648,7 @@ static void run_sanitizers(kopt_ctx *ctx, kopt_eval_result *r, const kopt_proble
         if (t == 2)
             json_object_set_new(extra, "no_poison", json_true());
         memset(&run, 0, sizeof(run));
-        if (start_subject(ctx, is_ref, &ph, 1, layout(&ph, 1), comp, rt, o, extra, &proc) ==
+        if (start_subject(ctx, is_ref, 0, &ph, 1, layout(&ph, 1), comp, rt, o, extra, &proc) ==
                 KOPT_OK &&
             kopt__worker_ready(ctx, proc) == KOPT_OK &&
             kopt__worker_finish(ctx, proc, o->timeout_s * 30, &run) == KOPT_OK) {
@@ -683,6 +715,8 @@ kopt_status kopt_eval_run(kopt_eval_result **out, kopt_ctx *ctx, const kopt_prob
     *out = NULL;
     if (!r)
         return kopt_seterr(ctx, KOPT_E_NOMEM, "result");
+    if ((rc = kopt_candidate_check_concrete(ctx, cand)) != KOPT_OK)
+        return free(r), rc;
     if (opts)
         o = *opts;
     if (o.trials < 1)
@@ -806,9 +840,9 @@ kopt_status kopt_eval_run(kopt_eval_result **out, kopt_ctx *ctx, const kopt_prob
     t1 = kopt_now_ms();
     {
         size_t total = layout(phases, nphases);
-        if ((rc = start_subject(ctx, 1, phases, nphases, total, cand ? ref_comp : cand_comp, rt,
+        if ((rc = start_subject(ctx, 1, !cand, phases, nphases, total, cand ? ref_comp : cand_comp, rt,
                                 &o, NULL, &ref_proc)) != KOPT_OK ||
-            (cand && (rc = start_subject(ctx, 0, phases, nphases, total, cand_comp, rt, &o,
+            (cand && (rc = start_subject(ctx, 0, 1, phases, nphases, total, cand_comp, rt, &o,
                                          cand_extra, &cand_proc)) != KOPT_OK))
             goto fail;
     }
@@ -839,6 +873,7 @@ kopt_status kopt_eval_run(kopt_eval_result **out, kopt_ctx *ctx, const kopt_prob
 
     if (!cand) {
         r->timing = r->ref_timing;
+        energy_from_run(ctx, &ref_run, 0, r);
         r->time_ms = timing_wall(&ref_run);
         r->verify_ms = kopt_now_ms() - t1 - r->time_ms;
         if (phases[0].ref->has_work && r->timing.n)
@@ -931,6 +966,9 @@ kopt_status kopt_eval_run(kopt_eval_result **out, kopt_ctx *ctx, const kopt_prob
     }
     if (phases[0].timed) {
         timing_from_run(&cand_run, 0, &r->timing);
+        energy_from_run(ctx, &cand_run, 0, r);
+        if (o.no_ref_timing)
+            memset(&r->ref_timing, 0, sizeof(r->ref_timing));
         if (r->timing.median_ms > 0 && r->ref_timing.median_ms > 0)
             r->speedup = r->ref_timing.median_ms / r->timing.median_ms;
         if (phases[0].cand->has_work) {

@@ -107,6 +107,10 @@ char *kopt_eval_result_json(const kopt_eval_result *r)
     json_object_set_new(root, "timing", timing_json(&r->timing));
     json_object_set_new(root, "reference_timing", timing_json(&r->ref_timing));
     json_object_set_new(root, "speedup", r->speedup > 0 ? num(r->speedup) : json_null());
+    if (r->has_energy)
+        json_object_set_new(root, "energy", json_pack("{s:o, s:o, s:i, s:o}", "mj_per_run",
+                            num(r->energy_mj), "power_w", num(r->power_w), "runs",
+                            r->energy_runs, "window_s", num(r->energy_window_s)));
     json_object_set_new(root, "roofline", roofline_json(&r->roofline));
     json_object_set_new(root, "reference_roofline", roofline_json(&r->ref_roofline));
     json_object_set_new(root, "wall_ms", json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "compile",

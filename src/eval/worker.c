@@ -555,6 +555,21 @@ int wk_cmp_float(const void *a, const void *b)
 
 #define CHUNK 64
 
+static double median_sample(json_t *samples)
+{
+    size_t n = json_array_size(samples);
+    float *v = n ? malloc(n * sizeof(float)) : NULL;
+    double m = 0;
+    if (!v)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        v[i] = (float)json_number_value(json_array_get(samples, i));
+    qsort(v, n, sizeof(float), wk_cmp_float);
+    m = v[n / 2];
+    free(v);
+    return m;
+}
+
 static kopt_status run_timing(worker *w, int phase, json_t *tm, json_t *result)
 {
     uint64_t seed = (uint64_t)json_integer_value(json_object_get(tm, "seed"));
@@ -564,6 +579,8 @@ static kopt_status run_timing(worker *w, int phase, json_t *tm, json_t *result)
     int min_reps = (int)json_integer_value(json_object_get(tm, "min_reps"));
     int max_reps = (int)json_integer_value(json_object_get(tm, "max_reps"));
     int flush = json_is_true(json_object_get(tm, "flush_l2"));
+    int min_warm = json_is_integer(json_object_get(tm, "min_warmup"))
+                       ? (int)json_integer_value(json_object_get(tm, "min_warmup")) : 3;
     CUevent ev[2 * CHUNK];
     json_t *samples = json_array();
     double total = 0, t0, est = 0;
@@ -583,7 +600,7 @@ static kopt_status run_timing(worker *w, int phase, json_t *tm, json_t *result)
         goto done;
     /* warm-up: at least 3 runs and warmup_ms of wall time */
     t0 = kopt_now_ms();
-    while (warm < 3 || kopt_now_ms() - t0 < warmup_ms) {
+    while (warm < min_warm || kopt_now_ms() - t0 < warmup_ms) {
         float ms = 0;
         if ((rc = poison(w)) != KOPT_OK)
             goto done;
@@ -1013,6 +1030,11 @@ static kopt_status run_job(worker *w, json_t *job, kopt_buf *rest)
             if ((rc = run_timing(w, (int)i, tm, po)) != KOPT_OK)
                 goto done;
             json_object_set_new(po, "timing_wall_ms", json_real(kopt_now_ms() - t0));
+            if (json_number_value(json_object_get(tm, "energy_s")) > 0 &&
+                (rc = wk_measure_energy(w, json_number_value(json_object_get(tm, "energy_s")),
+                                        median_sample(json_object_get(po, "samples_ms")),
+                                        po)) != KOPT_OK)
+                goto done;
         }
         free_phase(w);
     }

@@ -87,6 +87,10 @@ int wk_cmp_float(const void *a, const void *b);
 kopt_status wk_measure_ceilings(worker *w, json_t *out);
 /* Profile the job's first phase with CUPTI's range profiler into `result` (worker_profile.c). */
 kopt_status wk_profile(worker *w, json_t *job, json_t *result);
+/* Energy per run: back-to-back runs for `energy_s` seconds between NVML counter updates
+ * (worker_energy.c); adds "energy" {power_w, mj_per_run, ms_per_run, runs, window_s} or
+ * "energy_error" to `out`. `est_ms`: a run's time, to size the chunks. */
+kopt_status wk_measure_energy(worker *w, double energy_s, double est_ms, json_t *out);
 /* worker.c's phase steps, for the other worker files: set up a phase (tensors, launches);
  * generate inputs from `seed` and poison outputs, synchronized; poison again (restores
  * in-out tensors); one run of the candidate; free the phase. */

@@ -76,8 +76,50 @@ static json_t *kernels_json(worker *w, const kopt_profile *p)
     return arr;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* `n` more brackets of the same set on the open profiler (inputs restored before each):
+ * "repeat_ms" gets their median begin-to-end wall time, the cost once set up. */
+static kopt_status repeat_brackets(worker *w, kopt__cupti_rp *rp, int n, json_t *out)
+{
+    double *ms = calloc((size_t)n, sizeof(double));
+    kopt_status rc = KOPT_OK;
+
+    if (!ms)
+        return kopt_seterr(w->ctx, KOPT_E_NOMEM, "profile");
+    for (int i = 0; i < n; i++) {
+        kopt_profile scratch;
+        double t0;
+        memset(&scratch, 0, sizeof(scratch));
+        if ((rc = wk_restore(w)) != KOPT_OK)
+            break;
+        CU(cuStreamSynchronize(w->stream), "restore inputs");
+        t0 = kopt_now_ms();
+        if ((rc = kopt__cupti_rp_begin(rp, w->ctx)) != KOPT_OK ||
+            (rc = wk_run_once(w)) != KOPT_OK || (rc = kopt__cupti_rp_end(rp, w->ctx, &scratch)) !=
+            KOPT_OK) {
+            free(scratch.kernels);
+            break;
+        }
+        ms[i] = kopt_now_ms() - t0;
+        for (int k = 0; k < scratch.nkernels; k++)
+            kopt_metrics_clear(&scratch.kernels[k].metrics);
+        free(scratch.kernels);
+    }
+    if (rc == KOPT_OK) {
+        qsort(ms, (size_t)n, sizeof(double), cmp_double);
+        json_object_set_new(out, "repeat_ms", json_real(ms[n / 2]));
+    }
+    free(ms);
+    return rc;
+}
+
 /* One metric set: open the range profiler, bracket one run, decode, close. */
-static kopt_status profile_set(worker *w, json_t *set, json_t *out)
+static kopt_status profile_set(worker *w, json_t *set, json_t *out, int repeat)
 {
     const char **owned = NULL;
     const char *const *metrics = set_metrics(set, &owned);
@@ -85,7 +127,7 @@ static kopt_status profile_set(worker *w, json_t *set, json_t *out)
     kopt__cupti_rp *rp = NULL;
     kopt_profile *p = calloc(1, sizeof(*p));
     int passes = 0, max_launches = w->host_run ? 256 : w->nlaunches + 8;
-    double t0 = kopt_now_ms(), t_open;
+    double t0 = kopt_now_ms(), t_open, t_begin;
     kopt_status rc;
 
     if (!p) {
@@ -107,10 +149,12 @@ static kopt_status profile_set(worker *w, json_t *set, json_t *out)
         goto cleanup;
     }
     t_open = kopt_now_ms() - t0;
+    t_begin = kopt_now_ms();
     if ((rc = kopt__cupti_rp_begin(rp, w->ctx)) != KOPT_OK) {
         w->fail_kind = "profile";
         goto cleanup;
     }
+    t_begin = kopt_now_ms() - t_begin;
     if ((rc = wk_run_once(w)) != KOPT_OK)
         goto cleanup;
     if ((rc = kopt__cupti_rp_end(rp, w->ctx, p)) != KOPT_OK) {
@@ -122,7 +166,17 @@ static kopt_status profile_set(worker *w, json_t *set, json_t *out)
     json_object_set_new(out, "passes", json_integer(p->passes ? p->passes : passes));
     json_object_set_new(out, "collect_ms", json_real(p->collect_ms));
     json_object_set_new(out, "setup_ms", json_real(t_open));
+    {
+        double st[4];
+        kopt__cupti_rp_steps(rp, st);
+        json_object_set_new(out, "steps_ms", json_pack("{s:f, s:f, s:f, s:f, s:f}", "begin",
+                            t_begin, "launches_and_sync", st[0], "stop", st[1], "decode", st[2],
+                            "evaluate", st[3]));
+    }
     json_object_set_new(out, "kernels", kernels_json(w, p));
+    /* after the first bracket's steps are recorded: the later brackets overwrite them */
+    if (repeat > 1 && (rc = repeat_brackets(w, rp, repeat - 1, out)) != KOPT_OK)
+        goto cleanup;
 cleanup:
     kopt__cupti_rp_close(rp);
     kopt_profile_free(p);
@@ -167,7 +221,9 @@ kopt_status wk_profile(worker *w, json_t *job, json_t *result)
     json_array_foreach(sets, i, s) {
         json_t *so = json_object();
         json_array_append_new(sets_out, so);
-        if ((rc = profile_set(w, s, so)) != KOPT_OK)
+        if ((rc = profile_set(w, s, so, (int)json_integer_value(json_object_get(spec,
+                                                                                "repeat")))) !=
+            KOPT_OK)
             goto done;
         wk_progress(w, 0, json_string_value(json_object_get(so, "name")));
     }

@@ -154,6 +154,8 @@ kopt_status kopt_bind(kopt_bound **out, kopt_ctx *ctx, const kopt_problem *p,
     *out = NULL;
     if (!b)
         return kopt_seterr(ctx, KOPT_E_NOMEM, "bound");
+    if ((rc = kopt_candidate_check_concrete(ctx, c)) != KOPT_OK)
+        return free(b), rc;
     kopt_vars_copy(&b->sizes, sizes);
     env.n = 2;
     env.tables[0] = &b->sizes;

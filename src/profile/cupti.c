@@ -390,6 +390,7 @@ struct kopt__cupti_rp {
     size_t counter_data_size;
     int started;
     double begin_ms;
+    double step_ms[5];             /* last end: launches+sync, stop, decode, evaluate; begin */
 };
 
 static void free_names(const char **names)
@@ -506,6 +507,7 @@ kopt_status kopt__cupti_rp_begin(kopt__cupti_rp *rp, kopt_ctx *ctx)
     config.targetNestingLevel = 1;
     KOPT_CUPTI(ctx, rc, cleanup, cuptiRangeProfilerSetConfig, &config);
     rp->begin_ms = kopt_now_ms();
+    rp->step_ms[4] = rp->begin_ms;
     KOPT_CUPTI(ctx, rc, cleanup, cuptiRangeProfilerStart, &start);
     rp->started = 1;
 cleanup:
@@ -564,7 +566,7 @@ kopt_status kopt__cupti_rp_end(kopt__cupti_rp *rp, kopt_ctx *ctx, kopt_profile *
     CUpti_RangeProfiler_DecodeData_Params decode;
     CUpti_RangeProfiler_GetCounterDataInfo_Params info;
     const kopt_cu_api *cu = NULL;
-    double *values = NULL;
+    double *values = NULL, t;
     kopt_status rc = KOPT_OK;
 
     if (!rp->started)
@@ -573,6 +575,8 @@ kopt_status kopt__cupti_rp_end(kopt__cupti_rp *rp, kopt_ctx *ctx, kopt_profile *
         return rc;
     /* A launch that faulted shows here; the session is then stopped by _close. */
     KOPT_CU(ctx, cu, rc, cleanup, cuCtxSynchronize());
+    t = kopt_now_ms();
+    rp->step_ms[0] = t - rp->begin_ms;
 
     memset(&stop, 0, sizeof(stop));
     stop.structSize = CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE;
@@ -585,6 +589,8 @@ kopt_status kopt__cupti_rp_end(kopt__cupti_rp *rp, kopt_ctx *ctx, kopt_profile *
                          rp->hc.passes);
         goto cleanup;
     }
+    rp->step_ms[1] = kopt_now_ms() - t;
+    t = kopt_now_ms();
     memset(&decode, 0, sizeof(decode));
     decode.structSize = CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE;
     decode.pRangeProfilerObject = rp->object;
@@ -595,6 +601,8 @@ kopt_status kopt__cupti_rp_end(kopt__cupti_rp *rp, kopt_ctx *ctx, kopt_profile *
                          decode.numOfRangeDropped, rp->max_launches);
         goto cleanup;
     }
+    rp->step_ms[2] = kopt_now_ms() - t;
+    t = kopt_now_ms();
     memset(&info, 0, sizeof(info));
     info.structSize = CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE;
     info.pCounterDataImage = rp->counter_data;
@@ -608,6 +616,7 @@ kopt_status kopt__cupti_rp_end(kopt__cupti_rp *rp, kopt_ctx *ctx, kopt_profile *
     for (size_t i = 0; i < info.numTotalRanges; i++)
         if ((rc = append_range(rp, ctx, i, append_to, values)) != KOPT_OK)
             goto cleanup;
+    rp->step_ms[3] = kopt_now_ms() - t;
     append_to->passes = (int)rp->hc.passes;
     append_to->collect_ms += kopt_now_ms() - rp->begin_ms;
     if (!append_to->source[0])
@@ -615,6 +624,12 @@ kopt_status kopt__cupti_rp_end(kopt__cupti_rp *rp, kopt_ctx *ctx, kopt_profile *
 cleanup:
     free(values);
     return rc;
+}
+
+void kopt__cupti_rp_steps(const kopt__cupti_rp *rp, double out[4])
+{
+    for (int i = 0; i < 4; i++)
+        out[i] = rp ? rp->step_ms[i] : 0;
 }
 
 void kopt__cupti_rp_close(kopt__cupti_rp *rp)
@@ -864,6 +879,12 @@ kopt_status kopt__cupti_rp_end(kopt__cupti_rp *rp, kopt_ctx *ctx, kopt_profile *
 }
 
 void kopt__cupti_rp_close(kopt__cupti_rp *rp) { (void)rp; }
+void kopt__cupti_rp_steps(const kopt__cupti_rp *rp, double out[4])
+{
+    (void)rp;
+    for (int i = 0; i < 4; i++)
+        out[i] = 0;
+}
 
 kopt_status kopt__cupti_host_passes(kopt_ctx *ctx, const char *chip,
                                     const char *const *metrics, int *passes)

@@ -59,6 +59,9 @@ kopt_status kopt__cupti_rp_begin(kopt__cupti_rp *rp, kopt_ctx *ctx);
  * H200): size max_launches from the launch plan.
  * After a failed end (a launch that faulted, say) only _close is meaningful. */
 kopt_status kopt__cupti_rp_end(kopt__cupti_rp *rp, kopt_ctx *ctx, kopt_profile *append_to);
+/* Where the last begin..end bracket spent its time (ms): the launches with their replay
+ * passes up to the synchronization, stop, decode, evaluation of the metric values. */
+void kopt__cupti_rp_steps(const kopt__cupti_rp *rp, double out[4]);
 /* Disable the profiler and free everything; NULL is fine. */
 void kopt__cupti_rp_close(kopt__cupti_rp *rp);
 

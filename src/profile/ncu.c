@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -350,9 +351,11 @@ static kopt_status parse_dim3(kopt_ctx *ctx, const char *path, int line, const c
                        path, line, col, s);
 }
 
+/* No value: empty, "n/a", or "no data" (what a saved --set full report gives for a metric
+ * the kernel never touched, e.g. local-memory spilling of a kernel without spills). */
 static int is_na(const char *s)
 {
-    return !s[0] || strcmp(s, "n/a") == 0 || strcmp(s, "N/A") == 0;
+    return !s[0] || strcasecmp(s, "n/a") == 0 || strcasecmp(s, "no data") == 0;
 }
 
 /* One kernel row of the raw page into k. */

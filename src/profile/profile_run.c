@@ -54,6 +54,15 @@ static kopt_status from_result(kopt_profile *p, kopt_ctx *ctx, json_t *result)
             p->sets[p->nsets].passes = (int)json_integer_value(json_object_get(s, "passes"));
             p->sets[p->nsets].collect_ms = json_number_value(json_object_get(s, "collect_ms"));
             p->sets[p->nsets].setup_ms = json_number_value(json_object_get(s, "setup_ms"));
+            p->sets[p->nsets].repeat_ms = json_number_value(json_object_get(s, "repeat_ms"));
+            {
+                static const char *const step[5] = {"begin", "launches_and_sync", "stop",
+                                                    "decode", "evaluate"};
+                json_t *st = json_object_get(s, "steps_ms");
+                for (int q = 0; q < 5; q++)
+                    p->sets[p->nsets].steps_ms[q] = json_number_value(json_object_get(st,
+                                                                                   step[q]));
+            }
             p->nsets++;
         }
         p->collect_ms += json_number_value(json_object_get(s, "collect_ms"));
@@ -271,6 +280,8 @@ kopt_status kopt_profile_run(kopt_profile **out, kopt_ctx *ctx, const kopt_probl
         return kopt_seterr(ctx, KOPT_E_INVALID, "kopt_profile_opts version %d (expected %d): "
                            "start from KOPT_PROFILE_OPTS_INIT", o.version,
                            KOPT_PROFILE_OPTS_VERSION);
+    if ((rc = kopt_candidate_check_concrete(ctx, cand)) != KOPT_OK)
+        return rc;
     sets = o.sets ? o.sets : KOPT_PROFILE_SET_ROOFLINE | KOPT_PROFILE_SET_RULES;
     if (o.timeout_s <= 0)
         o.timeout_s = 30;
@@ -323,7 +334,8 @@ kopt_status kopt_profile_run(kopt_profile **out, kopt_ctx *ctx, const kopt_probl
             if (sets & KOPT_PROFILE_SET_RULES)
                 json_array_append_new(sj, json_pack("{s:s}", "name", "rules"));
         }
-        json_object_set_new(job, "profile", json_pack("{s:o, s:b}", "sets", sj, "warmup", 1));
+        json_object_set_new(job, "profile", json_pack("{s:o, s:b, s:i}", "sets", sj, "warmup",
+                                                      1, "repeat", o.repeat > 1 ? o.repeat : 1));
     }
     if ((rc = kopt__worker_spawn(ctx, job, shm, o.timeout_s, &run)) != KOPT_OK)
         goto cleanup;

@@ -29,6 +29,8 @@ static const char *const migrations[] = {
     "CREATE INDEX evaluations_by_problem ON evaluations(problem_hash, candidate_hash);",
     /* 1 -> 2: profiles, findings and their resolutions (findings.c) */
     KOPT__STORE_FINDINGS_SCHEMA,
+    /* 2 -> 3: tuning runs and their evaluations (tune.c) */
+    KOPT__STORE_TUNE_SCHEMA,
 };
 
 static kopt_status sqlerr(kopt_store *s, kopt_ctx *ctx, const char *what)

@@ -29,4 +29,23 @@ struct kopt_store {
     "  predicted_gain REAL, realized_gain REAL, earlier_ms REAL, later_ms REAL);"              \
     "CREATE INDEX resolutions_by_tool ON resolutions(tool);"
 
+/* Migration 2 -> 3 (tune.c's tables): tuning runs and every configuration they evaluated,
+ * keyed by a hash of the tuning key (problem, template source, sizes, device). */
+#define KOPT__STORE_TUNE_SCHEMA                                                                \
+    "CREATE TABLE tune_runs (id INTEGER PRIMARY KEY AUTOINCREMENT,"                            \
+    "  created_at TEXT DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')),"                        \
+    "  key_hash TEXT NOT NULL, problem TEXT, problem_hash TEXT, template_hash TEXT,"           \
+    "  sizes TEXT, device TEXT, device_uuid TEXT, template_path TEXT, strategy TEXT,"          \
+    "  options TEXT, seed INTEGER, objective TEXT, max_evals INTEGER,"                         \
+    "  finished INTEGER NOT NULL DEFAULT 0, finished_at TEXT, stop TEXT, best_label TEXT,"     \
+    "  best_value REAL);"                                                                      \
+    "CREATE INDEX tune_runs_by_key ON tune_runs(key_hash, id);"                                \
+    "CREATE TABLE tune_evals (id INTEGER PRIMARY KEY AUTOINCREMENT,"                           \
+    "  run_id INTEGER REFERENCES tune_runs(id),"                                               \
+    "  created_at TEXT DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')),"                        \
+    "  key_hash TEXT NOT NULL, label TEXT NOT NULL, state TEXT NOT NULL, time_ms REAL,"        \
+    "  energy_mj REAL, power_w REAL, compile_ms REAL, eval_ms REAL, registers INTEGER,"        \
+    "  spill_bytes INTEGER, smem_bytes INTEGER, verdict TEXT, message TEXT,"                   \
+    "  findings_json TEXT, UNIQUE(key_hash, label));"
+
 #endif

@@ -45,7 +45,8 @@ for f in tests/profile/planted/*.cu; do
 done
 # the padded transpose after the bank-conflicted one: the finding should resolve
 "$K" profile examples/transpose tests/profile/planted/transpose_bank_conflicts.cu > /dev/null 2>&1
-"$K" profile examples/transpose examples/transpose/fast.cu > /dev/null 2>&1
+"$K" profile examples/transpose examples/transpose/fast.cu \
+  --parent tests/profile/planted/transpose_bank_conflicts.cu > /dev/null 2>&1
 "$K" profile --tool-stats | tee "$TMP/stats.txt"
 if grep -qE '^bank_conflicts +[0-9]+ +[1-9]' "$TMP/stats.txt"; then
   passed=$((passed + 1)); echo "ok    bank_conflicts resolved by examples/transpose/fast.cu"

@@ -168,6 +168,36 @@ static void test_parse_partial_answer(void)
     json_decref(j);
 }
 
+/* The answer recorded on an H200: everything measured, each rate between half and all of
+ * the spec-derived peak for the device it names (132 SMs at 1.98 GHz). */
+static void test_parse_recorded_h200(void)
+{
+    json_t *j;
+    char *text = fixture_ceilings("worker_result_h200.json", &j);
+    kopt_ceilings c, spec;
+    kopt_device_info h200 = device(9, 0, 132, 1980000);
+
+    if (!text)
+        return;
+    CHECK_EQ_INT(kopt_ceilings_parse(ctx, text, &c), KOPT_OK);
+    memset(&spec, 0, sizeof(spec));
+    kopt_ceilings_fill_spec(&spec, &h200);
+    for (int k = KOPT_COMPUTE_FP32; k <= KOPT_COMPUTE_FP8; k++) {
+        if (!CHECK_EQ_INT(c.measured[k], 1) || !CHECK(c.gflops[k] <= spec.gflops[k] * 1.01) ||
+            !CHECK(c.gflops[k] >= spec.gflops[k] * 0.5))
+            fprintf(stderr, "  ^ compute %d: %.0f measured, %.0f spec\n", k, c.gflops[k],
+                    spec.gflops[k]);
+    }
+    CHECK_EQ_INT(c.l2_measured, 1);
+    CHECK_EQ_INT(c.smem_measured, 1);
+    CHECK(c.smem_gbs <= spec.smem_gbs * 1.01 && c.smem_gbs >= spec.smem_gbs * 0.5);
+    /* HBM3e: 4.8 TB/s on the sheet; a read stream reaches most of it */
+    CHECK(c.dram_read_gbs > 3500 && c.dram_read_gbs < 4800);
+    CHECK(c.dram_copy_gbs > 3000 && c.dram_copy_gbs <= c.dram_read_gbs);
+    free(text);
+    json_decref(j);
+}
+
 static void test_parse_bad_input(void)
 {
     kopt_ceilings c;
@@ -314,7 +344,8 @@ int main(int argc, char **argv)
 {
     static const ktest_case cases[] = {
         KTEST(test_parse_every_fixture), KTEST(test_parse_hopper_answer),
-        KTEST(test_parse_partial_answer), KTEST(test_parse_bad_input), KTEST(test_fill_spec),
+        KTEST(test_parse_partial_answer), KTEST(test_parse_recorded_h200),
+        KTEST(test_parse_bad_input), KTEST(test_fill_spec),
         KTEST(test_runtime_sm90a), KTEST(test_runtime_sm80), KTEST(test_runtime_sm89_sm100),
     };
     int rc;

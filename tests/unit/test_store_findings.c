@@ -66,7 +66,7 @@ static void test_resolutions_and_stats(void)
 
     if (!s)
         goto cleanup;
-    CHECK_EQ_INT(kopt_store_schema_version(s), 2);
+    CHECK_EQ_INT(kopt_store_schema_version(s), KOPT_STORE_SCHEMA_VERSION);
     CHECK_EQ_INT(kopt_store_put_profile(s, ctx, &p1, f1, 3, &id1, &nres), KOPT_OK);
     CHECK(id1 > 0);
     CHECK_EQ_INT(nres, 0);                    /* nothing earlier */

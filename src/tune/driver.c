@@ -1,0 +1,692 @@
+/*
+ * The tuning driver (tune.h): runs a strategy against an evaluator within a budget.
+ *
+ * Each round asks the strategy for up to `lookahead` points (fewer when the budget has
+ * less left), then answers them in order: a point already seen in this run is answered
+ * again from the run's own record, a point in the cache from the cache (no evaluation),
+ * a point the space prunes with a PRUNED outcome (no evaluation, not counted), and any
+ * other point by the evaluator, whose outcome goes into the cache at once (its persist
+ * hook stores it before the next evaluation starts, so a killed run resumes with nothing
+ * evaluated twice). The budget counts unique points answered, new or cached, so a resumed
+ * run with the same seed takes the same path as an uninterrupted one.
+ *
+ * Pipeline: with an evaluator that can prepare (compile) points and compile_threads > 0,
+ * worker threads prepare the round's points that need evaluating, in order, while the
+ * driver's thread evaluates; evaluate waits for its point's prepare. A failed prepare is
+ * only logged: evaluate compiles again and reports the failure as the point's outcome.
+ * Every thread is joined before kopt_tune_run returns.
+ */
+#include "kopt/tune.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_LOOKAHEAD 4096
+#define MAX_COMPILE_THREADS 64
+#define EXHAUSTED_SCAN_LIMIT ((uint64_t)1 << 20)   /* count valid points up to this size */
+
+const char *kopt_tune_stop_name(kopt_tune_stop s)
+{
+    switch (s) {
+    case KOPT_TUNE_STOP_BUDGET: return "budget";
+    case KOPT_TUNE_STOP_TIME: return "time";
+    case KOPT_TUNE_STOP_FINISHED: return "finished";
+    case KOPT_TUNE_STOP_EXHAUSTED: return "exhausted";
+    case KOPT_TUNE_STOP_INTERRUPTED: return "interrupted";
+    case KOPT_TUNE_STOP_STALLED: return "stalled";
+    }
+    return "?";
+}
+
+void kopt_tune_result_free(kopt_tune_result *r)
+{
+    if (!r)
+        return;
+    free(r->points);
+    free(r->outcomes);
+    free(r->best_after);
+    free(r->best_value);
+    free(r->pareto);
+    free(r);
+}
+
+/* ---- points seen in this run: point -> index of its first outcome ----------------------- */
+
+typedef struct seen_map {
+    uint64_t *keys;
+    size_t *vals;
+    size_t cap, n;            /* cap: a power of two, at most half full */
+} seen_map;
+#define SEEN_EMPTY UINT64_MAX
+
+static size_t seen_hash(uint64_t p)
+{
+    p ^= p >> 31;
+    p *= 0x9e3779b97f4a7c15ULL;
+    p ^= p >> 29;
+    return (size_t)p;
+}
+
+static int seen_get(const seen_map *m, uint64_t key, size_t *val)
+{
+    size_t i;
+
+    if (!m->cap)
+        return 0;
+    for (i = seen_hash(key) & (m->cap - 1); m->keys[i] != SEEN_EMPTY; i = (i + 1) & (m->cap - 1))
+        if (m->keys[i] == key) {
+            *val = m->vals[i];
+            return 1;
+        }
+    return 0;
+}
+
+static int seen_put(seen_map *m, uint64_t key, size_t val)
+{
+    size_t i;
+
+    if ((m->n + 1) * 2 > m->cap) {
+        seen_map g = {NULL, NULL, m->cap ? m->cap * 2 : 256, 0};
+        if (!(g.keys = malloc(g.cap * sizeof(*g.keys))) ||
+            !(g.vals = malloc(g.cap * sizeof(*g.vals)))) {
+            free(g.keys);
+            return -1;
+        }
+        for (i = 0; i < g.cap; i++)
+            g.keys[i] = SEEN_EMPTY;
+        for (i = 0; i < m->cap; i++)
+            if (m->keys[i] != SEEN_EMPTY)
+                seen_put(&g, m->keys[i], m->vals[i]);
+        free(m->keys);
+        free(m->vals);
+        *m = g;
+    }
+    for (i = seen_hash(key) & (m->cap - 1); m->keys[i] != SEEN_EMPTY; i = (i + 1) & (m->cap - 1))
+        if (m->keys[i] == key) {
+            m->vals[i] = val;
+            return 0;
+        }
+    m->keys[i] = key;
+    m->vals[i] = val;
+    m->n++;
+    return 0;
+}
+
+static void seen_free(seen_map *m)
+{
+    free(m->keys);
+    free(m->vals);
+}
+
+/* ---- the compile-ahead pipeline ---------------------------------------------------------- */
+
+enum { JOB_QUEUED = 0, JOB_RUNNING, JOB_DONE };
+
+typedef struct job {
+    uint64_t point;
+    int state;
+    kopt_status rc;
+    char msg[256];
+} job;
+
+typedef struct pipeline {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    const kopt_tune_evaluator *eval;
+    job *jobs;                /* this round's points to prepare (capacity: lookahead) */
+    int njobs, next;          /* next: the first job no worker has taken */
+    int shutdown;
+    pthread_t *threads;
+    int nthreads;
+} pipeline;
+
+static void drop_log(kopt_log_level level, const char *msg, void *user)
+{
+    (void)level;
+    (void)msg;
+    (void)user;
+}
+
+static void *worker_main(void *arg)
+{
+    pipeline *p = arg;
+    kopt_ctx *ctx = kopt_ctx_new();
+
+    if (ctx)   /* the worker's own context: its logs are dropped, failures reported below */
+        kopt_log_set(ctx, drop_log, NULL, KOPT_LOG_ERROR);
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        job *j;
+        uint64_t point;
+        kopt_status rc;
+        while (!p->shutdown && p->next >= p->njobs)
+            pthread_cond_wait(&p->cv, &p->mu);
+        if (p->shutdown)
+            break;
+        j = &p->jobs[p->next++];
+        j->state = JOB_RUNNING;
+        point = j->point;
+        pthread_mutex_unlock(&p->mu);
+        rc = ctx ? p->eval->prepare(p->eval->user, ctx, point) : KOPT_E_NOMEM;
+        pthread_mutex_lock(&p->mu);
+        j->rc = rc;
+        if (rc != KOPT_OK)
+            snprintf(j->msg, sizeof(j->msg), "%s", ctx ? kopt_errmsg(ctx) : "out of memory");
+        j->state = JOB_DONE;
+        pthread_cond_broadcast(&p->cv);
+    }
+    pthread_mutex_unlock(&p->mu);
+    kopt_ctx_free(ctx);
+    return NULL;
+}
+
+/* Stop the workers (each finishes the prepare it is in) and join them. */
+static void pipeline_free(pipeline *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->mu);
+    p->shutdown = 1;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < p->nthreads; i++)
+        pthread_join(p->threads[i], NULL);
+    pthread_cond_destroy(&p->cv);
+    pthread_mutex_destroy(&p->mu);
+    free(p->threads);
+    free(p->jobs);
+    free(p);
+}
+
+/* NULL (no pipeline) when threads cannot be had; the run goes on without one. */
+static pipeline *pipeline_new(kopt_ctx *ctx, const kopt_tune_evaluator *eval, int nthreads,
+                              int lookahead)
+{
+    pipeline *p = calloc(1, sizeof(*p));
+
+    if (!p)
+        return NULL;
+    p->eval = eval;
+    p->jobs = calloc((size_t)lookahead, sizeof(*p->jobs));
+    p->threads = calloc((size_t)nthreads, sizeof(*p->threads));
+    if (!p->jobs || !p->threads || pthread_mutex_init(&p->mu, NULL) != 0) {
+        free(p->jobs);
+        free(p->threads);
+        free(p);
+        return NULL;
+    }
+    if (pthread_cond_init(&p->cv, NULL) != 0) {
+        pthread_mutex_destroy(&p->mu);
+        free(p->jobs);
+        free(p->threads);
+        free(p);
+        return NULL;
+    }
+    for (int i = 0; i < nthreads; i++) {
+        if (pthread_create(&p->threads[p->nthreads], NULL, worker_main, p) != 0) {
+            kopt_log(ctx, KOPT_LOG_WARN, "tune: could only start %d of %d compile threads",
+                     p->nthreads, nthreads);
+            break;
+        }
+        p->nthreads++;
+    }
+    if (p->nthreads == 0) {
+        pipeline_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+/* Replace the jobs with `points` (the previous round's are all done by now). */
+static void pipeline_submit(pipeline *p, const uint64_t *points, int n)
+{
+    pthread_mutex_lock(&p->mu);
+    for (int i = 0; i < n; i++) {
+        memset(&p->jobs[i], 0, sizeof(p->jobs[i]));
+        p->jobs[i].point = points[i];
+        p->jobs[i].state = JOB_QUEUED;
+    }
+    p->njobs = n;
+    p->next = 0;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* Wait until the job of `point` (if any) is prepared; its status, message and wait. */
+static void pipeline_wait(pipeline *p, uint64_t point, kopt_status *rc, char *msg, size_t len,
+                          double *waited_ms)
+{
+    double t0 = kopt_now_ms();
+
+    *rc = KOPT_OK;
+    msg[0] = '\0';
+    *waited_ms = 0;
+    pthread_mutex_lock(&p->mu);
+    for (int i = 0; i < p->njobs; i++) {
+        if (p->jobs[i].point != point)
+            continue;
+        while (p->jobs[i].state != JOB_DONE)
+            pthread_cond_wait(&p->cv, &p->mu);
+        *rc = p->jobs[i].rc;
+        snprintf(msg, len, "%s", p->jobs[i].msg);
+        *waited_ms = kopt_now_ms() - t0;
+        break;
+    }
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* ---- the run ------------------------------------------------------------------------------ */
+
+typedef struct run {
+    kopt_ctx *ctx;
+    const kopt_tune_space *space;
+    kopt_tune_cache *cache;
+    const kopt_tune_evaluator *eval;
+    const kopt_tune_strategy *strat;
+    void *sstate;
+    kopt_tune_opts opts;
+    kopt_tune_result *res;
+    size_t cap, impr_cap;
+    unsigned char *repeat;    /* per outcome: 1 when the point was already answered */
+    seen_map seen;
+    pipeline *pipe;
+    size_t used;              /* unique points counted against the budget */
+    size_t seen_valid;        /* unique points answered with a state other than PRUNED */
+    uint64_t nvalid;
+    int nvalid_exact;
+    double best_obj;
+    long best_idx;
+    double t0;
+    int batch_counted;        /* the current round brought a point new to the run */
+} run;
+
+static kopt_tune_objective search_objective(kopt_tune_objective o)
+{
+    return o == KOPT_TUNE_TIME_ENERGY ? KOPT_TUNE_TIME : o;
+}
+
+static kopt_status record(run *r, uint64_t point, const kopt_tune_outcome *o, int repeat)
+{
+    kopt_tune_result *res = r->res;
+    double v;
+
+    if (res->n == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 64;
+        uint64_t *p = realloc(res->points, cap * sizeof(*p));
+        kopt_tune_outcome *oc;
+        unsigned char *rp;
+        if (p)
+            res->points = p;
+        oc = p ? realloc(res->outcomes, cap * sizeof(*oc)) : NULL;
+        if (oc)
+            res->outcomes = oc;
+        rp = oc ? realloc(r->repeat, cap) : NULL;
+        if (!rp)
+            return kopt_seterr(r->ctx, KOPT_E_NOMEM, "tune");
+        r->repeat = rp;
+        r->cap = cap;
+    }
+    res->points[res->n] = point;
+    res->outcomes[res->n] = *o;
+    r->repeat[res->n] = (unsigned char)repeat;
+    if (!repeat && seen_put(&r->seen, point, res->n) != 0)
+        return kopt_seterr(r->ctx, KOPT_E_NOMEM, "tune");
+    res->n++;
+    v = kopt_tune_outcome_objective(o, search_objective(r->opts.objective));
+    if (!repeat && isfinite(v) && v < r->best_obj) {
+        if (res->nimprovements == r->impr_cap) {
+            size_t cap = r->impr_cap ? r->impr_cap * 2 : 16;
+            size_t *a = realloc(res->best_after, cap * sizeof(*a));
+            double *b;
+            if (a)
+                res->best_after = a;
+            b = a ? realloc(res->best_value, cap * sizeof(*b)) : NULL;
+            if (!b)
+                return kopt_seterr(r->ctx, KOPT_E_NOMEM, "tune");
+            res->best_value = b;
+            r->impr_cap = cap;
+        }
+        res->best_after[res->nimprovements] = r->used;
+        res->best_value[res->nimprovements] = v;
+        res->nimprovements++;
+        r->best_obj = v;
+        r->best_idx = (long)res->n - 1;
+    }
+    return KOPT_OK;
+}
+
+static void report(run *r)
+{
+    kopt_tune_progress p;
+
+    if (!r->opts.progress)
+        return;
+    memset(&p, 0, sizeof(p));
+    p.evaluated = r->res->evaluated;
+    p.cached = r->res->cached;
+    p.failed = r->res->failed;
+    p.budget = r->opts.max_evals > 0 ? (size_t)r->opts.max_evals : 0;
+    p.elapsed_s = (kopt_now_ms() - r->t0) / 1000.0;
+    if (r->best_idx >= 0) {
+        p.has_best = 1;
+        p.best_point = r->res->points[r->best_idx];
+        p.best_objective = r->best_obj;
+    }
+    r->opts.progress(r->opts.progress_user, &p);
+}
+
+/* Answer one point (see the top of the file), record it, tell the strategy. */
+static kopt_status answer(run *r, uint64_t point)
+{
+    kopt_tune_result *res = r->res;
+    const kopt_tune_outcome *known;
+    kopt_tune_outcome o;
+    size_t first;
+    int repeat = 0;
+    kopt_status rc;
+
+    memset(&o, 0, sizeof(o));
+    if (seen_get(&r->seen, point, &first)) {
+        o = res->outcomes[first];
+        repeat = 1;
+        res->cached++;
+    } else if ((known = kopt_tune_cache_get(r->cache, point)) != NULL) {
+        o = *known;
+        res->cached++;
+        if (o.state != KOPT_TUNE_PRUNED) {
+            r->used++;
+            r->seen_valid++;
+            r->batch_counted = 1;
+        }
+    } else if (!kopt_tune_space_valid(r->space, point, o.message, sizeof(o.message))) {
+        o.state = KOPT_TUNE_PRUNED;
+    } else {
+        double t;
+        if (r->pipe) {
+            kopt_status prc;
+            char msg[256];
+            double waited;
+            pipeline_wait(r->pipe, point, &prc, msg, sizeof(msg), &waited);
+            res->compile_wait_s += waited / 1000.0;
+            if (prc != KOPT_OK) {
+                char *label = kopt_tune_space_label(r->space, point);
+                kopt_log(r->ctx, KOPT_LOG_DEBUG, "tune: preparing %s failed (%s); the "
+                         "evaluation will report it", label ? label : "?", msg);
+                free(label);
+            }
+        }
+        t = kopt_now_ms();
+        rc = r->eval->evaluate(r->eval->user, r->ctx, point, r->strat->wants_findings, &o);
+        res->eval_s += (kopt_now_ms() - t) / 1000.0;
+        if (rc != KOPT_OK)
+            return rc;
+        if ((rc = kopt_tune_cache_put(r->cache, r->ctx, point, &o)) != KOPT_OK)
+            return kopt_adderr(r->ctx, rc, "tune: recording an outcome");
+        res->evaluated++;
+        if (o.state != KOPT_TUNE_OK)
+            res->failed++;
+        r->used++;
+        r->seen_valid++;
+        r->batch_counted = 1;
+    }
+    if ((rc = record(r, point, &o, repeat)) != KOPT_OK)
+        return rc;
+    if (r->strat->tell)
+        r->strat->tell(r->sstate, point, &o);
+    report(r);
+    return KOPT_OK;
+}
+
+/* 1 and *why when the run must stop before answering another point. */
+static int should_stop(run *r, kopt_tune_stop *why)
+{
+    if (r->opts.stop && *r->opts.stop) {
+        *why = KOPT_TUNE_STOP_INTERRUPTED;
+        return 1;
+    }
+    if (r->nvalid_exact && r->seen_valid >= r->nvalid) {
+        *why = KOPT_TUNE_STOP_EXHAUSTED;
+        return 1;
+    }
+    if (r->opts.max_evals > 0 && r->used >= (size_t)r->opts.max_evals) {
+        *why = KOPT_TUNE_STOP_BUDGET;
+        return 1;
+    }
+    if (r->opts.max_seconds > 0 && (kopt_now_ms() - r->t0) / 1000.0 >= r->opts.max_seconds) {
+        *why = KOPT_TUNE_STOP_TIME;
+        return 1;
+    }
+    return 0;
+}
+
+/* Queue the round's points that will need evaluating for the compile threads. */
+static void submit_round(run *r, const uint64_t *points, int n, uint64_t *scratch)
+{
+    size_t dummy;
+    int k = 0;
+
+    for (int i = 0; i < n; i++) {
+        int dup = 0;
+        for (int j = 0; j < k; j++)
+            dup |= scratch[j] == points[i];
+        if (dup || seen_get(&r->seen, points[i], &dummy) ||
+            kopt_tune_cache_get(r->cache, points[i]) ||
+            !kopt_tune_space_valid(r->space, points[i], NULL, 0))
+            continue;
+        scratch[k++] = points[i];
+    }
+    pipeline_submit(r->pipe, scratch, k);
+}
+
+static int cmp_time_energy(const void *a, const void *b, void *ctx)
+{
+    const kopt_tune_outcome *o = ctx;
+    const kopt_tune_outcome *x = &o[*(const size_t *)a], *y = &o[*(const size_t *)b];
+
+    if (x->time_ms != y->time_ms)
+        return x->time_ms < y->time_ms ? -1 : 1;
+    if (x->energy_mj != y->energy_mj)
+        return x->energy_mj < y->energy_mj ? -1 : 1;
+    return 0;
+}
+
+/* The best outcome by the objective, then the time/energy Pareto set. */
+static kopt_status finish(run *r)
+{
+    kopt_tune_result *res = r->res;
+    size_t *idx = NULL, m = 0;
+    double min_energy = INFINITY, min_energy_time = -1;
+
+    if (r->best_idx >= 0) {
+        long pick = r->best_idx;
+        if (r->opts.objective == KOPT_TUNE_TIME_ENERGY) {
+            double limit = res->outcomes[r->best_idx].time_ms * (1.0 + r->opts.energy_slack);
+            double least = INFINITY;
+            for (size_t i = 0; i < res->n; i++) {
+                const kopt_tune_outcome *o = &res->outcomes[i];
+                if (r->repeat[i] || o->state != KOPT_TUNE_OK || !(o->energy_mj > 0) ||
+                    !(o->time_ms <= limit))
+                    continue;
+                if (o->energy_mj < least ||
+                    (o->energy_mj == least && o->time_ms < res->outcomes[pick].time_ms)) {
+                    least = o->energy_mj;
+                    pick = (long)i;
+                }
+            }
+        }
+        res->has_best = 1;
+        res->best_point = res->points[pick];
+        res->best = res->outcomes[pick];
+    }
+    if (res->n && !(idx = malloc(res->n * sizeof(*idx))))
+        return kopt_seterr(r->ctx, KOPT_E_NOMEM, "tune");
+    for (size_t i = 0; i < res->n; i++)
+        if (!r->repeat[i] && res->outcomes[i].state == KOPT_TUNE_OK &&
+            res->outcomes[i].energy_mj > 0 && res->outcomes[i].time_ms > 0)
+            idx[m++] = i;
+    if (m) {
+        qsort_r(idx, m, sizeof(*idx), cmp_time_energy, res->outcomes);
+        if (!(res->pareto = malloc(m * sizeof(*res->pareto)))) {
+            free(idx);
+            return kopt_seterr(r->ctx, KOPT_E_NOMEM, "tune");
+        }
+        for (size_t i = 0; i < m; i++) {
+            /* in time order: kept when it uses less energy than every faster one (or ties
+             * with the kept point that set the least energy: neither dominates the other) */
+            const kopt_tune_outcome *o = &res->outcomes[idx[i]];
+            if (o->energy_mj < min_energy ||
+                (o->energy_mj == min_energy && o->time_ms == min_energy_time)) {
+                res->pareto[res->npareto++] = res->points[idx[i]];
+                min_energy = o->energy_mj;
+                min_energy_time = o->time_ms;
+            }
+        }
+    }
+    free(idx);
+    return KOPT_OK;
+}
+
+kopt_status kopt_tune_run_strategy(kopt_tune_result **out, kopt_ctx *ctx,
+                                   const kopt_tune_space *space, kopt_tune_cache *cache,
+                                   const kopt_tune_evaluator *eval,
+                                   const kopt_tune_strategy *strategy,
+                                   const kopt_tune_opts *opts)
+{
+    static const kopt_tune_opts defaults = KOPT_TUNE_OPTS_INIT;
+    kopt_tune_strategy_opts sopts;
+    uint64_t *round = NULL, *scratch = NULL;
+    int nround = 0, pos = 0, stalled = 0;
+    kopt_tune_stop why = KOPT_TUNE_STOP_FINISHED;
+    kopt_status rc = KOPT_OK;
+    run r;
+
+    *out = NULL;
+    memset(&r, 0, sizeof(r));
+    r.ctx = ctx;
+    r.space = space;
+    r.cache = cache;
+    r.eval = eval;
+    r.strat = strategy;
+    r.opts = opts ? *opts : defaults;
+    r.best_obj = INFINITY;
+    r.best_idx = -1;
+    r.t0 = kopt_now_ms();
+    if (r.opts.lookahead < 1)
+        r.opts.lookahead = 1;
+    if (r.opts.lookahead > MAX_LOOKAHEAD)
+        r.opts.lookahead = MAX_LOOKAHEAD;
+    if (r.opts.compile_threads > MAX_COMPILE_THREADS)
+        r.opts.compile_threads = MAX_COMPILE_THREADS;
+    if (!(r.opts.energy_slack >= 0))
+        r.opts.energy_slack = defaults.energy_slack;
+    if (!eval || !eval->evaluate || !strategy || !strategy->ask)
+        return kopt_seterr(ctx, KOPT_E_INVALID, "tune: no evaluator or no strategy");
+    if (cache && kopt_tune_cache_space(cache) != space)
+        return kopt_seterr(ctx, KOPT_E_INVALID, "tune: the cache was made for another space");
+    if (!(r.res = calloc(1, sizeof(*r.res))) ||
+        !(round = malloc((size_t)r.opts.lookahead * sizeof(*round))) ||
+        !(scratch = malloc((size_t)r.opts.lookahead * sizeof(*scratch)))) {
+        rc = kopt_seterr(ctx, KOPT_E_NOMEM, "tune");
+        goto cleanup;
+    }
+    if (!cache) {
+        if ((rc = kopt_tune_cache_create(&r.cache, ctx, space, NULL)) != KOPT_OK)
+            goto cleanup;
+    }
+    if (space->npoints <= EXHAUSTED_SCAN_LIMIT) {
+        r.nvalid = kopt_tune_space_count_valid(space, 0, &r.nvalid_exact);
+    }
+    memset(&sopts, 0, sizeof(sopts));
+    sopts.seed = r.opts.seed;
+    sopts.max_evals = r.opts.max_evals;
+    sopts.objective = r.opts.objective;
+    sopts.options = r.opts.strategy_options;
+    if (strategy->create &&
+        (rc = strategy->create(&r.sstate, ctx, space, &sopts)) != KOPT_OK) {
+        rc = kopt_adderr(ctx, rc, "strategy %s", strategy->name);
+        goto cleanup;
+    }
+    if (eval->prepare && r.opts.compile_threads > 0)
+        r.pipe = pipeline_new(ctx, eval, r.opts.compile_threads, r.opts.lookahead);
+
+    for (;;) {
+        if (should_stop(&r, &why))
+            break;
+        if (pos == nround) {
+            kopt_tune_history h;
+            int max = r.opts.lookahead;
+            if (r.opts.max_evals > 0 && (size_t)r.opts.max_evals - r.used < (size_t)max)
+                max = (int)((size_t)r.opts.max_evals - r.used);
+            h.n = r.res->n;
+            h.points = r.res->points;
+            h.outcomes = r.res->outcomes;
+            h.best = r.best_idx;
+            h.objective = r.opts.objective;
+            h.cache = r.cache;
+            nround = strategy->ask(r.sstate, &h, round, max);
+            pos = 0;
+            if (nround <= 0) {
+                nround = 0;
+                why = KOPT_TUNE_STOP_FINISHED;
+                break;
+            }
+            if (nround > max)
+                nround = max;
+            r.batch_counted = 0;
+            if (r.pipe)
+                submit_round(&r, round, nround, scratch);
+        }
+        if ((rc = answer(&r, round[pos++])) != KOPT_OK)
+            goto cleanup;
+        if (pos == nround) {
+            stalled = r.batch_counted ? 0 : stalled + 1;
+            if (stalled >= KOPT_TUNE_STALL_ASKS) {
+                why = KOPT_TUNE_STOP_STALLED;
+                break;
+            }
+        }
+    }
+    pipeline_free(r.pipe);
+    r.pipe = NULL;
+    r.res->stop = why;
+    if ((rc = finish(&r)) != KOPT_OK)
+        goto cleanup;
+    r.res->elapsed_s = (kopt_now_ms() - r.t0) / 1000.0;
+    *out = r.res;
+    r.res = NULL;
+cleanup:
+    pipeline_free(r.pipe);   /* joins every thread before returning */
+    if (r.sstate && strategy->destroy)
+        strategy->destroy(r.sstate);
+    if (r.cache != cache)
+        kopt_tune_cache_free(r.cache);
+    kopt_tune_result_free(r.res);
+    seen_free(&r.seen);
+    free(r.repeat);
+    free(round);
+    free(scratch);
+    return rc;
+}
+
+kopt_status kopt_tune_run(kopt_tune_result **out, kopt_ctx *ctx, const kopt_tune_space *space,
+                          kopt_tune_cache *cache, const kopt_tune_evaluator *eval,
+                          const kopt_tune_opts *opts)
+{
+    const char *name = opts && opts->strategy ? opts->strategy : "annealing";
+    const kopt_tune_strategy *s = kopt_tune_strategy_find(name);
+
+    *out = NULL;
+    if (!s) {
+        kopt_buf known = KOPT_BUF_INIT;
+        for (int i = 0; kopt_tune_strategies[i]; i++)
+            kopt_buf_printf(&known, "%s%s", i ? ", " : "", kopt_tune_strategies[i]->name);
+        kopt_seterr(ctx, KOPT_E_INVALID, "unknown strategy '%s' (known: %s)", name,
+                    kopt_buf_cstr(&known));
+        kopt_buf_free(&known);
+        return KOPT_E_INVALID;
+    }
+    return kopt_tune_run_strategy(out, ctx, space, cache, eval, s, opts);
+}
