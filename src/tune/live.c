@@ -227,12 +227,6 @@ static int check_resources(live *L, kopt_ctx *ctx, const kopt_compiled *comp,
 
 /* ---- findings --------------------------------------------------------------------------- */
 
-static int matmul_like(const kopt_problem *p)
-{
-    const char *n = p->name ? p->name : "";
-    return strstr(n, "gemm") || strstr(n, "matmul") || strstr(n, "conv");
-}
-
 /* Static micro-tools over SASS (when nvdisasm is found) and resources, with the device,
  * its ceilings and the measured time when the evaluation had them. Best effort: whatever
  * fails leaves nfindings 0. */
@@ -250,25 +244,8 @@ static void static_findings(live *L, const kopt_compiled *comp, const kopt_bound
         goto cleanup;
     if (kopt_sass_from_cubin(&sass, ctx, comp->binary_path) != KOPT_OK)
         sass = NULL;                   /* no nvdisasm: the resource tools still run */
-    if (!(views = calloc((size_t)b->nlaunches + 1, sizeof(*views))))
+    if (kopt_analyze_views(&views, &nv, ctx, comp, b, sass, NULL) != KOPT_OK)
         goto cleanup;
-    for (int i = 0; i < b->nlaunches; i++) {
-        const kopt_blaunch *l = &b->launches[i];
-        kopt_kernel_view *v = &views[nv];
-        const kopt_kernel_info *k;
-        if (l->is_memset)
-            continue;
-        k = kopt_compiled_kernel(comp, l->kernel);
-        v->name = l->kernel;
-        for (int d = 0; d < 3; d++) {
-            v->grid[d] = (int)l->grid[d];
-            v->block[d] = (int)l->block[d];
-        }
-        v->dyn_smem = (int)l->smem;
-        v->res = k;
-        v->sass = sass ? kopt_sass_kernel(sass, k ? k->lowered : l->kernel) : NULL;
-        nv++;
-    }
     memset(&in, 0, sizeof(in));
     if (res && res->has_device) {
         in.dev = &res->device;
@@ -282,7 +259,7 @@ static void static_findings(live *L, const kopt_compiled *comp, const kopt_bound
         in.bytes = b->bytes;
     }
     in.compute = (int)L->prob->compute;
-    in.matmul_like = matmul_like(L->prob);
+    in.matmul_like = kopt_analyze_matmul_like(L->prob);
     in.nkernels = nv;
     in.kernels = views;
     if (kopt_analyze_run(&an, ctx, &in, NULL) != KOPT_OK)
@@ -340,14 +317,11 @@ static kopt_status live_evaluate(void *user, kopt_ctx *ctx, uint64_t point, int 
     kopt_status rc;
 
     memset(out, 0, sizeof(*out));
-    was_prepared = memo_get(L, point, &seen);
-    if (was_prepared && seen.failed) {
-        out->state = KOPT_TUNE_COMPILE_ERROR;
-        snprintf(out->verdict, sizeof(out->verdict), "%s",
-                 kopt_verdict_name(KOPT_VERDICT_COMPILE_ERROR));
-        snprintf(out->message, sizeof(out->message), "%s", seen.message);
-        return KOPT_OK;
-    }
+    /* A compile that failed in a prepare thread is compiled again here, on the driver's
+     * thread, before it is called a COMPILE_ERROR: on the H200 machine (NVRTC 13.0, 12
+     * threads) 3 of 274 points failed in prepare as if the -D params were missing, while
+     * the sampled points around them compiled cleanly. The cause is not known yet. */
+    was_prepared = memo_get(L, point, &seen) && !seen.failed;
     if ((rc = instantiate(L, ctx, point, &cand)) != KOPT_OK)
         goto cleanup;
     t0 = kopt_now_ms();

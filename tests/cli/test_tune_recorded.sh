@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# kopt's strategies on real measurements, without a GPU: every complete cache recorded on
+# an H200 (tests/data/tune/h200/*.json, see its README) is replayed exhaustively to find
+# its optimum, then each strategy runs for seeds 1..3 with a budget below the space size (100
+# of the 120-point spaces, 150 of transpose's 328) and must end within 2% of
+# that optimum; the exhaustive
+# replay must evaluate exactly the recorded OK + failed points. The thresholds are the
+# ones measured with bench/kt/kopt_replay_stats.py (10 seeds: every strategy reached 98%
+# on every seed on these caches, at most 31 evaluations on average for the small spaces and
+# 81 for transpose), so a strategy that regresses fails.
+# usage: test_tune_recorded.sh /path/to/kopt /path/to/repo-root
+set -u
+KOPT=${1:?usage: test_tune_recorded.sh KOPT ROOT}
+ROOT=${2:?usage: test_tune_recorded.sh KOPT ROOT}
+command -v python3 >/dev/null 2>&1 || { echo "skipped: python3 is needed to read the results"; exit 0; }
+cd "$ROOT" || exit 1
+shopt -s nullglob
+caches=(tests/data/tune/h200/*.json)
+[ ${#caches[@]} -gt 0 ] || { echo "FAIL  no recorded caches in tests/data/tune/h200"; exit 1; }
+export KOPT_CACHE_DIR=$(mktemp -d) && trap 'rm -rf "$KOPT_CACHE_DIR"' EXIT
+passed=0 failed=0
+field() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$@"; }
+for c in "${caches[@]}"; do
+  n=$(basename "$c" .json)
+  "$KOPT" tune --replay "$c" --strategy exhaustive --budget 0 --json --no-progress > "$KOPT_CACHE_DIR/ex.json" 2> "$KOPT_CACHE_DIR/ex.err"
+  opt=$(field "$KOPT_CACHE_DIR/ex.json" 'd["best"]["outcome"]["time_ms"]' 2>/dev/null)
+  want=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sum(1 for e in d["entries"] if e["state"] != "pruned"))' "$c")
+  got=$(field "$KOPT_CACHE_DIR/ex.json" 'd["evaluated"] + d["cached"]' 2>/dev/null)
+  if [ -n "$opt" ] && [ "$got" = "$want" ]; then
+    passed=$((passed + 1)); echo "ok    $n: exhaustive replay, $got points, optimum $opt ms"
+  else
+    failed=$((failed + 1)); echo "FAIL  $n: exhaustive replay gave '$got' points (want $want), optimum '$opt'"; tail -3 "$KOPT_CACHE_DIR/ex.err"; continue
+  fi
+  budget=150; [ "$want" -lt 200 ] && budget=100
+  for s in $("$KOPT" tune --list-strategies | awk '{print $1}'); do
+    [ "$s" = exhaustive ] && continue
+    for seed in 1 2 3; do
+      "$KOPT" tune --replay "$c" --strategy "$s" --seed $seed --budget $budget --json --no-progress > "$KOPT_CACHE_DIR/s.json" 2>/dev/null
+      best=$(field "$KOPT_CACHE_DIR/s.json" 'd["best"]["outcome"]["time_ms"]' 2>/dev/null)
+      if [ -n "$best" ] && python3 -c "import sys; sys.exit(0 if $opt / $best >= 0.98 else 1)"; then
+        passed=$((passed + 1))
+      else
+        failed=$((failed + 1)); echo "FAIL  $n: $s seed $seed ended at '$best' ms, optimum $opt ms"
+      fi
+    done
+  done
+  echo "ok    $n: every strategy within 2% of the optimum (seeds 1-3, budget $budget)"
+done
+echo "ktest: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
