@@ -165,7 +165,10 @@ static size_t layout(phase_plan *phases, int nphases)
     return total;
 }
 
-static kopt_status start_subject(kopt_ctx *ctx, int is_ref, int energy,
+/* `measured`: this worker's time is the one reported (the candidate, or the reference
+ * evaluated alone): only it measures energy; the other reference's timed run is cut to one
+ * run with opts.no_ref_timing. */
+static kopt_status start_subject(kopt_ctx *ctx, int is_ref, int measured,
                                  const phase_plan *phases, int nphases, size_t total,
                                  const kopt_compiled *comp, const kopt_compiled *rt,
                                  const kopt_eval_opts *o, json_t *extra,
@@ -177,15 +180,15 @@ static kopt_status start_subject(kopt_ctx *ctx, int is_ref, int energy,
     for (int p = 0; p < nphases; p++) {
         json_t *ph = phase_json(&phases[p], is_ref ? phases[p].ref : phases[p].cand, comp, o);
         json_t *tm = json_object_get(ph, "timing");
-        if (is_ref && !energy && o->no_ref_timing && json_is_object(tm)) {
-            /* one untimed-in-spirit run of the timed inputs: its outputs check the candidate */
+        if (!measured && o->no_ref_timing && json_is_object(tm)) {
+            /* one run of the timed inputs: its outputs still check the candidate's */
             json_object_set_new(tm, "warmup_ms", json_real(0));
             json_object_set_new(tm, "min_warmup", json_integer(1));
             json_object_set_new(tm, "min_reps", json_integer(1));
             json_object_set_new(tm, "max_reps", json_integer(1));
             json_object_set_new(tm, "budget_ms", json_real(0));
         }
-        if (energy && o->energy_s > 0 && json_is_object(tm))
+        if (measured && o->energy_s > 0 && json_is_object(tm))
             json_object_set_new(tm, "energy_s", json_real(o->energy_s));
         json_array_append_new(arr, ph);
     }

@@ -4,6 +4,7 @@
  * It never sees reference outputs: the parent compares. Protocol in worker_int.h.
  */
 #include "worker_int.h"
+#include "eval_int.h"
 #include "kopt/candidate.h"
 #include "kopt/problem.h"
 #include "../cuda/cuda_int.h"
@@ -555,19 +556,20 @@ int wk_cmp_float(const void *a, const void *b)
 
 #define CHUNK 64
 
+/* The median of a timing result's "samples_ms" (0 when there are none). */
 static double median_sample(json_t *samples)
 {
     size_t n = json_array_size(samples);
-    float *v = n ? malloc(n * sizeof(float)) : NULL;
-    double m = 0;
+    double *v = n ? malloc(n * sizeof(double)) : NULL;
+    kopt_timing t;
+
     if (!v)
         return 0;
     for (size_t i = 0; i < n; i++)
-        v[i] = (float)json_number_value(json_array_get(samples, i));
-    qsort(v, n, sizeof(float), wk_cmp_float);
-    m = v[n / 2];
+        v[i] = json_number_value(json_array_get(samples, i));
+    kopt__timing_from_samples(v, (int)n, 0, &t);
     free(v);
-    return m;
+    return t.median_ms;
 }
 
 static kopt_status run_timing(worker *w, int phase, json_t *tm, json_t *result)

@@ -74,16 +74,12 @@ kopt_status wk_measure_energy(worker *w, double energy_s, double est_ms, json_t 
     CUevent start = NULL, ev[2] = {NULL, NULL};
     unsigned long long e0 = 0, e1 = 0, e = 0, prev = 0;
     double t0 = 0, t1 = 0, wall0;
-    int chunk_runs, runs = 0, chunks = 0, started = 0, done = 0, ok;
+    int chunk_runs, runs = 0, chunks = 0, started = 0, done = 0, ok, nvml_open = 0;
     float gpu_ms = 0;
     kopt_status rc = KOPT_OK;
 
     if (energy_s <= 0)
         return KOPT_OK;
-    if (!reader_open(w, &er, why, sizeof(why))) {
-        json_object_set_new(out, "energy_error", json_string(why));
-        return KOPT_OK;
-    }
     chunk_runs = est_ms > 0 ? (int)(10.0 / est_ms) : 1;
     if (chunk_runs < 1)
         chunk_runs = 1;
@@ -93,6 +89,10 @@ kopt_status wk_measure_energy(worker *w, double energy_s, double est_ms, json_t 
     if (w->cu->cuEventCreate(&ev[0], CU_EVENT_DEFAULT) != CUDA_SUCCESS ||
         w->cu->cuEventCreate(&ev[1], CU_EVENT_DEFAULT) != CUDA_SUCCESS) {
         rc = wk_cufail(w, CUDA_ERROR_OUT_OF_MEMORY, "energy events");
+        goto cleanup;
+    }
+    if (!(nvml_open = reader_open(w, &er, why, sizeof(why)))) {
+        json_object_set_new(out, "energy_error", json_string(why));
         goto cleanup;
     }
     if ((rc = wk_restore(w)) != KOPT_OK)
@@ -168,6 +168,7 @@ cleanup:
     for (int i = 0; i < 2; i++)
         if (ev[i])
             w->cu->cuEventDestroy(ev[i]);
-    er.nv->nvmlShutdown();
+    if (nvml_open)
+        er.nv->nvmlShutdown();
     return rc;
 }

@@ -16,6 +16,7 @@
  */
 #include "worker_priv.h"
 #include "../profile/cupti_int.h"
+#include "eval_int.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -76,43 +77,50 @@ static json_t *kernels_json(worker *w, const kopt_profile *p)
     return arr;
 }
 
-static int cmp_double(const void *a, const void *b)
+/* One more bracket of the set on the open profiler, inputs restored first; *ms gets its
+ * begin-to-end wall time. */
+static kopt_status one_bracket(worker *w, kopt__cupti_rp *rp, double *ms)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    kopt_profile *scratch = calloc(1, sizeof(*scratch));
+    double t0;
+    kopt_status rc;
+
+    if (!scratch)
+        return kopt_seterr(w->ctx, KOPT_E_NOMEM, "profile");
+    if ((rc = wk_restore(w)) != KOPT_OK)
+        goto done;
+    {
+        CUresult r = w->cu->cuStreamSynchronize(w->stream);
+        if (r != CUDA_SUCCESS) {
+            rc = wk_cufail(w, r, "restore inputs");
+            goto done;
+        }
+    }
+    t0 = kopt_now_ms();
+    if ((rc = kopt__cupti_rp_begin(rp, w->ctx)) != KOPT_OK || (rc = wk_run_once(w)) != KOPT_OK ||
+        (rc = kopt__cupti_rp_end(rp, w->ctx, scratch)) != KOPT_OK)
+        goto done;
+    *ms = kopt_now_ms() - t0;
+done:
+    kopt_profile_free(scratch);
+    return rc;
 }
 
-/* `n` more brackets of the same set on the open profiler (inputs restored before each):
- * "repeat_ms" gets their median begin-to-end wall time, the cost once set up. */
+/* `n` more brackets of the same set: "repeat_ms" gets their median wall time, the cost of
+ * the set once the profiler is set up. */
 static kopt_status repeat_brackets(worker *w, kopt__cupti_rp *rp, int n, json_t *out)
 {
     double *ms = calloc((size_t)n, sizeof(double));
+    kopt_timing t;
     kopt_status rc = KOPT_OK;
 
     if (!ms)
         return kopt_seterr(w->ctx, KOPT_E_NOMEM, "profile");
-    for (int i = 0; i < n; i++) {
-        kopt_profile scratch;
-        double t0;
-        memset(&scratch, 0, sizeof(scratch));
-        if ((rc = wk_restore(w)) != KOPT_OK)
-            break;
-        CU(cuStreamSynchronize(w->stream), "restore inputs");
-        t0 = kopt_now_ms();
-        if ((rc = kopt__cupti_rp_begin(rp, w->ctx)) != KOPT_OK ||
-            (rc = wk_run_once(w)) != KOPT_OK || (rc = kopt__cupti_rp_end(rp, w->ctx, &scratch)) !=
-            KOPT_OK) {
-            free(scratch.kernels);
-            break;
-        }
-        ms[i] = kopt_now_ms() - t0;
-        for (int k = 0; k < scratch.nkernels; k++)
-            kopt_metrics_clear(&scratch.kernels[k].metrics);
-        free(scratch.kernels);
-    }
+    for (int i = 0; i < n && rc == KOPT_OK; i++)
+        rc = one_bracket(w, rp, &ms[i]);
     if (rc == KOPT_OK) {
-        qsort(ms, (size_t)n, sizeof(double), cmp_double);
-        json_object_set_new(out, "repeat_ms", json_real(ms[n / 2]));
+        kopt__timing_from_samples(ms, n, 0, &t);
+        json_object_set_new(out, "repeat_ms", json_real(t.median_ms));
     }
     free(ms);
     return rc;
