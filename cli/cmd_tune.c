@@ -79,6 +79,12 @@ static void help(FILE *f)
         "  --trials N (default 1), --budget-ms MS (default 30), --reps MIN:MAX (default 5:1000),\n"
         "  --no-flush, --no-check-sizes,\n"
         "  --timeout S, --device N, --arch sm_XX, --cache-dir DIR, --allow-spills\n"
+        "  --findings            static micro-tool findings for every point (stored and\n"
+        "                        recorded, for profile_guided replays; costs nvdisasm time)\n"
+        "  --one-shot            evaluate each point as kopt eval does (fresh inputs, new\n"
+        "                        workers); default: one session (one seed, the reference run\n"
+        "                        once, one long-lived worker; the winner's final check is\n"
+        "                        on fresh inputs either way)\n"
         "\n"
         "exit codes: 0 done (or skipped: no GPU), 2 usage, 9 invalid input file (problem,\n"
         "template, cache), 10 kopt error, 130 interrupted (the best so far is printed).\n");
@@ -102,6 +108,7 @@ typedef struct tune_args {
     const char *replay, *template_path, *problem_path;
     const char *db_path;
     int db_given, no_store, resume, fresh, space_only, list, json, progress, allow_spills;
+    int one_shot, findings;
     kopt_eval_opts eo;
     int argc;
     char **argv;
@@ -580,6 +587,7 @@ struct tune_env {
     int has_device;
     kopt_device_info dev;
     kopt_tune_limits limits;
+    kopt_ceilings ceilings;              /* live: from the store, or measured once */
     const kopt_tune_cache *recorded;     /* replay */
     kopt_tune_key recorded_key;
     kopt_store *store;
@@ -636,6 +644,8 @@ static kopt_status run_shape(tune_env *e, shape_run *sr, int index)
         lo.objective = a->objective;
         lo.energy_s = a->energy_s;
         lo.allow_spills = a->allow_spills;
+        lo.one_shot = a->one_shot;
+        lo.findings = a->findings;
         a->eo.sizes = &sr->sizes;
         rc = kopt_tune_evaluator_live(&inner, ctx, e->prob, e->tmpl, sr->space, &lo);
     }
@@ -716,6 +726,7 @@ static void final_check(tune_env *e, shape_run *sr)
     eo.timeout_s = e->a->eo.timeout_s;
     eo.sizes = &sr->sizes;
     eo.no_flush = e->a->eo.no_flush;
+    eo.ceilings = e->a->eo.ceilings;
     if (kopt_tune_space_values(sr->space, sr->res->best_point, &vals) != KOPT_OK ||
         kopt_candidate_instantiate(&c, e->ctx, e->tmpl, &vals) != KOPT_OK ||
         kopt_eval_run(&sr->final, e->ctx, e->prob, c, &eo) != KOPT_OK)
@@ -1071,7 +1082,8 @@ static int parse_args(tune_args *a, kopt_ctx *ctx, int argc, char **argv, int *c
         {"no-check-sizes", no_argument, NULL, 'C'}, {"timeout", required_argument, NULL, 'T'},
         {"device", required_argument, NULL, 'd'}, {"arch", required_argument, NULL, 'a'},
         {"allow-spills", no_argument, NULL, 'B'}, {"verbose", no_argument, NULL, 'v'},
-        {"runs", no_argument, NULL, 'U'},
+        {"runs", no_argument, NULL, 'U'}, {"one-shot", no_argument, NULL, 1001},
+        {"findings", no_argument, NULL, 1002},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     char *end;
@@ -1171,6 +1183,8 @@ static int parse_args(tune_args *a, kopt_ctx *ctx, int argc, char **argv, int *c
             break;
         case 'a': a->eo.arch = optarg; break;
         case 'B': a->allow_spills = 1; break;
+        case 1001: a->one_shot = 1; break;
+        case 1002: a->findings = 1; break;
         case 'U': a->runs = 1; break;
         case 'v': kopt_log_set(ctx, NULL, NULL, KOPT_LOG_INFO); break;
         case 'h': help(stdout); *code = 0; return -1;
@@ -1656,6 +1670,22 @@ int cmd_tune(int argc, char **argv)
         }
         code = 0;
         goto done;
+    }
+
+    /* live: the device's ceilings once for the whole run (every evaluation needs them for
+     * its roofline and SUSPECT checks), from the store or measured now and stored */
+    if (!a.replay) {
+        int found = 0;
+        kopt_device_info measured;
+        if (!(e.store && kopt_store_get_ceilings(e.store, ctx, e.dev.uuid, &e.ceilings,
+                                                 &found) == KOPT_OK && found) &&
+            kopt_device_measure(ctx, a.eo.device, a.eo.cache_dir, &measured, &e.ceilings) ==
+                KOPT_OK && e.store)
+            kopt_store_put_device(e.store, ctx, &measured, &e.ceilings);
+        if (e.ceilings.valid)
+            a.eo.ceilings = &e.ceilings;
+        else
+            kopt_log(ctx, KOPT_LOG_WARN, "device ceilings not measured: %s", kopt_errmsg(ctx));
     }
 
     /* replay: the recorded outcomes */

@@ -162,9 +162,11 @@ typedef struct kopt_eval_opts {
     int no_ref_timing;          /* run the reference's timed inputs once, untimed (tuning:
                                  * no speedup is reported, the candidate is still checked on
                                  * the outputs of its timed runs) */
+    const kopt_ceilings *ceilings;  /* the device's ceilings when the caller has them (valid):
+                                 * neither looked up in the store nor measured again */
 } kopt_eval_opts;
 #define KOPT_EVAL_OPTS_INIT {1, 3, 0, NULL, 0, 0, 10.0, 25.0, 100.0, 10, 1000, 0, 0, NULL, NULL, \
-                             NULL, 1.10, 0, 120.0, 64.0, 65536.0, 0, 0.0, 0}
+                             NULL, 1.10, 0, 120.0, 64.0, 65536.0, 0, 0.0, 0, NULL}
 enum { KOPT_SANITIZE_MEMCHECK = 1, KOPT_SANITIZE_RACECHECK = 2, KOPT_SANITIZE_INITCHECK = 4 };
 
 /* Evaluate `cand` (NULL: the reference alone, timed and placed on the roofline). Returns
@@ -173,6 +175,28 @@ enum { KOPT_SANITIZE_MEMCHECK = 1, KOPT_SANITIZE_RACECHECK = 2, KOPT_SANITIZE_IN
 kopt_status kopt_eval_run(kopt_eval_result **out, kopt_ctx *ctx, const kopt_problem *prob,
                           const kopt_candidate *cand, const kopt_eval_opts *opts);
 void kopt_eval_result_free(kopt_eval_result *r);
+
+/* An evaluation session: many candidates of one problem under the same options (a tuning
+ * run at one shape), each evaluated as kopt_eval_run would, faster:
+ *   - one seed for the whole session (opts->seed, or a fresh one drawn at open): the
+ *     reference runs with the first candidate, and its outputs and input checksums check
+ *     every later one, so it is not run again;
+ *   - the device's ceilings are looked up or measured once (unless opts->ceilings);
+ *   - device-code candidates run one after another in one long-lived worker, which loads
+ *     each candidate's module in turn. A worker that fails in any way (error, crash, hang)
+ *     ends and the next candidate gets a new one; host-mode candidates, --sanitize and
+ *     wrapped runs use a worker of their own, as in kopt_eval_run.
+ * Trials on the session's one seed are what a search needs to compare points; they do not
+ * replace a final kopt_eval_run on fresh inputs. Not thread-safe: one caller at a time. */
+typedef struct kopt_eval_session kopt_eval_session;
+kopt_status kopt_eval_session_open(kopt_eval_session **out, kopt_ctx *ctx,
+                                   const kopt_problem *prob, const kopt_eval_opts *opts);
+kopt_status kopt_eval_session_run(kopt_eval_session *s, kopt_ctx *ctx,
+                                  const kopt_candidate *cand, kopt_eval_result **out);
+/* Candidates run, and workers started for them (1 when the first one served them all). */
+void kopt_eval_session_counts(const kopt_eval_session *s, int *runs, int *workers);
+void kopt_eval_session_close(kopt_eval_session *s);
+
 /* The whole result as pretty JSON (the CLI's --json output and the store's copy).
  * Caller frees. */
 char *kopt_eval_result_json(const kopt_eval_result *r);

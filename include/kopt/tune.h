@@ -245,8 +245,12 @@ typedef struct kopt_tune_live_opts {
     kopt_tune_objective objective;
     double energy_s;          /* window of back-to-back runs for energy (default 1.0) */
     int allow_spills;         /* keep configurations that spill (default: RESOURCES) */
+    int one_shot;             /* evaluate each point as kopt_eval_run does (fresh seed, new
+                               * workers); default: one kopt_eval_session for the run */
+    int findings;             /* static findings for every point, whatever the strategy
+                               * wants (so a recording serves profile_guided in replay) */
 } kopt_tune_live_opts;
-#define KOPT_TUNE_LIVE_OPTS_INIT {1, NULL, KOPT_TUNE_TIME, 1.0, 0}
+#define KOPT_TUNE_LIVE_OPTS_INIT {1, NULL, KOPT_TUNE_TIME, 1.0, 0, 0, 0}
 kopt_status kopt_tune_evaluator_live(kopt_tune_evaluator **out, kopt_ctx *ctx,
                                      const kopt_problem *prob, const kopt_candidate *tmpl,
                                      const kopt_tune_space *space,

@@ -165,17 +165,14 @@ static size_t layout(phase_plan *phases, int nphases)
     return total;
 }
 
-/* `measured`: this worker's time is the one reported (the candidate, or the reference
- * evaluated alone): only it measures energy; the other reference's timed run is cut to one
- * run with opts.no_ref_timing. */
-static kopt_status start_subject(kopt_ctx *ctx, int is_ref, int measured,
-                                 const phase_plan *phases, int nphases, size_t total,
-                                 const kopt_compiled *comp, const kopt_compiled *rt,
-                                 const kopt_eval_opts *o, json_t *extra,
-                                 kopt__worker_proc **proc)
+/* The "run" job of a subject. `measured`: this worker's time is the one reported (the
+ * candidate, or the reference evaluated alone): only it measures energy; the other
+ * reference's timed run is cut to one run with opts.no_ref_timing. */
+static json_t *subject_job(int is_ref, int measured, const phase_plan *phases, int nphases,
+                           const kopt_compiled *comp, const kopt_compiled *rt,
+                           const kopt_eval_opts *o, json_t *extra)
 {
     json_t *job, *arr = json_array();
-    kopt_status rc;
 
     for (int p = 0; p < nphases; p++) {
         json_t *ph = phase_json(&phases[p], is_ref ? phases[p].ref : phases[p].cand, comp, o);
@@ -195,8 +192,25 @@ static kopt_status start_subject(kopt_ctx *ctx, int is_ref, int measured,
     job = json_pack("{s:s, s:i, s:s, s:s, s:s, s:o}", "op", "run", "device", o->device,
                     "runtime", rt->binary_path, "mode", comp->host_mode ? "host" : "device",
                     "binary", comp->binary_path, "phases", arr);
-    if (extra)
+    if (job && extra)
         json_object_update(job, extra);
+    return job;
+}
+
+/* Start a worker for subject_job(); `serve`: it stays up for further candidates. */
+static kopt_status start_subject(kopt_ctx *ctx, int is_ref, int measured, int serve,
+                                 const phase_plan *phases, int nphases, size_t total,
+                                 const kopt_compiled *comp, const kopt_compiled *rt,
+                                 const kopt_eval_opts *o, json_t *extra,
+                                 kopt__worker_proc **proc)
+{
+    json_t *job = subject_job(is_ref, measured, phases, nphases, comp, rt, o, extra);
+    kopt_status rc;
+
+    if (!job)
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "job");
+    if (serve)
+        json_object_set_new(job, "serve", json_true());
     rc = kopt__worker_start(ctx, job, total, proc);
     json_decref(job);
     return rc;
@@ -651,7 +665,7 @@ static void run_sanitizers(kopt_ctx *ctx, kopt_eval_result *r, const kopt_proble
         if (t == 2)
             json_object_set_new(extra, "no_poison", json_true());
         memset(&run, 0, sizeof(run));
-        if (start_subject(ctx, is_ref, 0, &ph, 1, layout(&ph, 1), comp, rt, o, extra, &proc) ==
+        if (start_subject(ctx, is_ref, 0, 0, &ph, 1, layout(&ph, 1), comp, rt, o, extra, &proc) ==
                 KOPT_OK &&
             kopt__worker_ready(ctx, proc) == KOPT_OK &&
             kopt__worker_finish(ctx, proc, o->timeout_s * 30, &run) == KOPT_OK) {
@@ -693,16 +707,35 @@ static void run_sanitizers(kopt_ctx *ctx, kopt_eval_result *r, const kopt_proble
 
 /* ---- the evaluation -------------------------------------------------------------------- */
 
-kopt_status kopt_eval_run(kopt_eval_result **out, kopt_ctx *ctx, const kopt_problem *prob,
-                          const kopt_candidate *cand, const kopt_eval_opts *opts)
+struct kopt_eval_session {
+    const kopt_problem *prob;       /* borrowed */
+    kopt_eval_opts opts;            /* the caller's, with the seed fixed */
+    kopt_ceilings ceilings;         /* as the first evaluation found them */
+    int asked_ceilings;
+    kopt_device_info nvml;          /* NVML's answer, once there was one */
+    int has_nvml;
+    kopt__worker_run ref_run;       /* the reference's outputs at the seed (result != NULL) */
+    size_t ref_total;               /* the output layout they fill */
+    kopt__worker_proc *cand;        /* the serving candidate worker, or NULL */
+    size_t cand_total;
+    int runs, workers;
+};
+
+/* One evaluation; with a session S: its seed and ceilings, its reference outputs once they
+ * exist, and its serving worker for device-code candidates. */
+static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_problem *prob,
+                             const kopt_candidate *cand, const kopt_eval_opts *opts,
+                             kopt_eval_session *S)
 {
     kopt_eval_opts o = KOPT_EVAL_OPTS_INIT;
     kopt_eval_result *r = calloc(1, sizeof(*r));
     kopt_candidate *ref = NULL;
     kopt_compiled *ref_comp = NULL, *cand_comp = NULL, *rt = NULL;
     kopt_compile_opts co = KOPT_COMPILE_OPTS_INIT;
-    kopt__worker_run ref_run, cand_run;
+    kopt__worker_run ref_run, cand_run, *refp = &ref_run;
     kopt__worker_proc *ref_proc = NULL, *cand_proc = NULL;
+    int serve = 0, served_before = 0, served = 0, ref_ran = 0;
+    json_t *next_job = NULL;
     kopt__file_guard *guard = NULL;
     json_t *cand_extra = NULL;
     phase_plan phases[2];
@@ -743,7 +776,16 @@ kopt_status kopt_eval_run(kopt_eval_result **out, kopt_ctx *ctx, const kopt_prob
     }
 
     /* device and compile target, without a CUDA context */
-    r->has_device = kopt_device_nvml(ctx, o.device, &nvml, NULL) == KOPT_OK;
+    if (S && S->has_nvml) {            /* asked once a session */
+        nvml = S->nvml;
+        r->has_device = 1;
+    } else {
+        r->has_device = kopt_device_nvml(ctx, o.device, &nvml, NULL) == KOPT_OK;
+        if (S && r->has_device) {
+            S->nvml = nvml;
+            S->has_nvml = 1;
+        }
+    }
     if (o.arch)
         snprintf(r->arch, sizeof(r->arch), "%s", o.arch);
     else if (r->has_device)
@@ -824,8 +866,16 @@ kopt_status kopt_eval_run(kopt_eval_result **out, kopt_ctx *ctx, const kopt_prob
     }
     r->checks = calloc((size_t)(2 * (o.trials + 3) * (prob->ntensors + 1)) + 1, sizeof(*r->checks));
 
-    if (get_ceilings(ctx, r, &o, nvml.uuid) != KOPT_OK)
+    if (S && S->asked_ceilings)
+        r->ceilings = S->ceilings;
+    else if (o.ceilings && o.ceilings->valid)
+        r->ceilings = *o.ceilings;
+    else if (get_ceilings(ctx, r, &o, nvml.uuid) != KOPT_OK)
         kopt_log(ctx, KOPT_LOG_WARN, "device ceilings not measured: %s", kopt_errmsg(ctx));
+    if (S && !S->asked_ceilings) {     /* measured or not, asked once a session */
+        S->ceilings = r->ceilings;
+        S->asked_ceilings = 1;
+    }
     if (cand && cand_comp->host_mode) {
         const char *guarded[] = {prob->path, prob->ref_path, cand->path, cand_comp->binary_path,
                                  ref_comp ? ref_comp->binary_path : NULL, rt->binary_path,
@@ -839,25 +889,61 @@ kopt_status kopt_eval_run(kopt_eval_result **out, kopt_ctx *ctx, const kopt_prob
 
     /* Both workers start together and set up side by side (process, context, modules);
      * then the reference runs alone on the GPU (outputs of every trial, its time), then the
-     * candidate, in a process that never sees the reference's outputs. */
+     * candidate, in a process that never sees the reference's outputs. In a session the
+     * reference's outputs at the session's seed are kept, and a device-code candidate goes
+     * to the serving worker when one is up. */
     t1 = kopt_now_ms();
     {
         size_t total = layout(phases, nphases);
-        if ((rc = start_subject(ctx, 1, !cand, phases, nphases, total, cand ? ref_comp : cand_comp, rt,
-                                &o, NULL, &ref_proc)) != KOPT_OK ||
-            (cand && (rc = start_subject(ctx, 0, 1, phases, nphases, total, cand_comp, rt, &o,
-                                         cand_extra, &cand_proc)) != KOPT_OK))
+        int reuse_ref = S && cand && S->ref_run.result && S->ref_total == total;
+        serve = S && cand && !cand_comp->host_mode;
+        if (serve && S->cand && (S->cand_total != total || !kopt__worker_alive(S->cand))) {
+            kopt__worker_proc_free(S->cand);
+            S->cand = NULL;
+        }
+        served_before = serve && S->cand;
+        if (reuse_ref)
+            refp = &S->ref_run;
+        else if ((rc = start_subject(ctx, 1, !cand, 0, phases, nphases, total,
+                                     cand ? ref_comp : cand_comp, rt, &o, NULL,
+                                     &ref_proc)) != KOPT_OK)
             goto fail;
+        if (served_before) {
+            if (!(next_job = subject_job(0, 1, phases, nphases, cand_comp, rt, &o, NULL))) {
+                rc = kopt_seterr(ctx, KOPT_E_NOMEM, "job");
+                goto fail;
+            }
+        } else if (cand) {
+            if ((rc = start_subject(ctx, 0, 1, serve, phases, nphases, total, cand_comp, rt, &o,
+                                    cand_extra, &cand_proc)) != KOPT_OK)
+                goto fail;
+            if (serve) {
+                S->cand = cand_proc;
+                S->cand_total = total;
+                S->workers++;
+                cand_proc = NULL;
+            }
+        }
+        if (S && cand) {
+            S->runs++;
+            if (!reuse_ref)
+                S->ref_total = total;
+        }
     }
-    kopt__worker_ready(ctx, ref_proc);
+    if (ref_proc)
+        kopt__worker_ready(ctx, ref_proc);
     if (cand_proc)
         kopt__worker_ready(ctx, cand_proc);
-    rc = kopt__worker_finish(ctx, ref_proc, o.timeout_s, &ref_run);
-    ref_proc = NULL;
-    if (rc != KOPT_OK)
-        goto fail;
-    if (!ref_run.result) {
-        worker_failure(r, &ref_run, "reference", &o, 0);
+    else if (serve && !served_before)
+        kopt__worker_ready(ctx, S->cand);
+    if (ref_proc) {
+        rc = kopt__worker_finish(ctx, ref_proc, o.timeout_s, &ref_run);
+        ref_proc = NULL;
+        if (rc != KOPT_OK)
+            goto fail;
+    }
+    if (!refp->result) {
+        worker_failure(r, refp, "reference", &o, 0);
         if (r->verdict != KOPT_VERDICT_SKIPPED) {
             char msg[sizeof(r->message)];
             snprintf(msg, sizeof(msg), "%s", r->message);
@@ -866,18 +952,26 @@ kopt_status kopt_eval_run(kopt_eval_result **out, kopt_ctx *ctx, const kopt_prob
         }
         goto done;
     }
-    kopt__device_from_json(ref_run.device, &r->device);
-    r->ref_setup_ms = json_number_value(json_object_get(ref_run.device, "setup_ms"));
+    ref_ran = refp == &ref_run;
+    if (S && cand && ref_ran) {        /* keep the reference's outputs for the session */
+        kopt__worker_run_free(&S->ref_run);
+        S->ref_run = ref_run;
+        memset(&ref_run, 0, sizeof(ref_run));
+        refp = &S->ref_run;
+    }
+    kopt__device_from_json(refp->device, &r->device);
+    if (ref_ran)
+        r->ref_setup_ms = json_number_value(json_object_get(refp->device, "setup_ms"));
     r->device.ordinal = o.device;
     if (phases[0].timed)
-        timing_from_run(&ref_run, 0, &r->ref_timing);
+        timing_from_run(refp, 0, &r->ref_timing);
     if (r->ceilings.valid)
         kopt_ceilings_fill_spec(&r->ceilings, &r->device);
 
     if (!cand) {
         r->timing = r->ref_timing;
-        energy_from_run(ctx, &ref_run, 0, r);
-        r->time_ms = timing_wall(&ref_run);
+        energy_from_run(ctx, refp, 0, r);
+        r->time_ms = timing_wall(refp);
         r->verify_ms = kopt_now_ms() - t1 - r->time_ms;
         if (phases[0].ref->has_work && r->timing.n)
             kopt__roofline(&r->roofline, phases[0].ref->flops, phases[0].ref->bytes,
@@ -887,11 +981,17 @@ kopt_status kopt_eval_run(kopt_eval_result **out, kopt_ctx *ctx, const kopt_prob
         goto done;
     }
 
-    rc = kopt__worker_finish(ctx, cand_proc, o.timeout_s, &cand_run);
-    cand_proc = NULL;
+    if (serve) {
+        rc = kopt__worker_serve(ctx, S->cand, next_job, o.timeout_s, &cand_run);
+        served = rc == KOPT_OK && kopt__worker_alive(S->cand);
+    } else {
+        rc = kopt__worker_finish(ctx, cand_proc, o.timeout_s, &cand_run);
+        cand_proc = NULL;
+    }
     if (rc != KOPT_OK)
         goto fail;
-    r->cand_setup_ms = json_number_value(json_object_get(cand_run.device, "setup_ms"));
+    r->cand_setup_ms = served_before ? 0 :
+        json_number_value(json_object_get(cand_run.device, "setup_ms"));
     if (json_is_object(json_object_get(cand_run.device, "sandbox"))) {
         char *js = json_dumps(json_object_get(cand_run.device, "sandbox"), JSON_COMPACT);
         snprintf(r->sandbox, sizeof(r->sandbox), "%s", js ? js : "");
@@ -926,7 +1026,7 @@ kopt_status kopt_eval_run(kopt_eval_result **out, kopt_ctx *ctx, const kopt_prob
     for (int p = 0; p < nphases; p++) {
         char msg[1024];
         kopt_check rep;
-        if (check_inputs(p, phases[p].label, &cand_run, &ref_run, msg, sizeof(msg))) {
+        if (check_inputs(p, phases[p].label, &cand_run, refp, msg, sizeof(msg))) {
             set_verdict(r, KOPT_VERDICT_INPUT_MUTATED, "%s", msg);
             goto done;
         }
@@ -950,9 +1050,9 @@ kopt_status kopt_eval_run(kopt_eval_result **out, kopt_ctx *ctx, const kopt_prob
         }
     }
     for (int p = 0; p < nphases; p++)
-        ncompared += compare_phase(r, &phases[p], cand_run.shm, ref_run.shm);
+        ncompared += compare_phase(r, &phases[p], cand_run.shm, refp->shm);
     /* wall time split: everything the workers did except their timed loops is verification */
-    r->time_ms = timing_wall(&ref_run) + timing_wall(&cand_run);
+    r->time_ms = (ref_ran ? timing_wall(refp) : 0) + timing_wall(&cand_run);
     r->verify_ms = kopt_now_ms() - t1 - r->time_ms;
     if (ncompared) {
         const kopt_check *c = NULL;
@@ -1017,12 +1117,74 @@ done:
     kopt__worker_proc_free(cand_proc);
     kopt__guard_free(guard);
     json_decref(cand_extra);
+    json_decref(next_job);
     kopt__worker_run_free(&ref_run);
-    kopt__worker_run_free(&cand_run);
+    kopt__worker_run_free(&cand_run);   /* a served run's buffer stays with the worker */
+    if (serve && S->cand && !served) {  /* ended, or left waiting for a "go" it never got */
+        kopt__worker_proc_free(S->cand);
+        S->cand = NULL;
+    }
     kopt_compiled_free(ref_comp);
     kopt_compiled_free(cand_comp);
     kopt_compiled_free(rt);
     kopt_candidate_free(ref);
     *out = r;
     return KOPT_OK;
+}
+
+kopt_status kopt_eval_run(kopt_eval_result **out, kopt_ctx *ctx, const kopt_problem *prob,
+                          const kopt_candidate *cand, const kopt_eval_opts *opts)
+{
+    return eval_core(out, ctx, prob, cand, opts, NULL);
+}
+
+/* ---- sessions ---------------------------------------------------------------------------- */
+
+kopt_status kopt_eval_session_open(kopt_eval_session **out, kopt_ctx *ctx,
+                                   const kopt_problem *prob, const kopt_eval_opts *opts)
+{
+    kopt_eval_opts dflt = KOPT_EVAL_OPTS_INIT;
+    kopt_eval_session *s;
+
+    *out = NULL;
+    if (!prob)
+        return kopt_seterr(ctx, KOPT_E_INVALID, "evaluation session: no problem");
+    if (!(s = calloc(1, sizeof(*s))))
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "evaluation session");
+    s->prob = prob;
+    s->opts = opts ? *opts : dflt;
+    if (!s->opts.seed)
+        s->opts.seed = fresh_seed();
+    if (s->opts.ceilings && s->opts.ceilings->valid) {
+        s->ceilings = *s->opts.ceilings;
+        s->asked_ceilings = 1;
+    }
+    *out = s;
+    return KOPT_OK;
+}
+
+kopt_status kopt_eval_session_run(kopt_eval_session *s, kopt_ctx *ctx,
+                                  const kopt_candidate *cand, kopt_eval_result **out)
+{
+    *out = NULL;
+    if (!s || !cand)
+        return kopt_seterr(ctx, KOPT_E_INVALID, "evaluation session: no candidate");
+    return eval_core(out, ctx, s->prob, cand, &s->opts, s);
+}
+
+void kopt_eval_session_counts(const kopt_eval_session *s, int *runs, int *workers)
+{
+    if (runs)
+        *runs = s ? s->runs : 0;
+    if (workers)
+        *workers = s ? s->workers : 0;
+}
+
+void kopt_eval_session_close(kopt_eval_session *s)
+{
+    if (!s)
+        return;
+    kopt__worker_proc_free(s->cand);
+    kopt__worker_run_free(&s->ref_run);
+    free(s);
 }

@@ -28,7 +28,7 @@ void kopt__worker_run_free(kopt__worker_run *r)
     json_decref(r->result);
     json_decref(r->error);
     free(r->log);
-    if (r->shm)
+    if (r->shm && !r->shm_borrowed)
         munmap(r->shm, r->shm_size);
     memset(r, 0, sizeof(*r));
 }
@@ -103,6 +103,8 @@ struct kopt__worker_proc {
     int job_w, ev_r, log_fd;
     kopt_buf acc;
     int eof;
+    int reaped;                /* waited for: exit status and log are in run */
+    size_t shm_size;
     char tmpdir[PATH_MAX];     /* the sandbox's private folder, removed at the end */
     double t0;
     kopt__worker_run run;
@@ -145,6 +147,7 @@ kopt_status kopt__worker_start(kopt_ctx *ctx, json_t *job, size_t shm_size,
         w->run.shm = m;
         w->run.shm_size = shm_size;
     }
+    w->shm_size = shm_size;
     memset(&lim, 0, sizeof(lim));
     if (sb) {
         const char *base = getenv("TMPDIR");
@@ -273,34 +276,54 @@ kopt_status kopt__worker_ready(kopt_ctx *ctx, kopt__worker_proc *w)
     return KOPT_OK;
 }
 
+/* Wait for the worker's end (its process group goes too: a host-mode candidate may have
+ * left children); its exit status and the tail of its log into w->run. */
+static void reap(kopt__worker_proc *w)
+{
+    int status = 0;
+    off_t size, from;
+
+    if (w->reaped)
+        return;
+    while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    kill(-w->pid, SIGKILL);
+    w->reaped = 1;
+    w->run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    w->run.signal = WIFSIGNALED(status) && !w->run.timed_out ? WTERMSIG(status) : 0;
+    size = lseek(w->log_fd, 0, SEEK_END);
+    from = size > LOG_TAIL ? size - LOG_TAIL : 0;
+    free(w->run.log);
+    w->run.log = calloc(LOG_TAIL + 1, 1);
+    if (w->run.log && size > 0 && pread(w->log_fd, w->run.log, (size_t)(size - from), from) < 0)
+        w->run.log[0] = '\0';
+}
+
+static void send_line(kopt__worker_proc *w, const char *text, size_t len)
+{
+    size_t done = 0;
+
+    while (w->job_w >= 0 && done < len) {
+        ssize_t n = write(w->job_w, text + done, len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;                     /* the worker is gone: the pump sees its end */
+        done += (size_t)n;
+    }
+}
+
 kopt_status kopt__worker_finish(kopt_ctx *ctx, kopt__worker_proc *w, double timeout_s,
                                 kopt__worker_run *out)
 {
-    int status = 0;
-
     pump(w, FIRST_CONTACT_S, said_hello);
-    if (!w->eof && w->job_w >= 0) {
-        ssize_t n;
-        do
-            n = write(w->job_w, "go\n", 3);
-        while (n < 0 && errno == EINTR);
-    }
+    if (!w->eof)
+        send_line(w, "go\n", 3);
     if (w->job_w >= 0)
         close(w->job_w);
     w->job_w = -1;
     pump(w, timeout_s, NULL);
-    /* the process group goes too: a host-mode candidate may have left children */
-    while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    kill(-w->pid, SIGKILL);
-    w->run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    w->run.signal = WIFSIGNALED(status) && !w->run.timed_out ? WTERMSIG(status) : 0;
-    {
-        off_t size = lseek(w->log_fd, 0, SEEK_END), from = size > LOG_TAIL ? size - LOG_TAIL : 0;
-        w->run.log = calloc(LOG_TAIL + 1, 1);
-        if (w->run.log && size > 0 && pread(w->log_fd, w->run.log, (size_t)(size - from), from) < 0)
-            w->run.log[0] = '\0';
-    }
+    reap(w);
     w->run.wall_ms = kopt_now_ms() - w->t0;
     *out = w->run;
     memset(&w->run, 0, sizeof(w->run));
@@ -309,11 +332,63 @@ kopt_status kopt__worker_finish(kopt_ctx *ctx, kopt__worker_proc *w, double time
     return KOPT_OK;
 }
 
+static int has_result(const kopt__worker_run *r)
+{
+    return r->result != NULL;
+}
+
+kopt_status kopt__worker_serve(kopt_ctx *ctx, kopt__worker_proc *w, json_t *job,
+                               double timeout_s, kopt__worker_run *out)
+{
+    double t0 = kopt_now_ms();
+
+    memset(out, 0, sizeof(*out));
+    json_decref(w->run.result);
+    json_decref(w->run.error);
+    w->run.result = w->run.error = NULL;
+    w->run.last_progress[0] = '\0';
+    if (!job) {
+        pump(w, FIRST_CONTACT_S, said_hello);
+        if (!w->eof)
+            send_line(w, "go\n", 3);
+    } else if (!w->eof) {
+        char *text;
+        json_object_set_new(job, "shm_size", json_integer((json_int_t)w->shm_size));
+        if (!(text = json_dumps(job, JSON_COMPACT)))
+            return kopt_seterr(ctx, KOPT_E_NOMEM, "job");
+        send_line(w, text, strlen(text));
+        send_line(w, "\n", 1);
+        free(text);
+    }
+    pump(w, timeout_s, has_result);
+    if (w->eof)
+        reap(w);
+    out->device = json_incref(w->run.device);
+    out->result = w->run.result;
+    out->error = w->run.error;
+    w->run.result = w->run.error = NULL;
+    out->timed_out = w->run.timed_out;
+    out->signal = w->run.signal;
+    out->exit_code = w->run.exit_code;
+    out->log = w->eof && w->run.log ? strdup(w->run.log) : NULL;
+    out->shm = w->run.shm;
+    out->shm_size = w->run.shm_size;
+    out->shm_borrowed = 1;
+    out->wall_ms = kopt_now_ms() - t0;
+    snprintf(out->last_progress, sizeof(out->last_progress), "%s", w->run.last_progress);
+    return KOPT_OK;
+}
+
+int kopt__worker_alive(const kopt__worker_proc *w)
+{
+    return w && !w->eof;
+}
+
 void kopt__worker_proc_free(kopt__worker_proc *w)
 {
     if (!w)
         return;
-    if (w->pid > 0 && !w->eof) {
+    if (w->pid > 0 && !w->reaped) {
         kill(-w->pid, SIGKILL);
         kill(w->pid, SIGKILL);
         waitpid(w->pid, NULL, 0);

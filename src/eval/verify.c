@@ -13,13 +13,13 @@ static int f32_all_close(const kopt_btensor *t, const float *g, const float *w, 
 {
     double ma = 0, mr = 0;
     for (int64_t i = 0; i < t->count; i++) {
-        double a = g[i], b = w[i], e = fabs(a - b);
-        if (!(e <= t->atol + t->rtol * fabs(b)))   /* NaN fails here too */
+        double a = g[i], b = w[i], e = fabs(a - b), fb = fabs(b);
+        if (!(e <= t->atol + t->rtol * fb))   /* NaN fails here too */
             return 0;
         if (e > ma)
             ma = e;
-        if (b != 0 && e / fabs(b) > mr)
-            mr = e / fabs(b);
+        if (e > mr * fb && b != 0)          /* divide only for a new maximum */
+            mr = e / fb;
     }
     *max_abs = ma;
     *max_rel = mr;

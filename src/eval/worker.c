@@ -648,6 +648,13 @@ static kopt_status run_timing(worker *w, int phase, json_t *tm, json_t *result)
         int chunk = CHUNK;
         if (est > 0 && (int)(1000.0 / est) < chunk)
             chunk = (int)(1000.0 / est) > 1 ? (int)(1000.0 / est) : 1;
+        if (est > 0) {                 /* no more than the budget (and min_reps) asks for */
+            int want = (int)ceil((budget_ms - total) / est);
+            if (want < min_reps - reps)
+                want = min_reps - reps;
+            if (want < chunk)
+                chunk = want > 1 ? want : 1;
+        }
         if (chunk > max_reps - reps)
             chunk = max_reps - reps;
         for (int r = 0; r < chunk; r++) {
@@ -965,11 +972,50 @@ static int wait_go(kopt_buf *in)
     return 0;
 }
 
+/* The phases of a "run" job (trials, timing, energy) into `result`. */
+static kopt_status run_phases(worker *w, json_t *job, json_t *result)
+{
+    json_t *phases_out = json_array(), *kernels = json_array(), *ph;
+    size_t i;
+    kopt_status rc = KOPT_OK;
+
+    json_array_foreach(json_object_get(job, "phases"), i, ph) {
+        json_t *po = json_object(), *tm = json_object_get(ph, "timing"), *sums = json_object();
+        json_array_append_new(phases_out, po);
+        json_object_set_new(po, "input_sums", sums);
+        if ((rc = setup_phase(w, ph, i == 0 ? kernels : NULL)) != KOPT_OK)
+            goto done;
+        wk_progress(w, (int)i, "setup");
+        if ((rc = run_trials(w, (int)i, json_object_get(ph, "trials"), sums)) != KOPT_OK)
+            goto done;
+        if (json_is_object(tm)) {
+            double t0 = kopt_now_ms();
+            if ((rc = run_timing(w, (int)i, tm, po)) != KOPT_OK)
+                goto done;
+            json_object_set_new(po, "timing_wall_ms", json_real(kopt_now_ms() - t0));
+            if (json_number_value(json_object_get(tm, "energy_s")) > 0 &&
+                (rc = wk_measure_energy(w, json_number_value(json_object_get(tm, "energy_s")),
+                                        median_sample(json_object_get(po, "samples_ms")),
+                                        po)) != KOPT_OK)
+                goto done;
+        }
+        free_phase(w);
+    }
+    json_object_set(result, "phases", phases_out);
+    if (w->gpu_kernels)
+        json_object_set_new(result, "gpu_kernels", w->gpu_kernels);
+    w->gpu_kernels = NULL;
+    json_object_set(result, "kernels", kernels);
+done:
+    json_decref(phases_out);
+    json_decref(kernels);
+    return rc;
+}
+
 static kopt_status run_job(worker *w, json_t *job, kopt_buf *rest)
 {
     const char *op = json_string_value(json_object_get(job, "op"));
-    json_t *dev = NULL, *result = NULL, *phases_out = NULL, *kernels = NULL, *ph;
-    size_t i;
+    json_t *dev = NULL, *result = NULL;
     kopt_status rc;
     double t_setup = kopt_now_ms();
 
@@ -1016,39 +1062,70 @@ static kopt_status run_job(worker *w, json_t *job, kopt_buf *rest)
         rc = wk_profile(w, job, result);
         goto done;
     }
-    phases_out = json_array();
-    kernels = json_array();
-    json_array_foreach(json_object_get(job, "phases"), i, ph) {
-        json_t *po = json_object(), *tm = json_object_get(ph, "timing"), *sums = json_object();
-        json_array_append_new(phases_out, po);
-        json_object_set_new(po, "input_sums", sums);
-        if ((rc = setup_phase(w, ph, i == 0 ? kernels : NULL)) != KOPT_OK)
-            goto done;
-        wk_progress(w, (int)i, "setup");
-        if ((rc = run_trials(w, (int)i, json_object_get(ph, "trials"), sums)) != KOPT_OK)
-            goto done;
-        if (json_is_object(tm)) {
-            double t0 = kopt_now_ms();
-            if ((rc = run_timing(w, (int)i, tm, po)) != KOPT_OK)
-                goto done;
-            json_object_set_new(po, "timing_wall_ms", json_real(kopt_now_ms() - t0));
-            if (json_number_value(json_object_get(tm, "energy_s")) > 0 &&
-                (rc = wk_measure_energy(w, json_number_value(json_object_get(tm, "energy_s")),
-                                        median_sample(json_object_get(po, "samples_ms")),
-                                        po)) != KOPT_OK)
-                goto done;
-        }
-        free_phase(w);
-    }
-    json_object_set(result, "phases", phases_out);
-    if (w->gpu_kernels)
-        json_object_set_new(result, "gpu_kernels", w->gpu_kernels);
-    w->gpu_kernels = NULL;
-    json_object_set(result, "kernels", kernels);
+    rc = run_phases(w, job, result);
 done:
-    json_decref(phases_out);
-    json_decref(kernels);
     if (rc == KOPT_OK)
+        wk_emit(result);
+    else
+        json_decref(result);
+    return rc;
+}
+
+/* The next line of stdin (kept in `in`), parsed as a job: 1 with *job set, 0 at EOF,
+ * -1 (and the error set) when the line is not JSON. */
+static int take_job(worker *w, kopt_buf *in, json_t **job)
+{
+    char buf[65536], *nl;
+    ssize_t n;
+    json_error_t err;
+    size_t used;
+
+    *job = NULL;
+    while (!(nl = memchr(kopt_buf_cstr(in), '\n', in->len))) {
+        n = read(0, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return 0;
+        kopt_buf_append(in, buf, (size_t)n);
+    }
+    *nl = '\0';
+    *job = json_loads(kopt_buf_cstr(in), 0, &err);
+    used = (size_t)(nl - in->ptr) + 1;
+    memmove(in->ptr, in->ptr + used, in->len - used + 1);
+    in->len -= used;
+    if (!*job) {
+        kopt_seterr(w->ctx, KOPT_E_INVALID, "bad job: %s", err.text);
+        return -1;
+    }
+    return 1;
+}
+
+/* A further job of a serving worker: the same device, sizes and output buffer; a new
+ * candidate module (device code only), run as the first job's phases were. */
+static kopt_status serve_next(worker *w, json_t *job)
+{
+    const char *mode = json_string_value(json_object_get(job, "mode"));
+    json_t *result;
+    kopt_status rc;
+
+    if ((mode && strcmp(mode, "host") == 0) || json_object_get(job, "sandbox") ||
+        (size_t)json_integer_value(json_object_get(job, "shm_size")) != w->shm_size) {
+        w->fail_kind = "harness";
+        return kopt_seterr(w->ctx, KOPT_E_INVALID, "a serving worker runs device code with "
+                           "the output buffer it started with");
+    }
+    if (w->mod) {
+        CUresult r = w->cu->cuModuleUnload(w->mod);
+        w->mod = NULL;
+        if (r != CUDA_SUCCESS)
+            return wk_cufail(w, r, "unload the previous candidate");
+    }
+    w->no_poison = json_is_true(json_object_get(job, "no_poison"));
+    if ((rc = load_candidate(w, job)) != KOPT_OK)
+        return rc;
+    result = json_pack("{s:s}", "event", "result");
+    if ((rc = run_phases(w, job, result)) == KOPT_OK)
         wk_emit(result);
     else
         json_decref(result);
@@ -1060,36 +1137,36 @@ int kopt_worker_main(void)
     worker w;
     kopt_buf in = KOPT_BUF_INIT;
     json_t *job = NULL;
-    json_error_t err;
-    char buf[65536];
-    ssize_t n;
     kopt_status rc;
-
-    char *nl;
+    int got;
 
     memset(&w, 0, sizeof(w));
     w.ctx = kopt_ctx_new();
     /* the job is the first line; what follows it (the "go") stays in `in` */
-    while (!(nl = memchr(kopt_buf_cstr(&in), '\n', in.len)) &&
-           (n = read(0, buf, sizeof(buf))) > 0)
-        kopt_buf_append(&in, buf, (size_t)n);
-    if (nl)
-        *nl = '\0';
-    job = json_loads(kopt_buf_cstr(&in), 0, &err);
-    if (nl) {
-        size_t used = (size_t)(nl - in.ptr) + 1;
-        memmove(in.ptr, in.ptr + used, in.len - used + 1);
-        in.len -= used;
-    } else {
-        in.len = 0;
-    }
-    if (!job) {
-        kopt_seterr(w.ctx, KOPT_E_INVALID, "bad job: %s", err.text);
+    if ((got = take_job(&w, &in, &job)) <= 0) {
+        if (got == 0)
+            kopt_seterr(w.ctx, KOPT_E_INVALID, "bad job: no job line");
         emit_error(&w);
         kopt_buf_free(&in);
         return 2;
     }
     rc = run_job(&w, job, &in);
+    /* "serve": after the "go" line, each further line is a job for another candidate, run
+     * at once; EOF ends the worker, and so does any failure (the parent starts a new one) */
+    if (rc == KOPT_OK && json_is_true(json_object_get(job, "serve"))) {
+        char *nl = memchr(kopt_buf_cstr(&in), '\n', in.len);
+        json_t *next = NULL;
+        if (nl) {                      /* drop the "go" */
+            size_t used = (size_t)(nl - in.ptr) + 1;
+            memmove(in.ptr, in.ptr + used, in.len - used + 1);
+            in.len -= used;
+        }
+        while (rc == KOPT_OK && (got = take_job(&w, &in, &next)) != 0) {
+            rc = got > 0 ? serve_next(&w, next) : KOPT_E_INVALID;
+            json_decref(next);
+            next = NULL;
+        }
+    }
     kopt_buf_free(&in);
     if (rc != KOPT_OK)
         emit_error(&w);

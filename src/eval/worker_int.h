@@ -37,6 +37,7 @@ typedef struct kopt__worker_run {
     char *log;               /* the tail of its stdout/stderr */
     unsigned char *shm;      /* the outputs it copied (parent mapping), or NULL */
     size_t shm_size;
+    int shm_borrowed;        /* a serving worker's buffer: the proc unmaps it, not the run */
     double wall_ms;
     char last_progress[128];
 } kopt__worker_run;
@@ -51,6 +52,17 @@ kopt_status kopt__worker_ready(kopt_ctx *ctx, kopt__worker_proc *w);
 kopt_status kopt__worker_finish(kopt_ctx *ctx, kopt__worker_proc *w, double timeout_s,
                                 kopt__worker_run *out);
 void kopt__worker_proc_free(kopt__worker_proc *w);
+
+/* Serving workers (an evaluation session): a worker started with "serve": true in its job
+ * stays up after its result and runs each further job line at once (device code only, the
+ * same output buffer). kopt__worker_serve sends "go" (job NULL: the first job, after
+ * kopt__worker_start) or the next job, and collects events until that job's "result", or
+ * until the worker ends (an "error", a crash, a hang killed after timeout_s): then *out
+ * also has its exit status and log, and kopt__worker_alive turns 0. out->shm is the proc's
+ * buffer (shm_borrowed), valid until the next job or the proc is freed. */
+kopt_status kopt__worker_serve(kopt_ctx *ctx, kopt__worker_proc *w, json_t *job,
+                               double timeout_s, kopt__worker_run *out);
+int kopt__worker_alive(const kopt__worker_proc *w);
 
 /* Start a worker with `job`, wait for it (a step with no progress for timeout_s is a
  * hang: the worker's process group is killed), and collect its events. KOPT_OK when the

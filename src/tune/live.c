@@ -1,7 +1,9 @@
 /* The live evaluator: a point of a template's space becomes a concrete candidate
  * (kopt_candidate_instantiate), is compiled (NVRTC, into the shared compile cache; prepare
  * does this ahead on the driver's worker threads), screened for resources (spills, zero
- * occupancy, shared memory), then verified and timed by kopt_eval_run at the space's sizes.
+ * occupancy, shared memory), then verified and timed at the space's sizes in the run's
+ * evaluation session (kopt_eval_session: one seed, the reference run once, one serving
+ * worker), or by kopt_eval_run for each point with one_shot.
  * With want_findings the static micro-tools (SASS and resources, with the device and the
  * measured time when there is one) rank what to change next. */
 #include "kopt/tune.h"
@@ -34,6 +36,7 @@ typedef struct live {
     kopt_tune_live_opts opts;
     char arch[24];
     int cc_major, cc_minor;          /* of the device (9.0 when none is seen) */
+    kopt_eval_session *session;      /* opened at the first evaluation (NULL: one_shot) */
     pthread_mutex_t lock;            /* guards memo */
     prepared *memo;
     size_t nmemo, capmemo;
@@ -357,12 +360,16 @@ static kopt_status live_evaluate(void *user, kopt_ctx *ctx, uint64_t point, int 
     }
 
     t0 = kopt_now_ms();
-    rc = kopt_eval_run(&res, ctx, L->prob, cand, &L->eval);
+    if (!L->opts.one_shot && !L->session &&
+        (rc = kopt_eval_session_open(&L->session, ctx, L->prob, &L->eval)) != KOPT_OK)
+        goto cleanup;
+    rc = L->session ? kopt_eval_session_run(L->session, ctx, cand, &res)
+                    : kopt_eval_run(&res, ctx, L->prob, cand, &L->eval);
     out->eval_ms = kopt_now_ms() - t0;
     if (rc != KOPT_OK)
         goto cleanup;
     map_verdict(res, out);
-    if (want_findings)
+    if (want_findings || L->opts.findings)
         static_findings(L, comp, b, res, out);
 cleanup:
     kopt_eval_result_free(res);
@@ -378,6 +385,7 @@ static void live_destroy(void *user)
 
     if (!L)
         return;
+    kopt_eval_session_close(L->session);
     pthread_mutex_destroy(&L->lock);
     free(L->memo);
     free(L);
