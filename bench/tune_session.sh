@@ -4,7 +4,8 @@
 # resumable: the store is $TUNE_DB, default bench/results/tune-h200.db), kt (Kernel Tuner
 # live on the SGEMM template, wheels in bench/kt/wheels), kopt200 (kopt random 200 on SGEMM,
 # the same budget as the kt section), cublas (the cuBLAS SGEMM reference time).
-# TUNE_TIME: wall-time limit per recording call (default 480 s). Outputs go to $OUT.
+# TUNE_TIME: wall-time limit per recording call (default 480 s); TUNE_EXTRA: more kopt tune
+# arguments for record (e.g. --findings). Outputs go to $OUT.
 set -u
 K=${KOPT_BIN:-$PWD/build-dev/kopt}
 FINAL=${OUT:-/tmp/kopt-out}; O=$FINAL/w; mkdir -p "$O" tests/data/tune/h200
@@ -31,7 +32,7 @@ for s in "$@"; do
       p=${s#record:}
       $K tune examples/$p examples/$p/tune.cu --strategy exhaustive --budget 0 --resume \
         --time "${TUNE_TIME:-480}" --compile-threads 12 --lookahead 24 --db "$DB" \
-        --record tests/data/tune/h200/$p.json --export-kt "$O/$p.kt.json" --json --no-progress \
+        --record tests/data/tune/h200/$p.json --export-kt "$O/$p.kt.json" --json --no-progress ${TUNE_EXTRA:-} \
         > "$O/tune_$p.json" 2> "$O/tune_$p.err"
       echo "exit $?" >> "$O/tune_$p.err"
       sum "$O/tune_$p.json"; tail -3 "$O/tune_$p.err";;

@@ -3,27 +3,84 @@
 #include "eval_int.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The common case, f32, without a per-element type switch: a fast scan, falling back to
- * the general loop only to describe mismatches and errors exactly. */
-static int f32_all_close(const kopt_btensor *t, const float *g, const float *w, double *max_abs,
-                         double *max_rel)
+ * the general loop only to describe mismatches and errors exactly. Large tensors are
+ * scanned by several threads (outputs of hundreds of MB are checked per evaluation). */
+typedef struct f32_part {
+    const float *g, *w;
+    int64_t n;
+    double atol, rtol;
+    double max_abs, max_rel;
+    int ok;
+} f32_part;
+
+static void *f32_scan(void *arg)
 {
+    f32_part *p = arg;
     double ma = 0, mr = 0;
-    for (int64_t i = 0; i < t->count; i++) {
-        double a = g[i], b = w[i], e = fabs(a - b), fb = fabs(b);
-        if (!(e <= t->atol + t->rtol * fb))   /* NaN fails here too */
-            return 0;
+
+    p->ok = 0;
+    for (int64_t i = 0; i < p->n; i++) {
+        double a = p->g[i], b = p->w[i], e = fabs(a - b), fb = fabs(b);
+        if (!(e <= p->atol + p->rtol * fb))   /* NaN fails here too */
+            return NULL;
         if (e > ma)
             ma = e;
         if (e > mr * fb && b != 0)          /* divide only for a new maximum */
             mr = e / fb;
     }
-    *max_abs = ma;
-    *max_rel = mr;
-    return 1;
+    p->max_abs = ma;
+    p->max_rel = mr;
+    p->ok = 1;
+    return NULL;
+}
+
+#define F32_THREADS 8
+#define F32_PER_THREAD (1 << 22)   /* elements below which another thread is not worth it */
+
+static int f32_all_close(const kopt_btensor *t, const float *g, const float *w, double *max_abs,
+                         double *max_rel)
+{
+    f32_part parts[F32_THREADS];
+    pthread_t tid[F32_THREADS];
+    int started[F32_THREADS] = {0};
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int n = (int)(t->count / F32_PER_THREAD) + 1, ok = 1;
+    int64_t per;
+
+    if (n > F32_THREADS)
+        n = F32_THREADS;
+    if (cpus > 0 && n > cpus)
+        n = (int)cpus;
+    per = (t->count + n - 1) / n;
+    for (int i = 0; i < n; i++) {
+        int64_t from = (int64_t)i * per, to = from + per < t->count ? from + per : t->count;
+        parts[i] = (f32_part){g + from, w + from, to > from ? to - from : 0, t->atol, t->rtol,
+                              0, 0, 0};
+        if (i > 0)
+            started[i] = pthread_create(&tid[i], NULL, f32_scan, &parts[i]) == 0;
+    }
+    f32_scan(&parts[0]);
+    for (int i = 1; i < n; i++) {
+        if (started[i])
+            pthread_join(tid[i], NULL);
+        else
+            f32_scan(&parts[i]);        /* no thread: scan it here */
+    }
+    *max_abs = *max_rel = 0;
+    for (int i = 0; i < n; i++) {
+        ok &= parts[i].ok;
+        if (parts[i].max_abs > *max_abs)
+            *max_abs = parts[i].max_abs;
+        if (parts[i].max_rel > *max_rel)
+            *max_rel = parts[i].max_rel;
+    }
+    return ok;
 }
 
 void kopt__compare(const kopt_btensor *t, const void *got, const void *want, kopt_check *c)

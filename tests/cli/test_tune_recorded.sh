@@ -2,12 +2,14 @@
 # kopt's strategies on real measurements, without a GPU: every complete cache recorded on
 # an H200 (tests/data/tune/h200/*.json, see its README) is replayed exhaustively to find
 # its optimum, then each strategy runs for seeds 1..3 with a budget below the space size (100
-# of the 120-point spaces, 150 of transpose's 328) and must end within 2% of
-# that optimum; the exhaustive
-# replay must evaluate exactly the recorded OK + failed points. The thresholds are the
-# ones measured with bench/kt/kopt_replay_stats.py (10 seeds: every strategy reached 98%
-# on every seed on these caches, at most 31 evaluations on average for the small spaces and
-# 81 for transpose), so a strategy that regresses fails.
+# of the 120-point spaces, 150 of transpose's 328 and of sgemm's 1064) and must end within
+# 2% of that optimum; the exhaustive replay must evaluate exactly the recorded OK + failed
+# points. The budgets follow what bench/kt/kopt_replay_stats.py measured over 10 seeds
+# (bench/results/2026-11-22-kt-comparison-*.md): on seeds 1-3 every strategy gets within
+# 2% well inside them, so a strategy that regresses fails. Where a recording holds static
+# findings (transpose, sgemm: recorded with --findings), profile_guided must take a
+# different path with them than with them stripped, on at least one of seeds 1-3 (on
+# transpose most findings ask for moves that are not valid there, so paths often agree).
 # usage: test_tune_recorded.sh /path/to/kopt /path/to/repo-root
 set -u
 KOPT=${1:?usage: test_tune_recorded.sh KOPT ROOT}
@@ -45,6 +47,25 @@ for c in "${caches[@]}"; do
     done
   done
   echo "ok    $n: every strategy within 2% of the optimum (seeds 1-3, budget $budget)"
+  # recorded findings must steer profile_guided: with them stripped, its path must change
+  if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if any(e.get("findings") for e in d["entries"]) else 1)' "$c"; then
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+for e in d["entries"]: e["findings"] = []
+json.dump(d, open(sys.argv[2], "w"))' "$c" "$KOPT_CACHE_DIR/plain.json"
+    differ=0
+    for seed in 1 2 3; do
+      for v in "$c" "$KOPT_CACHE_DIR/plain.json"; do
+        "$KOPT" tune --replay "$v" --template "examples/$n/tune.cu" --strategy profile_guided --seed $seed --budget 40 \
+          --json --no-progress 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["evaluated_points"])'
+      done > "$KOPT_CACHE_DIR/paths.txt"
+      [ "$(sed -n 1p "$KOPT_CACHE_DIR/paths.txt")" != "$(sed -n 2p "$KOPT_CACHE_DIR/paths.txt")" ] && differ=$((differ + 1))
+    done
+    if [ "$differ" -ge 1 ]; then
+      passed=$((passed + 1)); echo "ok    $n: recorded findings change profile_guided's path ($differ of 3 seeds)"
+    else
+      failed=$((failed + 1)); echo "FAIL  $n: profile_guided took the same path without the recorded findings ($differ of 3 seeds differ)"
+    fi
+  fi
 done
 echo "ktest: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
