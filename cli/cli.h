@@ -30,5 +30,9 @@ void cli_error(kopt_ctx *ctx);
 const char *cli_default_db(void);
 /* --size K=V into `sizes`; on a bad value prints "kopt VERB: --size ..." and returns -1. */
 int cli_parse_size(kopt_ctx *ctx, const char *verb_name, const char *arg, kopt_vars *sizes);
+/* Print `j` as indented JSON on stdout (an empty object or array when it cannot be
+ * written), then release it (takes the reference). */
+#include <jansson.h>
+void cli_print_json(json_t *j);
 
 #endif

@@ -523,12 +523,8 @@ static int list_tools(int json)
         else
             printf("%-22s %-45s needs %-28s %s\n", tools[i]->name, cb, nb, tools[i]->summary);
     }
-    if (arr) {
-        char *t = json_dumps(arr, JSON_INDENT(2));
-        printf("%s\n", t ? t : "[]");
-        free(t);
-        json_decref(arr);
-    }
+    if (arr)
+        cli_print_json(arr);
     return 0;
 }
 
@@ -550,7 +546,6 @@ static int tool_stats(kopt_ctx *ctx, const char *db_path, int json)
     }
     if (json) {
         json_t *arr = json_array();
-        char *t;
         for (int i = 0; i < n; i++)
             json_array_append_new(arr, json_pack("{s:s, s:i, s:i, s:i, s:i, s:f, s:f, s:o}",
                                   "tool", v[i].tool, "fired", v[i].fired, "resolved",
@@ -559,10 +554,7 @@ static int tool_stats(kopt_ctx *ctx, const char *db_path, int json)
                                   v[i].mean_predicted, "mean_realized_gain", v[i].mean_realized,
                                   "precision", v[i].precision >= 0 ? json_real(v[i].precision)
                                                                    : json_null()));
-        t = json_dumps(arr, JSON_INDENT(2));
-        printf("%s\n", t ? t : "[]");
-        free(t);
-        json_decref(arr);
+        cli_print_json(arr);
         goto done;
     }
     printf("%-22s %6s %8s %10s %10s %9s\n", "tool", "fired", "resolved", "predicted",
@@ -816,11 +808,7 @@ bad_number:
     store(&s, ctx, db_path, mjs);
 
     if (json) {
-        json_t *o = report_json(&s, only);
-        char *t = json_dumps(o, JSON_INDENT(2));
-        printf("%s\n", t ? t : "{}");
-        free(t);
-        json_decref(o);
+        cli_print_json(report_json(&s, only));
     } else {
         print_text(&s, only);
     }

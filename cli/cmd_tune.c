@@ -927,7 +927,6 @@ static json_t *shape_json(const tune_env *e, const shape_run *sr)
 static void print_json(const tune_env *e, shape_run *runs, int n, const char *mode)
 {
     json_t *o = json_object(), *shapes = json_array();
-    char *t;
 
     json_object_set_new(o, "mode", json_string(mode));
     json_object_set_new(o, "problem", json_string(e->prob->name));
@@ -946,10 +945,7 @@ static void print_json(const tune_env *e, shape_run *runs, int n, const char *mo
                 json_object_set(o, k, v);
     }
     json_object_set_new(o, "shapes", shapes);
-    t = json_dumps(o, JSON_INDENT(2));
-    printf("%s\n", t ? t : "{}");
-    free(t);
-    json_decref(o);
+    cli_print_json(o);
 }
 
 static void print_text(const tune_env *e, shape_run *runs, int n, const char *mode)
@@ -1048,12 +1044,8 @@ static int list_strategies(int json)
         else
             printf("%-16s %s\n", s->name, s->summary);
     }
-    if (arr) {
-        char *t = json_dumps(arr, JSON_INDENT(2));
-        printf("%s\n", t ? t : "[]");
-        free(t);
-        json_decref(arr);
-    }
+    if (arr)
+        cli_print_json(arr);
     return 0;
 }
 
@@ -1437,7 +1429,6 @@ static int list_runs(tune_env *e)
     }
     if (e->a->json) {
         json_t *arr = json_array();
-        char *t;
         for (int i = 0; i < n; i++) {
             json_t *r = json_pack("{s:I, s:s, s:o, s:s, s:s, s:s, s:I, s:s, s:i, s:b, s:s, "
                                   "s:s, s:f, s:I}", "id", (json_int_t)v[i].id, "created_at",
@@ -1450,10 +1441,7 @@ static int list_runs(tune_env *e)
                                   (json_int_t)v[i].nevals);
             json_array_append_new(arr, r ? r : json_object());
         }
-        t = json_dumps(arr, JSON_INDENT(2));
-        printf("%s\n", t ? t : "[]");
-        free(t);
-        json_decref(arr);
+        cli_print_json(arr);
     } else {
         printf("%-5s %-20s %-12s %-24s %-12s %-11s %6s  %s\n", "run", "created", "problem",
                "sizes", "strategy", "stop", "evals", "best");
@@ -1653,7 +1641,6 @@ int cmd_tune(int argc, char **argv)
             }
         }
         if (jo) {
-            char *t;
             json_object_set_new(jo, "problem", json_string(e.prob->name));
             json_object_set_new(jo, "template", json_string(e.tmpl_path));
             json_object_set_new(jo, "skipped", json_boolean(!a.space_only));
@@ -1661,10 +1648,7 @@ int cmd_tune(int argc, char **argv)
                                                            : json_string(why_skip));
             json_object_set_new(jo, "space", json_copy(json_array_get(arr, 0)));
             json_object_set_new(jo, "shapes", arr);
-            t = json_dumps(jo, JSON_INDENT(2));
-            printf("%s\n", t ? t : "{}");
-            free(t);
-            json_decref(jo);
+            cli_print_json(jo);
         } else if (!a.space_only) {
             printf("verdict    SKIPPED: no GPU here; nothing was tuned\n");
         }

@@ -50,6 +50,15 @@ const char *cli_default_db(void)
     return v && v[0] ? v : "kopt.db";
 }
 
+void cli_print_json(json_t *j)
+{
+    char *t = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
+
+    printf("%s\n", t ? t : json_is_array(j) ? "[]" : "{}");
+    free(t);
+    json_decref(j);
+}
+
 int cli_parse_size(kopt_ctx *ctx, const char *verb_name, const char *arg, kopt_vars *sizes)
 {
     char *name = NULL;

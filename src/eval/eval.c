@@ -223,7 +223,7 @@ json_t *kopt__eval_job(const kopt_problem *prob, const kopt_bound *b, const kopt
                        size_t *shm_size)
 {
     phase_plan ph;
-    json_t *job;
+    json_t *job, *extra = comp->host_mode ? host_job_fields(prob, o, 1) : NULL;
 
     memset(&ph, 0, sizeof(ph));
     ph.label = "main";
@@ -232,14 +232,8 @@ json_t *kopt__eval_job(const kopt_problem *prob, const kopt_bound *b, const kopt
     ph.seeds[0] = seed;
     ph.slot = slot_bytes(b);
     *shm_size = layout(&ph, 1);
-    job = json_pack("{s:s, s:i, s:s, s:s, s:s, s:[o]}", "op", "run", "device", o->device,
-                    "runtime", rt->binary_path, "mode", comp->host_mode ? "host" : "device",
-                    "binary", comp->binary_path, "phases", phase_json(&ph, b, comp, o));
-    if (job && comp->host_mode) {
-        json_t *extra = host_job_fields(prob, o, 1);
-        json_object_update(job, extra);
-        json_decref(extra);
-    }
+    job = subject_job(0, 1, &ph, 1, comp, rt, o, extra);   /* untimed: `measured` moot */
+    json_decref(extra);
     return job;
 }
 

@@ -955,10 +955,10 @@ static void emit_error(worker *w)
                    "cuda", w->fail_cuda, "step", w->fail_step, "phase", w->phase_label));
 }
 
-/* Wait for the parent's "go" line (anything after the job line). 0 on go, -1 on EOF. */
-static int wait_go(kopt_buf *in)
+/* Read stdin into `in` until it holds a whole line. 0 then, -1 at EOF. */
+static int await_line(kopt_buf *in)
 {
-    char buf[256];
+    char buf[65536];
     ssize_t n;
 
     while (!memchr(kopt_buf_cstr(in), '\n', in->len)) {
@@ -971,6 +971,16 @@ static int wait_go(kopt_buf *in)
     }
     return 0;
 }
+
+/* Remove the first line of `in` (await_line found one). */
+static void drop_line(kopt_buf *in)
+{
+    size_t used = (size_t)((char *)memchr(in->ptr, '\n', in->len) - in->ptr) + 1;
+
+    memmove(in->ptr, in->ptr + used, in->len - used + 1);
+    in->len -= used;
+}
+
 
 /* The phases of a "run" job (trials, timing, energy) into `result`. */
 static kopt_status run_phases(worker *w, json_t *job, json_t *result)
@@ -1042,7 +1052,8 @@ static kopt_status run_job(worker *w, json_t *job, kopt_buf *rest)
     }
     json_object_set_new(dev, "setup_ms", json_real(kopt_now_ms() - t_setup));
     wk_emit(json_pack("{s:s, s:O}", "event", "hello", "device", dev));
-    if (wait_go(rest) != 0) {          /* the parent went away: nothing to do */
+    /* the parent's "go" (any line after the job; left in `rest`), or EOF: it went away */
+    if (await_line(rest) != 0) {
         json_decref(dev);
         return KOPT_OK;
     }
@@ -1071,29 +1082,21 @@ done:
     return rc;
 }
 
-/* The next line of stdin (kept in `in`), parsed as a job: 1 with *job set, 0 at EOF,
- * -1 (and the error set) when the line is not JSON. */
+/* The next line of stdin, parsed as a job and removed from `in`: 1 with *job set, 0 at
+ * EOF, -1 (and the error set) when the line is not JSON. */
 static int take_job(worker *w, kopt_buf *in, json_t **job)
 {
-    char buf[65536], *nl;
-    ssize_t n;
     json_error_t err;
-    size_t used;
+    char *nl;
 
     *job = NULL;
-    while (!(nl = memchr(kopt_buf_cstr(in), '\n', in->len))) {
-        n = read(0, buf, sizeof(buf));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return 0;
-        kopt_buf_append(in, buf, (size_t)n);
-    }
+    if (await_line(in) != 0)
+        return 0;
+    nl = memchr(in->ptr, '\n', in->len);
     *nl = '\0';
-    *job = json_loads(kopt_buf_cstr(in), 0, &err);
-    used = (size_t)(nl - in->ptr) + 1;
-    memmove(in->ptr, in->ptr + used, in->len - used + 1);
-    in->len -= used;
+    *job = json_loads(in->ptr, 0, &err);
+    *nl = '\n';
+    drop_line(in);
     if (!*job) {
         kopt_seterr(w->ctx, KOPT_E_INVALID, "bad job: %s", err.text);
         return -1;
@@ -1154,13 +1157,9 @@ int kopt_worker_main(void)
     /* "serve": after the "go" line, each further line is a job for another candidate, run
      * at once; EOF ends the worker, and so does any failure (the parent starts a new one) */
     if (rc == KOPT_OK && json_is_true(json_object_get(job, "serve"))) {
-        char *nl = memchr(kopt_buf_cstr(&in), '\n', in.len);
         json_t *next = NULL;
-        if (nl) {                      /* drop the "go" */
-            size_t used = (size_t)(nl - in.ptr) + 1;
-            memmove(in.ptr, in.ptr + used, in.len - used + 1);
-            in.len -= used;
-        }
+        if (memchr(kopt_buf_cstr(&in), '\n', in.len))
+            drop_line(&in);            /* the "go" */
         while (rc == KOPT_OK && (got = take_job(&w, &in, &next)) != 0) {
             rc = got > 0 ? serve_next(&w, next) : KOPT_E_INVALID;
             json_decref(next);

@@ -17,6 +17,7 @@
  * Every thread is joined before kopt_tune_run returns.
  */
 #include "kopt/tune.h"
+#include "strategies/common.h"   /* the point map */
 
 #include <math.h>
 #include <pthread.h>
@@ -51,74 +52,6 @@ void kopt_tune_result_free(kopt_tune_result *r)
     free(r->best_value);
     free(r->pareto);
     free(r);
-}
-
-/* ---- points seen in this run: point -> index of its first outcome ----------------------- */
-
-typedef struct seen_map {
-    uint64_t *keys;
-    size_t *vals;
-    size_t cap, n;            /* cap: a power of two, at most half full */
-} seen_map;
-#define SEEN_EMPTY UINT64_MAX
-
-static size_t seen_hash(uint64_t p)
-{
-    p ^= p >> 31;
-    p *= 0x9e3779b97f4a7c15ULL;
-    p ^= p >> 29;
-    return (size_t)p;
-}
-
-static int seen_get(const seen_map *m, uint64_t key, size_t *val)
-{
-    size_t i;
-
-    if (!m->cap)
-        return 0;
-    for (i = seen_hash(key) & (m->cap - 1); m->keys[i] != SEEN_EMPTY; i = (i + 1) & (m->cap - 1))
-        if (m->keys[i] == key) {
-            *val = m->vals[i];
-            return 1;
-        }
-    return 0;
-}
-
-static int seen_put(seen_map *m, uint64_t key, size_t val)
-{
-    size_t i;
-
-    if ((m->n + 1) * 2 > m->cap) {
-        seen_map g = {NULL, NULL, m->cap ? m->cap * 2 : 256, 0};
-        if (!(g.keys = malloc(g.cap * sizeof(*g.keys))) ||
-            !(g.vals = malloc(g.cap * sizeof(*g.vals)))) {
-            free(g.keys);
-            return -1;
-        }
-        for (i = 0; i < g.cap; i++)
-            g.keys[i] = SEEN_EMPTY;
-        for (i = 0; i < m->cap; i++)
-            if (m->keys[i] != SEEN_EMPTY)
-                seen_put(&g, m->keys[i], m->vals[i]);
-        free(m->keys);
-        free(m->vals);
-        *m = g;
-    }
-    for (i = seen_hash(key) & (m->cap - 1); m->keys[i] != SEEN_EMPTY; i = (i + 1) & (m->cap - 1))
-        if (m->keys[i] == key) {
-            m->vals[i] = val;
-            return 0;
-        }
-    m->keys[i] = key;
-    m->vals[i] = val;
-    m->n++;
-    return 0;
-}
-
-static void seen_free(seen_map *m)
-{
-    free(m->keys);
-    free(m->vals);
 }
 
 /* ---- the compile-ahead pipeline ---------------------------------------------------------- */
@@ -291,7 +224,7 @@ typedef struct run {
     kopt_tune_result *res;
     size_t cap, impr_cap;
     unsigned char *repeat;    /* per outcome: 1 when the point was already answered */
-    seen_map seen;
+    kopt_tune__map seen;      /* point -> index of its first outcome in this run */
     pipeline *pipe;
     size_t used;              /* unique points counted against the budget */
     size_t seen_valid;        /* unique points answered with a state other than PRUNED */
@@ -332,7 +265,7 @@ static kopt_status record(run *r, uint64_t point, const kopt_tune_outcome *o, in
     res->points[res->n] = point;
     res->outcomes[res->n] = *o;
     r->repeat[res->n] = (unsigned char)repeat;
-    if (!repeat && seen_put(&r->seen, point, res->n) != 0)
+    if (!repeat && kopt_tune__map_put(&r->seen, point, (double)res->n) != 0)
         return kopt_seterr(r->ctx, KOPT_E_NOMEM, "tune");
     res->n++;
     v = kopt_tune_outcome_objective(o, search_objective(r->opts.objective));
@@ -384,13 +317,13 @@ static kopt_status answer(run *r, uint64_t point)
     kopt_tune_result *res = r->res;
     const kopt_tune_outcome *known;
     kopt_tune_outcome o;
-    size_t first;
+    double first;
     int repeat = 0;
     kopt_status rc;
 
     memset(&o, 0, sizeof(o));
-    if (seen_get(&r->seen, point, &first)) {
-        o = res->outcomes[first];
+    if (kopt_tune__map_get(&r->seen, point, &first)) {
+        o = res->outcomes[(size_t)first];
         repeat = 1;
         res->cached++;
     } else if ((known = kopt_tune_cache_get(r->cache, point)) != NULL) {
@@ -465,14 +398,13 @@ static int should_stop(run *r, kopt_tune_stop *why)
 /* Queue the round's points that will need evaluating for the compile threads. */
 static void submit_round(run *r, const uint64_t *points, int n, uint64_t *scratch)
 {
-    size_t dummy;
     int k = 0;
 
     for (int i = 0; i < n; i++) {
         int dup = 0;
         for (int j = 0; j < k; j++)
             dup |= scratch[j] == points[i];
-        if (dup || seen_get(&r->seen, points[i], &dummy) ||
+        if (dup || kopt_tune__map_get(&r->seen, points[i], NULL) ||
             kopt_tune_cache_get(r->cache, points[i]) ||
             !kopt_tune_space_valid(r->space, points[i], NULL, 0))
             continue;
@@ -664,7 +596,7 @@ cleanup:
     if (r.cache != cache)
         kopt_tune_cache_free(r.cache);
     kopt_tune_result_free(r.res);
-    seen_free(&r.seen);
+    kopt_tune__map_free(&r.seen);
     free(r.repeat);
     free(round);
     free(scratch);

@@ -6,6 +6,7 @@
  * evaluator, and the store's tuning tables (round trip, runs, migration from a v2 store).
  */
 #include "ktest.h"
+#include "tune_fixture.h"
 
 #include "kopt/store.h"
 #include "kopt/tune.h"
@@ -19,14 +20,6 @@ static char *tmp;
 static kopt_problem *prob;
 static kopt_candidate *tmpl;        /* BM {32,64,128} x BN {16,32} x V {1,2,4}, BM*BN <= 2048 */
 static kopt_tune_space *space;
-
-static const char *const PROBLEM_JSON =
-    "{\"name\": \"tc\", \"sizes\": {\"B\": 4, \"N\": 1024},"
-    " \"tensors\": ["
-    "  {\"name\": \"x\", \"dtype\": \"f32\", \"shape\": [\"B\", \"N\"], \"role\": \"input\"},"
-    "  {\"name\": \"y\", \"dtype\": \"f32\", \"shape\": [\"B\", \"N\"], \"role\": \"output\"}],"
-    " \"reference\": {\"source\": \"ref.cu\", \"launches\": [{\"kernel\": \"ref_k\","
-    "  \"grid\": [\"B\"], \"block\": [256], \"args\": [\"x\", \"y\", \"N\"]}]}}";
 
 static const char *const TEMPLATE =
     "/*@kopt\n{\"params\": {\"BM\": [32, 64, 128], \"BN\": [16, 32], \"V\": {\"pow2\": [1, 4]}},"
@@ -793,18 +786,14 @@ int main(int argc, char **argv)
         KTEST(test_store_round_trip),
         KTEST(test_store_migration_from_v2),
     };
-    char *ref;
     int rc = 1;
 
     ctx = kopt_ctx_new();
     tmp = ktest_tmpdir("tune_cache");
     if (!ctx || !tmp)
         return 1;
-    ref = ktest_write_file(tmp, "ref.cu",
-                           "extern \"C\" __global__ void ref_k(const float *x, float *y, int N)"
-                           " {}\n");
-    if (kopt_problem_parse(&prob, ctx, PROBLEM_JSON, "p.json", tmp) != KOPT_OK)
-        fprintf(stderr, "the test problem does not parse: %s\n", kopt_errmsg(ctx));
+    if (!(prob = tune_fixture_problem(ctx, tmp, "tc", 1)))
+        rc = 1;               /* said why on stderr */
     else if (kopt_candidate_parse(&tmpl, ctx, TEMPLATE, "t.cu", prob) != KOPT_OK)
         fprintf(stderr, "the test template does not parse: %s\n", kopt_errmsg(ctx));
     else if (kopt_tune_space_create(&space, ctx, tmpl, &prob->sizes, NULL) != KOPT_OK)
@@ -814,7 +803,6 @@ int main(int argc, char **argv)
     kopt_tune_space_free(space);
     kopt_candidate_free(tmpl);
     kopt_problem_free(prob);
-    free(ref);
     ktest_rmtree(tmp);
     free(tmp);
     kopt_ctx_free(ctx);

@@ -11,6 +11,7 @@
  * Synthetic outcomes: a time and an energy from a fixed formula; A == 5 fails to compile.
  */
 #include "ktest.h"
+#include "tune_fixture.h"
 
 #include "kopt/store.h"
 #include "kopt/tune.h"
@@ -28,14 +29,6 @@ static kopt_problem *prob;
 static kopt_candidate *tmpl;
 static kopt_tune_space *space;
 static kopt_tune_cache *recorded;   /* every point's synthetic outcome */
-
-static const char *const PROBLEM_JSON =
-    "{\"name\": \"td\", \"sizes\": {\"N\": 1024},"
-    " \"tensors\": ["
-    "  {\"name\": \"x\", \"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"input\"},"
-    "  {\"name\": \"y\", \"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"output\"}],"
-    " \"reference\": {\"source\": \"ref.cu\", \"launches\": [{\"kernel\": \"ref_k\","
-    "  \"grid\": [\"N\"], \"block\": [256], \"args\": [\"x\", \"y\", \"N\"]}]}}";
 
 static const char *const TEMPLATE =
     "/*@kopt\n{\"params\": {\"A\": {\"range\": [0, 31]}, \"B\": [1, 2, 3, 4]},"
@@ -792,18 +785,14 @@ int main(int argc, char **argv)
         KTEST(test_kill9_resume),
         KTEST(test_unknown_strategy),
     };
-    char *ref;
     int rc = 1;
 
     ctx = kopt_ctx_new();
     tmp = ktest_tmpdir("tune_driver");
     if (!ctx || !tmp)
         return 1;
-    ref = ktest_write_file(tmp, "ref.cu",
-                           "extern \"C\" __global__ void ref_k(const float *x, float *y, int N)"
-                           " {}\n");
-    if (kopt_problem_parse(&prob, ctx, PROBLEM_JSON, "p.json", tmp) != KOPT_OK)
-        fprintf(stderr, "the test problem does not parse: %s\n", kopt_errmsg(ctx));
+    if (!(prob = tune_fixture_problem(ctx, tmp, "td", 0)))
+        rc = 1;               /* said why on stderr */
     else if (kopt_candidate_parse(&tmpl, ctx, TEMPLATE, "t.cu", prob) != KOPT_OK)
         fprintf(stderr, "the test template does not parse: %s\n", kopt_errmsg(ctx));
     else if (kopt_tune_space_create(&space, ctx, tmpl, &prob->sizes, NULL) != KOPT_OK)
@@ -826,7 +815,6 @@ int main(int argc, char **argv)
     kopt_tune_space_free(space);
     kopt_candidate_free(tmpl);
     kopt_problem_free(prob);
-    free(ref);
     ktest_rmtree(tmp);
     free(tmp);
     kopt_ctx_free(ctx);

@@ -7,6 +7,7 @@
  * tuner's random numbers.
  */
 #include "ktest.h"
+#include "tune_fixture.h"
 
 #include "kopt/device.h"
 #include "kopt/eval.h"
@@ -19,14 +20,6 @@
 static kopt_ctx *ctx;
 static char *tmp;
 static kopt_problem *prob;
-
-static const char *const PROBLEM_JSON =
-    "{\"name\": \"tsp\", \"sizes\": {\"B\": 4, \"N\": 1024},"
-    " \"tensors\": ["
-    "  {\"name\": \"x\", \"dtype\": \"f32\", \"shape\": [\"B\", \"N\"], \"role\": \"input\"},"
-    "  {\"name\": \"y\", \"dtype\": \"f32\", \"shape\": [\"B\", \"N\"], \"role\": \"output\"}],"
-    " \"reference\": {\"source\": \"ref.cu\", \"launches\": [{\"kernel\": \"ref_k\","
-    "  \"grid\": [\"B\"], \"block\": [256], \"args\": [\"x\", \"y\", \"N\"]}]}}";
 
 static const char *const CODE =
     "template <int T> __global__ void k(const float *x, float *y, int n) {}\n"
@@ -921,23 +914,18 @@ int main(int argc, char **argv)
         KTEST(test_space_errors),
         KTEST(test_rng),
     };
-    char *ref;
     int rc = 1;
 
     ctx = kopt_ctx_new();
     tmp = ktest_tmpdir("tune_space");
     if (!ctx || !tmp)
         return 1;
-    ref = ktest_write_file(tmp, "ref.cu",
-                           "extern \"C\" __global__ void ref_k(const float *x, float *y, int N)"
-                           " {}\n");
-    if (kopt_problem_parse(&prob, ctx, PROBLEM_JSON, "p.json", tmp) != KOPT_OK)
-        fprintf(stderr, "the test problem does not parse: %s\n", kopt_errmsg(ctx));
+    if (!(prob = tune_fixture_problem(ctx, tmp, "tsp", 1)))
+        rc = 1;               /* said why on stderr */
     else
         rc = ktest_main(argc, argv, cases, KTEST_COUNT(cases));
     kopt_problem_free(prob);
     ktest_rmtree(tmp);
-    free(ref);
     free(tmp);
     kopt_ctx_free(ctx);
     return rc;

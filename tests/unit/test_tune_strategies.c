@@ -10,6 +10,7 @@
  * and, through kopt_tune_run with a replay evaluator, that the real driver does the same.
  */
 #include "ktest.h"
+#include "tune_fixture.h"
 
 #include "kopt/problem.h"
 #include "kopt/tune.h"
@@ -19,14 +20,6 @@
 static kopt_ctx *ctx;
 static char *tmp;
 static kopt_problem *prob;
-
-static const char *const PROBLEM_JSON =
-    "{\"name\": \"tst\", \"sizes\": {\"B\": 4, \"N\": 1024},"
-    " \"tensors\": ["
-    "  {\"name\": \"x\", \"dtype\": \"f32\", \"shape\": [\"B\", \"N\"], \"role\": \"input\"},"
-    "  {\"name\": \"y\", \"dtype\": \"f32\", \"shape\": [\"B\", \"N\"], \"role\": \"output\"}],"
-    " \"reference\": {\"source\": \"ref.cu\", \"launches\": [{\"kernel\": \"ref_k\","
-    "  \"grid\": [\"B\"], \"block\": [256], \"args\": [\"x\", \"y\", \"N\"]}]}}";
 
 /* A template space from `params` and `constraints` (JSON fragments). */
 static kopt_tune_space *make_space(const char *params, const char *constraints)
@@ -789,21 +782,16 @@ int main(int argc, char **argv)
         KTEST(test_profile_guided_uses_findings),
         KTEST(test_driver_replay),
     };
-    char *ref;
     int rc = 1;
 
     ctx = kopt_ctx_new();
     tmp = ktest_tmpdir("tune_strategies");
     if (!ctx || !tmp)
         return 1;
-    ref = ktest_write_file(tmp, "ref.cu",
-                           "extern \"C\" __global__ void ref_k(const float *x, float *y, int N)"
-                           " {}\n");
-    if (kopt_problem_parse(&prob, ctx, PROBLEM_JSON, "p.json", tmp) != KOPT_OK)
-        fprintf(stderr, "the test problem does not parse: %s\n", kopt_errmsg(ctx));
+    if (!(prob = tune_fixture_problem(ctx, tmp, "tst", 1)))
+        rc = 1;               /* said why on stderr */
     else
         rc = ktest_main(argc, argv, cases, KTEST_COUNT(cases));
-    free(ref);
     kopt_problem_free(prob);
     ktest_rmtree(tmp);
     free(tmp);
