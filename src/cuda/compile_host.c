@@ -8,30 +8,44 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Whether <dir>/kopt/candidate.h exists; if so, `dir` is copied to `out` (n bytes). */
+static int has_candidate_h(const char *dir, char *out, size_t n)
+{
+    char *probe = dir ? kopt_path_join(dir, "kopt/candidate.h") : NULL;
+    struct stat st;
+    int ok = probe && stat(probe, &st) == 0 && strlen(dir) < n;
+
+    if (ok)
+        memcpy(out, dir, strlen(dir) + 1);
+    free(probe);
+    return ok;
+}
+
+/* The folder holding kopt/candidate.h, the first of: $KOPT_INCLUDE_DIR; the running
+ * program's ../include (bin/kopt, or build/kopt in the source tree); libkopt.so's folder's
+ * include folder (an installed or moved prefix); the install prefix compiled in; the
+ * source tree compiled in (the last resort, returned even when missing). */
 const char *kopt__include_dir(void)
 {
     static char dir[4096];
-    const char *env = getenv("KOPT_INCLUDE_DIR");
-    struct stat st;
-    char *exe_dir;
+    const char *env = getenv("KOPT_INCLUDE_DIR"), *lib = kopt_self_lib();
+    char *exe_dir, *lib_dir, *beside_exe, *beside_lib;
 
     if (env && env[0])
         return env;
-    /* build/kopt -> ../include, or bin/kopt -> ../include */
     exe_dir = kopt_path_dir(kopt_self_exe());
-    snprintf(dir, sizeof(dir), "%s/../include", exe_dir);
+    lib_dir = lib ? kopt_path_dir(lib) : NULL;
+    beside_exe = exe_dir ? kopt_path_join(exe_dir, "../include") : NULL;
+    beside_lib = lib_dir ? kopt_path_join(lib_dir, KOPT_LIB_TO_INCLUDE) : NULL;
+    if (!has_candidate_h(beside_exe, dir, sizeof(dir)) &&
+        !has_candidate_h(beside_lib, dir, sizeof(dir)) &&
+        !has_candidate_h(KOPT_INSTALL_INCLUDE, dir, sizeof(dir)))
+        snprintf(dir, sizeof(dir), "%s", KOPT_SOURCE_INCLUDE);
     free(exe_dir);
-    if (stat(dir, &st) == 0) {
-        char probe[4200];
-        snprintf(probe, sizeof(probe), "%s/kopt/candidate.h", dir);
-        if (stat(probe, &st) == 0)
-            return dir;
-    }
-#ifdef KOPT_SOURCE_INCLUDE
-    return KOPT_SOURCE_INCLUDE;
-#else
+    free(lib_dir);
+    free(beside_exe);
+    free(beside_lib);
     return dir;
-#endif
 }
 
 /* The shared object's SHA-256 sits beside it (<key>.so.sha256): a cached .so is used only
