@@ -12,7 +12,11 @@ install(TARGETS kopt kopt_shared EXPORT koptTargets
 install(DIRECTORY include/kopt DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
   FILES_MATCHING PATTERN "*.h")
 
-# pkg-config: libdir/includedir relative to ${prefix} when they are under it
+# pkg-config: ${prefix} relative to the .pc file (pkg-config's ${pcfiledir}), so a prefix
+# given at install time (cmake --install --prefix) or a moved one is right too; libdir and
+# includedir relative to ${prefix} when they are under it
+file(RELATIVE_PATH KOPT_PC_TO_PREFIX ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig ${CMAKE_INSTALL_PREFIX})
+string(REGEX REPLACE "/$" "" KOPT_PC_TO_PREFIX "${KOPT_PC_TO_PREFIX}")
 foreach(d LIBDIR INCLUDEDIR)
   if(IS_ABSOLUTE "${CMAKE_INSTALL_${d}}")
     set(KOPT_PC_${d} "${CMAKE_INSTALL_${d}}")

@@ -8,16 +8,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Whether <dir>/kopt/candidate.h exists; if so, `dir` is copied to `out` (n bytes). */
+/* Whether <dir>/kopt/candidate.h exists; if so, `dir`'s absolute form goes to `out`. */
 static int has_candidate_h(const char *dir, char *out, size_t n)
 {
     char *probe = dir ? kopt_path_join(dir, "kopt/candidate.h") : NULL;
-    struct stat st;
-    int ok = probe && stat(probe, &st) == 0 && strlen(dir) < n;
+    char *abs = probe && access(probe, R_OK) == 0 ? realpath(dir, NULL) : NULL;
+    int ok = abs && strlen(abs) < n;
 
     if (ok)
-        memcpy(out, dir, strlen(dir) + 1);
+        memcpy(out, abs, strlen(abs) + 1);
     free(probe);
+    free(abs);
     return ok;
 }
 
@@ -129,6 +130,7 @@ kopt_status kopt__compile_host(kopt_compiled **out, kopt_ctx *ctx, const kopt_ca
     }
     kopt__hash_headers(h, cand->dir);
     kopt_headers = kopt_path_join(kopt__include_dir(), "kopt");
+    kopt_log(ctx, KOPT_LOG_INFO, "host mode: kopt headers from %s", kopt_headers);
     kopt__hash_headers(h, kopt_headers);          /* candidate.h is part of the contract */
     for (int i = 0; i < cand->nincludes; i++) {
         char *inc = kopt_path_join(cand->dir, cand->includes[i]);
