@@ -26,6 +26,8 @@ int cmd_tune(int argc, char **argv);
 kopt_ctx *cli_ctx(int verbose);
 /* Print "kopt: <message>" and, if any, the error detail, to stderr. */
 void cli_error(kopt_ctx *ctx);
+/* The command line as given (the verb and its arguments), for a run's record. */
+void cli_run_command(kopt_run_opts *ro);
 /* The default store path: $KOPT_DB, else ./kopt.db. */
 const char *cli_default_db(void);
 /* --size K=V into `sizes`; on a bad value prints "kopt VERB: --size ..." and returns -1. */

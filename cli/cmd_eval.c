@@ -1,4 +1,5 @@
-/* kopt eval PROBLEM [CANDIDATE]: verify and time a candidate (or the reference alone). */
+/* kopt eval PROBLEM [CANDIDATE]: verify and time a candidate (or the reference alone), as
+ * one run of the run API (kopt/run.h), which stores the result. */
 #include "cli.h"
 
 #include <getopt.h>
@@ -237,6 +238,8 @@ int cmd_eval(int argc, char **argv)
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     kopt_eval_opts eo = KOPT_EVAL_OPTS_INIT;
+    kopt_run_opts ro = KOPT_RUN_OPTS_INIT;
+    kopt_run *run = NULL;
     kopt_vars sizes = KOPT_VARS_INIT;
     kopt_problem *prob = NULL;
     kopt_candidate *cand = NULL;
@@ -246,7 +249,7 @@ int cmd_eval(int argc, char **argv)
     kopt_ctx *ctx = cli_ctx(0);
     char *end;
 
-    eo.db_path = cli_default_db();
+    ro.db_path = cli_default_db();
     optind = 1;
     while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
         switch (c) {
@@ -280,7 +283,7 @@ int cmd_eval(int argc, char **argv)
             if (*end || eo.device < 0) goto bad_number;
             break;
         case 'a': eo.arch = optarg; break;
-        case 'D': eo.db_path = optarg; break;
+        case 'D': ro.db_path = optarg; break;
         case 'N': no_store = 1; break;
         case 'c': eo.cache_dir = optarg; break;
         case 'Z':
@@ -307,7 +310,7 @@ bad_number:
         goto done;
     }
     if (no_store)
-        eo.db_path = NULL;
+        ro.db_path = NULL;
     if (verbose)
         kopt_log_set(ctx, NULL, NULL, KOPT_LOG_INFO);
     if (optind >= argc || argc - optind > 2) {
@@ -329,11 +332,20 @@ bad_number:
         }
     }
     eo.sizes = sizes.n ? &sizes : NULL;
-    if (kopt_eval_run(&res, ctx, prob, cand, &eo) != KOPT_OK) {
+    /* the run: its store (a store that cannot be opened only warns), the environment */
+    ro.kind = KOPT_RUN_EVAL;
+    ro.db_optional = 1;
+    cli_run_command(&ro);
+    ro.device = eo.device;
+    ro.cache_dir = eo.cache_dir;
+    if (kopt_run_open(&run, ctx, &ro) != KOPT_OK ||
+        kopt_run_eval(run, ctx, prob, cand, &eo, NULL, &res) != KOPT_OK) {
         cli_error(ctx);
         code = KOPT_EXIT_ERROR;
         goto done;
     }
+    kopt_run_finish(run, ctx, res->verdict == KOPT_VERDICT_SKIPPED ? KOPT_RUN_SKIPPED
+                                                                    : KOPT_RUN_OK, NULL);
     if (json) {
         char *text = kopt_eval_result_json(res);
         printf("%s\n", text ? text : "{}");
@@ -344,6 +356,7 @@ bad_number:
     code = kopt_verdict_exit_code(res->verdict);
 done:
     kopt_eval_result_free(res);
+    kopt_run_close(run);
     kopt_candidate_free(cand);
     kopt_problem_free(prob);
     kopt_vars_free(&sizes);

@@ -26,6 +26,16 @@ static void usage(FILE *f)
     fprintf(f, "\nkopt %s. Exit codes: docs/cli.md.\n", KOPT_VERSION);
 }
 
+/* The verb's arguments as given (getopt_long reorders argv while parsing). */
+static int g_argc;
+static char **g_argv;
+
+void cli_run_command(kopt_run_opts *ro)
+{
+    ro->argc = g_argc;
+    ro->argv = g_argv;
+}
+
 kopt_ctx *cli_ctx(int verbose)
 {
     kopt_ctx *ctx = kopt_ctx_new();
@@ -87,8 +97,15 @@ int main(int argc, char **argv)
         return 0;
     }
     for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
-        if (strcmp(argv[1], verbs[i].name) == 0)
-            return verbs[i].run(argc - 1, argv + 1);
+        if (strcmp(argv[1], verbs[i].name) == 0) {
+            int code;
+            g_argc = argc - 1;
+            if ((g_argv = calloc((size_t)argc, sizeof(*g_argv))) != NULL)
+                memcpy(g_argv, argv + 1, (size_t)g_argc * sizeof(*g_argv));
+            code = verbs[i].run(argc - 1, argv + 1);
+            free(g_argv);
+            return code;
+        }
     fprintf(stderr, "kopt: unknown verb '%s'\n", argv[1]);
     usage(stderr);
     return KOPT_EXIT_USAGE;

@@ -48,4 +48,28 @@ struct kopt_store {
     "  spill_bytes INTEGER, smem_bytes INTEGER, verdict TEXT, message TEXT,"                   \
     "  findings_json TEXT, UNIQUE(key_hash, label));"
 
+/* Migration 3 -> 4 (runs.c): runs (one row per kopt eval, profile, tune, ... with its
+ * command line and environment), and the run each evaluation, profile and tuning run
+ * belongs to (NULL in rows written before). */
+#define KOPT__STORE_RUNS_SCHEMA                                                                \
+    "CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL,"             \
+    "  status TEXT NOT NULL DEFAULT 'running', command TEXT,"                                  \
+    "  parent_id INTEGER REFERENCES runs(id),"                                                 \
+    "  started_at TEXT DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')), finished_at TEXT,"      \
+    "  kopt_version TEXT, host TEXT, device_name TEXT, device_uuid TEXT, device_cc TEXT,"      \
+    "  driver_version INTEGER, nvrtc_version TEXT, clock_khz INTEGER, mem_clock_khz INTEGER,"  \
+    "  summary TEXT);"                                                                         \
+    "CREATE INDEX runs_by_kind ON runs(kind, id);"                                             \
+    "ALTER TABLE evaluations ADD COLUMN run_id INTEGER REFERENCES runs(id);"                   \
+    "ALTER TABLE evaluations ADD COLUMN tag TEXT;"                                             \
+    "ALTER TABLE profiles ADD COLUMN run_id INTEGER REFERENCES runs(id);"                      \
+    "ALTER TABLE tune_runs ADD COLUMN run_id INTEGER REFERENCES runs(id);"                     \
+    "CREATE INDEX evaluations_by_run ON evaluations(run_id);"
+
+/* Helpers shared by the store's files (store.c): an error naming `what` with SQLite's
+ * message; a text parameter or NULL; a text column copied into a buffer ("" for NULL). */
+kopt_status kopt__store_err(kopt_store *s, kopt_ctx *ctx, const char *what);
+void kopt__store_bind_text(sqlite3_stmt *st, int i, const char *v);
+void kopt__store_copy_col(sqlite3_stmt *st, int col, char *buf, size_t len);
+
 #endif
