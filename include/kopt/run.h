@@ -229,6 +229,9 @@ enum {
     0.0, KOPT_TUNE_TIME, 1.0, 0.05, 2, 8, 0, 0, 0, 0, 0, 0, KOPT_EVAL_OPTS_INIT, NULL, NULL, \
     NULL, NULL, NULL, NULL, NULL, 0.0, 0}
 
+/* "time", "energy", "time-energy" (or "time_energy", as stored) into *o; -1 for another. */
+int kopt_run_tune_objective_parse(const char *s, kopt_tune_objective *o);
+
 /* One shape (size set) of a tuning run. */
 typedef struct kopt_run_tune_shape {
     kopt_vars sizes;

@@ -113,7 +113,7 @@ static kopt_status store_resume(kopt_run_tune *t, kopt_ctx *ctx, kopt_run_tune_s
     if (!(P->o.given & KOPT_RUN_TUNE_GIVEN_BUDGET))
         sr->budget = run.max_evals;
     if (!(P->o.given & KOPT_RUN_TUNE_GIVEN_OBJECTIVE))
-        kopt__run_tune_parse_objective(run.objective, &t->objective);
+        kopt_run_tune_objective_parse(run.objective, &t->objective);
     sr->resumed = 1;
     sr->resumed_from = run.id;
     if (run.run_id)

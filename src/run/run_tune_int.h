@@ -24,8 +24,6 @@ typedef struct kopt_run_tune_priv {
     kopt__run_tune_sink sinks[KOPT_RUN_TUNE_MAX_SHAPES];
 } kopt__run_tune_priv;
 
-/* "time", "energy", "time-energy" (or "time_energy", as stored); -1 when none. */
-int kopt__run_tune_parse_objective(const char *s, kopt_tune_objective *o);
 /* 1 once the caller asked to stop. */
 int kopt__run_tune_stopped(const kopt_run_tune *t);
 /* The driver's progress hook: the caller's, with the shape. */

@@ -12,7 +12,7 @@
 
 #define SPACE_SCAN_LIMIT 1000000   /* points scanned for a replay's missing ones */
 
-int kopt__run_tune_parse_objective(const char *s, kopt_tune_objective *o)
+int kopt_run_tune_objective_parse(const char *s, kopt_tune_objective *o)
 {
     if (strcmp(s, "time") == 0)
         *o = KOPT_TUNE_TIME;
