@@ -30,11 +30,18 @@ void cli_error(kopt_ctx *ctx);
 void cli_run_command(kopt_run_opts *ro);
 /* The default store path: $KOPT_DB, else ./kopt.db. */
 const char *cli_default_db(void);
+/* The evaluation options every evaluating verb takes (getopt_long value CLI_EVAL_OPTION,
+ * told apart by name): --trials, --budget-ms, --reps, --no-flush, --no-check-sizes,
+ * --timeout, --device, --arch, --cache-dir. -1 for a bad value. */
+#define CLI_EVAL_OPTION 1900
+int cli_eval_option(const char *name, const char *arg, kopt_eval_opts *eo);
 /* --size K=V into `sizes`; on a bad value prints "kopt VERB: --size ..." and returns -1. */
 int cli_parse_size(kopt_ctx *ctx, const char *verb_name, const char *arg, kopt_vars *sizes);
 /* Print `j` as indented JSON on stdout (an empty object or array when it cannot be
  * written), then release it (takes the reference). */
 #include <jansson.h>
 void cli_print_json(json_t *j);
+/* Print JSON text the library made (NULL: "{}") and free it. */
+void cli_print_text(char *text);
 
 #endif

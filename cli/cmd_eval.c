@@ -225,13 +225,18 @@ static void print_text(const kopt_problem *p, const char *cand_path, const kopt_
 int cmd_eval(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"size", required_argument, NULL, 's'}, {"trials", required_argument, NULL, 'n'},
-        {"seed", required_argument, NULL, 'S'}, {"no-check-sizes", no_argument, NULL, 'C'},
-        {"no-time", no_argument, NULL, 'T'}, {"budget-ms", required_argument, NULL, 'b'},
-        {"reps", required_argument, NULL, 'r'}, {"no-flush", no_argument, NULL, 'F'},
-        {"timeout", required_argument, NULL, 't'}, {"device", required_argument, NULL, 'd'},
-        {"arch", required_argument, NULL, 'a'}, {"db", required_argument, NULL, 'D'},
-        {"no-store", no_argument, NULL, 'N'}, {"cache-dir", required_argument, NULL, 'c'},
+        {"size", required_argument, NULL, 's'}, {"seed", required_argument, NULL, 'S'},
+        {"trials", required_argument, NULL, CLI_EVAL_OPTION},
+        {"no-check-sizes", no_argument, NULL, CLI_EVAL_OPTION},
+        {"no-time", no_argument, NULL, 'T'},
+        {"budget-ms", required_argument, NULL, CLI_EVAL_OPTION},
+        {"reps", required_argument, NULL, CLI_EVAL_OPTION},
+        {"no-flush", no_argument, NULL, CLI_EVAL_OPTION},
+        {"timeout", required_argument, NULL, CLI_EVAL_OPTION},
+        {"device", required_argument, NULL, CLI_EVAL_OPTION},
+        {"arch", required_argument, NULL, CLI_EVAL_OPTION}, {"db", required_argument, NULL, 'D'},
+        {"no-store", no_argument, NULL, 'N'},
+        {"cache-dir", required_argument, NULL, CLI_EVAL_OPTION},
         {"json", no_argument, NULL, 'j'}, {"verbose", no_argument, NULL, 'v'},
         {"sanitize", optional_argument, NULL, 'Z'}, {"limits", required_argument, NULL, 'L'},
         {"no-sandbox", no_argument, NULL, 'B'}, {"energy", optional_argument, NULL, 'E'},
@@ -245,13 +250,13 @@ int cmd_eval(int argc, char **argv)
     kopt_candidate *cand = NULL;
     kopt_eval_result *res = NULL;
     const char *cand_path = NULL;
-    int json = 0, verbose = 0, no_store = 0, c, code = 0;
+    int json = 0, verbose = 0, no_store = 0, c, li = 0, code = 0;
     kopt_ctx *ctx = cli_ctx(0);
     char *end;
 
     ro.db_path = cli_default_db();
     optind = 1;
-    while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "vh", opts, &li)) != -1) {
         switch (c) {
         case 's':
             if (cli_parse_size(ctx, "eval", optarg, &sizes) != 0) {
@@ -259,33 +264,16 @@ int cmd_eval(int argc, char **argv)
                 goto done;
             }
             break;
-        case 'n': eo.trials = (int)strtol(optarg, &end, 10);
-            if (*end || eo.trials < 1 || eo.trials > 16) goto bad_number;
-            break;
         case 'S': eo.seed = strtoull(optarg, &end, 0);
             if (*end || !eo.seed) goto bad_number;
             break;
-        case 'C': eo.skip_check_sizes = 1; break;
         case 'T': eo.no_timing = 1; break;
-        case 'b': eo.budget_ms = strtod(optarg, &end);
-            if (*end || eo.budget_ms <= 0) goto bad_number;
-            break;
-        case 'r':
-            if (sscanf(optarg, "%d:%d", &eo.min_reps, &eo.max_reps) != 2 || eo.min_reps < 1 ||
-                eo.max_reps < eo.min_reps)
+        case CLI_EVAL_OPTION:
+            if (cli_eval_option(opts[li].name, optarg, &eo) != 0)
                 goto bad_number;
             break;
-        case 'F': eo.no_flush = 1; break;
-        case 't': eo.timeout_s = strtod(optarg, &end);
-            if (*end || eo.timeout_s <= 0) goto bad_number;
-            break;
-        case 'd': eo.device = (int)strtol(optarg, &end, 10);
-            if (*end || eo.device < 0) goto bad_number;
-            break;
-        case 'a': eo.arch = optarg; break;
         case 'D': ro.db_path = optarg; break;
         case 'N': no_store = 1; break;
-        case 'c': eo.cache_dir = optarg; break;
         case 'Z':
             if (parse_sanitize(optarg, &eo.sanitize) != 0)
                 goto bad_number;
@@ -346,13 +334,10 @@ bad_number:
     }
     kopt_run_finish(run, ctx, res->verdict == KOPT_VERDICT_SKIPPED ? KOPT_RUN_SKIPPED
                                                                     : KOPT_RUN_OK, NULL);
-    if (json) {
-        char *text = kopt_eval_result_json(res);
-        printf("%s\n", text ? text : "{}");
-        free(text);
-    } else {
+    if (json)
+        cli_print_text(kopt_eval_result_json(res));
+    else
         print_text(prob, cand_path, res);
-    }
     code = kopt_verdict_exit_code(res->verdict);
 done:
     kopt_eval_result_free(res);

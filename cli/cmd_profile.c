@@ -616,9 +616,7 @@ bad_number:
     }
     if (s->stopped) {
         if (json) {
-            char *text = kopt_eval_result_json(s->eval);
-            printf("%s\n", text ? text : "{}");
-            free(text);
+            cli_print_text(kopt_eval_result_json(s->eval));
         } else {
             printf("verdict    %s: %s\n", kopt_verdict_name(s->eval->verdict),
                    s->eval->message);

@@ -102,33 +102,6 @@ typedef struct tune_args {
     char **argv;
 } tune_args;
 
-static const char *objective_name(kopt_tune_objective o)
-{
-    return o == KOPT_TUNE_ENERGY ? "energy" : o == KOPT_TUNE_TIME_ENERGY ? "time-energy" : "time";
-}
-
-/* "K=V,K=V" into a fresh set; -1 with a message naming the bad piece. */
-static int parse_sizes_set(kopt_ctx *ctx, const char *arg, kopt_vars *out)
-{
-    char *copy = strdup(arg), *save = NULL;
-    int rc = 0, n = 0;
-
-    if (!copy)
-        return -1;
-    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save), n++)
-        if (cli_parse_size(ctx, "tune", t, out) != 0) {
-            fprintf(stderr, "kopt tune: in --sizes '%s'\n", arg);
-            rc = -1;
-            break;
-        }
-    if (!rc && !n) {
-        fprintf(stderr, "kopt tune: --sizes '%s' names no size (K=V,K=V)\n", arg);
-        rc = -1;
-    }
-    free(copy);
-    return rc;
-}
-
 /* The command that resumes this run: the original arguments plus --resume. */
 static void resume_command(const tune_args *a, char *buf, size_t n)
 {
@@ -175,30 +148,6 @@ typedef struct progress_state {
     int drew;                  /* terminal: a line is on screen */
 } progress_state;
 
-static void progress_line(const progress_state *ps, const kopt_tune_space *space,
-                          const kopt_tune_progress *p, char *buf, size_t n)
-{
-    size_t done = p->evaluated + p->cached, at;
-    char *label = NULL;
-
-    if (p->budget)
-        at = (size_t)snprintf(buf, n, "%zu/%zu evals", done, p->budget);
-    else
-        at = (size_t)snprintf(buf, n, "%zu evals", done);
-    if (ps->t->nshapes > 1)
-        at += (size_t)snprintf(buf + at, at < n ? n - at : 0, " (shape %d/%d)", ps->shape + 1,
-                               ps->t->nshapes);
-    at += (size_t)snprintf(buf + at, at < n ? n - at : 0, ", %zu cached, %zu failed, %.1f s",
-                           p->cached, p->failed, p->elapsed_s);
-    if (p->has_best) {
-        label = kopt_tune_space_label(space, p->best_point);
-        snprintf(buf + at, at < n ? n - at : 0, "; best %.4g %s %s",
-                 p->best_objective, ps->t->objective == KOPT_TUNE_ENERGY ? "mJ" : "ms",
-                 label ? label : "?");
-        free(label);
-    }
-}
-
 static void on_progress(void *user, int shape, int nshapes, const kopt_tune_space *space,
                         const kopt_tune_progress *p)
 {
@@ -233,7 +182,7 @@ static void on_progress(void *user, int shape, int nshapes, const kopt_tune_spac
         for (int i = 0; i < width; i++)
             bar[i] = i < fill ? '#' : '.';
         bar[width] = '\0';
-        progress_line(ps, space, p, line, sizeof(line));
+        kopt_run_tune_progress_text(ps->t, shape, space, p, line, sizeof(line));
         fprintf(stderr, "\r\033[K[%s] %.*s", bar, 150, line);
         fflush(stderr);
         ps->drew = 1;
@@ -248,7 +197,7 @@ static void on_progress(void *user, int shape, int nshapes, const kopt_tune_spac
         return;
     ps->last_tenth = tenth;
     ps->last_count = done;
-    progress_line(ps, space, p, line, sizeof(line));
+    kopt_run_tune_progress_text(ps->t, shape, space, p, line, sizeof(line));
     fprintf(stderr, "kopt tune: %s\n", line);
 }
 
@@ -283,166 +232,7 @@ static void print_space(const kopt_tune_space *s, const kopt_tune_space_summary 
                sum->nreasons - SPACE_REASONS > 0 ? sum->nreasons - SPACE_REASONS : 1);
 }
 
-static json_t *space_json(const kopt_tune_space *s, const kopt_tune_space_summary *sum,
-                          const char *limits)
-{
-    json_t *o = json_object(), *params = json_array(), *reasons = json_array(), *cons;
-
-    for (int i = 0; i < s->nparams; i++) {
-        json_t *vals = json_array();
-        for (int v = 0; v < s->params[i].nvalues; v++)
-            json_array_append_new(vals, json_integer(s->params[i].values[v]));
-        json_array_append_new(params, json_pack("{s:s, s:o, s:s}", "name", s->params[i].name,
-                                                "values", vals, "role", s->params[i].role));
-    }
-    cons = json_array();
-    for (int i = 0; i < s->nconstraints; i++)
-        json_array_append_new(cons, json_string(s->constraints[i]));
-    for (int i = 0; i < sum->nreasons && i < SPACE_REASONS; i++)
-        json_array_append_new(reasons, json_pack("{s:s, s:I}", "reason", sum->reasons[i].text,
-                                                 "count", (json_int_t)sum->reasons[i].n));
-    json_object_set_new(o, "params", params);
-    json_object_set_new(o, "constraints", cons);
-    json_object_set_new(o, "points", json_integer((json_int_t)s->npoints));
-    json_object_set_new(o, "valid", json_integer((json_int_t)sum->valid));
-    json_object_set_new(o, "valid_exact", json_boolean(sum->exact));
-    json_object_set_new(o, "scanned", json_integer((json_int_t)sum->scanned));
-    json_object_set_new(o, "limits", json_string(limits));
-    json_object_set_new(o, "pruned", reasons);
-    return o;
-}
-
 /* ---- results ------------------------------------------------------------------------------ */
-
-static json_t *outcome_json(const kopt_tune_outcome *o)
-{
-    json_t *j = json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:i, s:s, s:s}",
-                          "state", kopt_tune_state_name(o->state), "time_ms", o->time_ms,
-                          "energy_mj", o->energy_mj, "power_w", o->power_w,
-                          "compile_ms", o->compile_ms, "eval_ms", o->eval_ms,
-                          "registers", o->registers, "spill_bytes", o->spill_bytes,
-                          "smem_bytes", o->smem_bytes, "verdict", o->verdict,
-                          "message", o->message);
-    return j ? j : json_object();
-}
-
-static json_t *params_json(const kopt_tune_space *s, uint64_t point)
-{
-    json_t *o = json_object();
-    int idx[KOPT_TUNE_MAX_PARAMS];
-
-    kopt_tune_space_decode(s, point, idx);
-    for (int i = 0; i < s->nparams; i++)
-        json_object_set_new(o, s->params[i].name, json_integer(s->params[i].values[idx[i]]));
-    return o;
-}
-
-static json_t *point_json(const kopt_tune_space *s, uint64_t point, const kopt_tune_outcome *o)
-{
-    char *label = kopt_tune_space_label(s, point);
-    json_t *j = json_pack("{s:I, s:s, s:o}", "point", (json_int_t)point, "label",
-                          label ? label : "", "params", params_json(s, point));
-    free(label);
-    if (o)
-        json_object_set_new(j, "outcome", outcome_json(o));
-    return j;
-}
-
-static json_t *key_json(const kopt_tune_key *k)
-{
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "problem", k->problem, "problem_hash",
-                     k->problem_hash, "template_hash", k->template_hash, "sizes", k->sizes,
-                     "device", k->device, "device_uuid", k->device_uuid);
-}
-
-static json_t *shape_json(const kopt_run_tune_shape *sr)
-{
-    const kopt_tune_result *r = sr->res;
-    json_t *o = json_object(), *conv = json_array(), *pareto = json_array(), *evals;
-
-    json_object_set_new(o, "sizes", json_string(sr->key.sizes));
-    json_object_set_new(o, "key", key_json(&sr->key));
-    json_object_set_new(o, "strategy", json_string(sr->strategy));
-    json_object_set_new(o, "options", sr->options[0] ? json_string(sr->options) : json_null());
-    json_object_set_new(o, "seed", json_integer((json_int_t)sr->seed));
-    json_object_set_new(o, "budget", json_integer(sr->budget));
-    json_object_set_new(o, "resumed", json_boolean(sr->resumed));
-    json_object_set_new(o, "run_id", sr->tune_run_id ? json_integer((json_int_t)sr->tune_run_id)
-                                                     : json_null());
-    json_object_set_new(o, "points", json_integer((json_int_t)sr->space->npoints));
-    json_object_set_new(o, "stored_before", json_integer((json_int_t)sr->loaded));
-    json_object_set_new(o, "reevaluated", json_integer((json_int_t)sr->reevaluated));
-    if (!r) {
-        json_object_set_new(o, "stop", json_null());
-        return o;
-    }
-    json_object_set_new(o, "stop", json_string(kopt_tune_stop_name(r->stop)));
-    json_object_set_new(o, "evaluated", json_integer((json_int_t)r->evaluated));
-    json_object_set_new(o, "cached", json_integer((json_int_t)r->cached));
-    json_object_set_new(o, "failed", json_integer((json_int_t)r->failed));
-    json_object_set_new(o, "elapsed_s", json_real(r->elapsed_s));
-    json_object_set_new(o, "eval_s", json_real(r->eval_s));
-    json_object_set_new(o, "compile_wait_s", json_real(r->compile_wait_s));
-    json_object_set_new(o, "best", r->has_best ? point_json(sr->space, r->best_point, &r->best)
-                                               : json_null());
-    for (size_t i = 0; i < r->nimprovements; i++)
-        json_array_append_new(conv, json_pack("{s:I, s:f}", "evaluations",
-                                              (json_int_t)r->best_after[i], "objective",
-                                              r->best_value[i]));
-    json_object_set_new(o, "convergence", conv);
-    for (size_t i = 0; i < r->npareto; i++)
-        json_array_append_new(pareto, point_json(sr->space, r->pareto[i],
-                                                 kopt_tune_cache_get(sr->cache, r->pareto[i])));
-    json_object_set_new(o, "pareto", pareto);
-    evals = json_array();
-    for (size_t i = 0; i < sr->nevaluated; i++) {
-        char *label = kopt_tune_space_label(sr->space, sr->evaluated[i]);
-        json_array_append_new(evals, json_string(label ? label : ""));
-        free(label);
-    }
-    json_object_set_new(o, "evaluated_points", evals);
-    json_object_set_new(o, "cache_entries",
-                        json_integer((json_int_t)kopt_tune_cache_count(sr->cache)));
-    if (sr->final) {
-        const kopt_eval_result *f = sr->final;
-        json_t *fj = json_pack("{s:s, s:s, s:f, s:f}", "verdict", kopt_verdict_name(f->verdict),
-                               "message", f->message, "median_ms", f->timing.median_ms,
-                               "speedup", f->speedup);
-        if (f->roofline.valid)
-            json_object_set_new(fj, "pct_of_roofline", json_real(f->roofline.pct_of_bound));
-        json_object_set_new(o, "final_check", fj);
-    } else {
-        json_object_set_new(o, "final_check", json_null());
-    }
-    json_object_set_new(o, "out", sr->out_path[0] ? json_string(sr->out_path) : json_null());
-    json_object_set_new(o, "record", sr->record_path[0] ? json_string(sr->record_path)
-                                                        : json_null());
-    return o;
-}
-
-static void print_json(const kopt_run_tune *t, int n, const char *mode)
-{
-    json_t *o = json_object(), *shapes = json_array();
-
-    json_object_set_new(o, "mode", json_string(mode));
-    json_object_set_new(o, "problem", json_string(t->prob->name));
-    json_object_set_new(o, "template", json_string(t->tmpl_path));
-    json_object_set_new(o, "device", json_string(t->shapes[0].key.device));
-    json_object_set_new(o, "objective", json_string(objective_name(t->objective)));
-    for (int i = 0; i < n; i++)
-        json_array_append_new(shapes, shape_json(&t->shapes[i]));
-    /* the first shape's fields at the top level: the common one-shape case reads easily */
-    if (n > 0) {
-        json_t *first = json_array_get(shapes, 0);
-        const char *k;
-        json_t *v;
-        json_object_foreach(first, k, v)
-            if (!json_object_get(o, k))
-                json_object_set(o, k, v);
-    }
-    json_object_set_new(o, "shapes", shapes);
-    cli_print_json(o);
-}
 
 static void print_text(const kopt_run_tune *t, const tune_args *a, int n, const char *mode)
 {
@@ -454,7 +244,7 @@ static void print_text(const kopt_run_tune *t, const tune_args *a, int n, const 
            strcmp(mode, "replay") == 0 ? " (replayed: no GPU used)" : "");
     printf("strategy   %s%s%s (seed %llu), objective %s, budget ", runs[0].strategy,
            runs[0].options[0] ? " " : "", runs[0].options,
-           (unsigned long long)runs[0].seed, objective_name(t->objective));
+           (unsigned long long)runs[0].seed, kopt_run_tune_objective_name(t->objective));
     if (runs[0].budget)
         printf("%d evaluations", runs[0].budget);
     else
@@ -545,7 +335,7 @@ static int list_strategies(int json)
     return 0;
 }
 
-
+/* Options; returns -1 (and the exit code in *code) to stop. */
 static int parse_args(tune_args *a, kopt_ctx *ctx, int argc, char **argv, int *code)
 {
     static const struct option opts[] = {
@@ -564,11 +354,16 @@ static int parse_args(tune_args *a, kopt_ctx *ctx, int argc, char **argv, int *c
         {"record", required_argument, NULL, 'w'}, {"export-kt", required_argument, NULL, 'k'},
         {"export-t4", required_argument, NULL, '4'}, {"json", no_argument, NULL, 'j'},
         {"no-progress", no_argument, NULL, 'G'}, {"db", required_argument, NULL, 'D'},
-        {"no-store", no_argument, NULL, 'N'}, {"cache-dir", required_argument, NULL, 'c'},
-        {"trials", required_argument, NULL, 't'}, {"budget-ms", required_argument, NULL, 'b'},
-        {"reps", required_argument, NULL, 'p'}, {"no-flush", no_argument, NULL, 'F'},
-        {"no-check-sizes", no_argument, NULL, 'C'}, {"timeout", required_argument, NULL, 'T'},
-        {"device", required_argument, NULL, 'd'}, {"arch", required_argument, NULL, 'a'},
+        {"no-store", no_argument, NULL, 'N'},
+        {"cache-dir", required_argument, NULL, CLI_EVAL_OPTION},
+        {"trials", required_argument, NULL, CLI_EVAL_OPTION},
+        {"budget-ms", required_argument, NULL, CLI_EVAL_OPTION},
+        {"reps", required_argument, NULL, CLI_EVAL_OPTION},
+        {"no-flush", no_argument, NULL, CLI_EVAL_OPTION},
+        {"no-check-sizes", no_argument, NULL, CLI_EVAL_OPTION},
+        {"timeout", required_argument, NULL, CLI_EVAL_OPTION},
+        {"device", required_argument, NULL, CLI_EVAL_OPTION},
+        {"arch", required_argument, NULL, CLI_EVAL_OPTION},
         {"allow-spills", no_argument, NULL, 'B'}, {"verbose", no_argument, NULL, 'v'},
         {"runs", no_argument, NULL, 'U'}, {"one-shot", no_argument, NULL, 1001},
         {"findings", no_argument, NULL, 1002},
@@ -576,10 +371,10 @@ static int parse_args(tune_args *a, kopt_ctx *ctx, int argc, char **argv, int *c
     };
     char *end;
     long v;
-    int c;
+    int c, li = 0;
 
     optind = 1;
-    while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "vh", opts, &li)) != -1) {
         switch (c) {
         case 'y': a->o.strategy = optarg; a->o.given |= KOPT_RUN_TUNE_GIVEN_STRATEGY; break;
         case 'O': a->o.options = optarg; a->o.given |= KOPT_RUN_TUNE_GIVEN_OPTIONS; break;
@@ -623,7 +418,8 @@ static int parse_args(tune_args *a, kopt_ctx *ctx, int argc, char **argv, int *c
                 fprintf(stderr, "kopt tune: at most %d --sizes sets\n", MAX_SHAPES);
                 goto usage;
             }
-            if (parse_sizes_set(ctx, optarg, &a->shapes[a->o.nshapes]) != 0) {
+            if (kopt_vars_parse_list(ctx, optarg, &a->shapes[a->o.nshapes]) != KOPT_OK) {
+                fprintf(stderr, "kopt tune: --sizes %s\n", kopt_errmsg(ctx));
                 kopt_vars_free(&a->shapes[a->o.nshapes]);
                 goto usage;
             }
@@ -647,29 +443,10 @@ static int parse_args(tune_args *a, kopt_ctx *ctx, int argc, char **argv, int *c
         case 'G': a->progress = 0; break;
         case 'D': a->db_path = optarg; a->db_given = 1; break;
         case 'N': a->no_store = 1; break;
-        case 'c': a->o.eval.cache_dir = optarg; break;
-        case 't': v = strtol(optarg, &end, 10);
-            if (*end || v < 1 || v > 16) goto bad_number;
-            a->o.eval.trials = (int)v;
-            break;
-        case 'b': a->o.eval.budget_ms = strtod(optarg, &end);
-            if (*end || a->o.eval.budget_ms <= 0) goto bad_number;
-            break;
-        case 'p':
-            if (sscanf(optarg, "%d:%d", &a->o.eval.min_reps, &a->o.eval.max_reps) != 2 ||
-                a->o.eval.min_reps < 1 || a->o.eval.max_reps < a->o.eval.min_reps)
+        case CLI_EVAL_OPTION:
+            if (cli_eval_option(opts[li].name, optarg, &a->o.eval) != 0)
                 goto bad_number;
             break;
-        case 'F': a->o.eval.no_flush = 1; break;
-        case 'C': a->o.eval.skip_check_sizes = 1; break;
-        case 'T': a->o.eval.timeout_s = strtod(optarg, &end);
-            if (*end || a->o.eval.timeout_s <= 0) goto bad_number;
-            break;
-        case 'd': v = strtol(optarg, &end, 10);
-            if (*end || v < 0 || v > 64) goto bad_number;
-            a->o.eval.device = (int)v;
-            break;
-        case 'a': a->o.eval.arch = optarg; break;
         case 'B': a->o.allow_spills = 1; break;
         case 1001: a->o.one_shot = 1; break;
         case 1002: a->o.findings = 1; break;
@@ -714,20 +491,7 @@ static int list_runs(kopt_ctx *ctx, const tune_args *a)
         return KOPT_EXIT_ERROR;
     }
     if (a->json) {
-        json_t *arr = json_array();
-        for (int i = 0; i < n; i++) {
-            json_t *r = json_pack("{s:I, s:s, s:o, s:s, s:s, s:s, s:I, s:s, s:i, s:b, s:s, "
-                                  "s:s, s:f, s:I}", "id", (json_int_t)v[i].id, "created_at",
-                                  v[i].created_at, "key", key_json(&v[i].key), "template",
-                                  v[i].template_path, "strategy", v[i].strategy, "options",
-                                  v[i].options, "seed", (json_int_t)v[i].seed, "objective",
-                                  v[i].objective, "budget", v[i].max_evals, "finished",
-                                  v[i].finished, "stop", v[i].stop, "best", v[i].best_label,
-                                  "best_value", v[i].best_value, "evaluations",
-                                  (json_int_t)v[i].nevals);
-            json_array_append_new(arr, r ? r : json_object());
-        }
-        cli_print_json(arr);
+        cli_print_text(kopt_run_tune_runs_json(v, n));
     } else {
         printf("%-5s %-20s %-12s %-24s %-12s %-11s %6s  %s\n", "run", "created", "problem",
                "sizes", "strategy", "stop", "evals", "best");
@@ -746,41 +510,24 @@ static int list_runs(kopt_ctx *ctx, const tune_args *a)
 /* --space, or no GPU: the space of each shape. */
 static void print_spaces(const kopt_run_tune *t, const tune_args *a)
 {
-    json_t *jo = a->json ? json_object() : NULL, *arr = jo ? json_array() : NULL;
-
     if (!a->space_only)
         fprintf(stderr, "kopt tune: tuning needs a GPU (%s); printing the space only "
                 "(kopt tune --replay runs on recorded measurements without one)\n",
                 t->why_no_device);
-    if (!jo) {
-        printf("problem    %s (%s)\n", t->prob->name, t->prob->path);
-        printf("template   %s\n", t->tmpl_path);
+    if (a->json) {
+        cli_print_text(kopt_run_tune_space_json(t, !a->space_only));
+        return;
     }
+    printf("problem    %s (%s)\n", t->prob->name, t->prob->path);
+    printf("template   %s\n", t->tmpl_path);
     for (int i = 0; i < t->nshapes; i++) {
         kopt_tune_space_summary sum;
         kopt_tune_space_summarize(t->shapes[i].space, SPACE_SCAN_LIMIT, &sum);
-        if (jo) {
-            json_t *sj = space_json(t->shapes[i].space, &sum, t->limits_text);
-            json_object_set_new(sj, "sizes", json_string(t->shapes[i].key.sizes));
-            json_object_set_new(sj, "key", key_json(&t->shapes[i].key));
-            json_array_append_new(arr, sj);
-        } else {
-            printf("sizes      %s\n", t->shapes[i].key.sizes);
-            print_space(t->shapes[i].space, &sum, t->limits_text);
-        }
+        printf("sizes      %s\n", t->shapes[i].key.sizes);
+        print_space(t->shapes[i].space, &sum, t->limits_text);
     }
-    if (jo) {
-        json_object_set_new(jo, "problem", json_string(t->prob->name));
-        json_object_set_new(jo, "template", json_string(t->tmpl_path));
-        json_object_set_new(jo, "skipped", json_boolean(!a->space_only));
-        json_object_set_new(jo, "reason", a->space_only ? json_null()
-                                                        : json_string(t->why_no_device));
-        json_object_set_new(jo, "space", json_copy(json_array_get(arr, 0)));
-        json_object_set_new(jo, "shapes", arr);
-        cli_print_json(jo);
-    } else if (!a->space_only) {
+    if (!a->space_only)
         printf("verdict    SKIPPED: no GPU here; nothing was tuned\n");
-    }
 }
 
 /* "42": --replay names a stored run (anything else is a cache file). */
@@ -802,7 +549,6 @@ static int fault_code(const kopt_run *run)
 int cmd_tune(int argc, char **argv)
 {
     tune_args a;
-    kopt_run_tune_opts o_init = KOPT_RUN_TUNE_OPTS_INIT;
     kopt_run_opts ro = KOPT_RUN_OPTS_INIT;
     kopt_run *run = NULL;
     kopt_run_tune *t = NULL;
@@ -814,15 +560,8 @@ int cmd_tune(int argc, char **argv)
 
     memset(&a, 0, sizeof(a));
     memset(&ps, 0, sizeof(ps));
-    a.o = o_init;
+    kopt_run_tune_opts_default(&a.o);   /* tuning's evaluation defaults */
     a.progress = 1;
-    /* tuning evaluates hundreds of points: one trial, a short timing budget, and the
-     * reference run once (not timed) per point; the winner is checked in full at the end */
-    a.o.eval.trials = 1;
-    a.o.eval.budget_ms = 30;
-    a.o.eval.warmup_ms = 10;
-    a.o.eval.min_reps = 5;
-    a.o.eval.no_ref_timing = 1;
     a.argc = argc;
     a.argv = argv;
     a.db_path = cli_default_db();
@@ -912,7 +651,7 @@ int cmd_tune(int argc, char **argv)
     sigaction(SIGINT, &old_sa, NULL);
     if (t->nrun > 0 && t->shapes[0].res) {
         if (a.json)
-            print_json(t, t->nrun, t->replay ? "replay" : "live");
+            cli_print_text(kopt_run_tune_json(t));
         else
             print_text(t, &a, t->nrun, t->replay ? "replay" : "live");
     }

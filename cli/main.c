@@ -69,6 +69,50 @@ void cli_print_json(json_t *j)
     json_decref(j);
 }
 
+void cli_print_text(char *text)
+{
+    printf("%s\n", text ? text : "{}");
+    free(text);
+}
+
+int cli_eval_option(const char *name, const char *arg, kopt_eval_opts *eo)
+{
+    char *end = NULL;
+    long v;
+
+    if (strcmp(name, "trials") == 0) {
+        v = strtol(arg, &end, 10);
+        if (*end || v < 1 || v > 16)
+            return -1;
+        eo->trials = (int)v;
+    } else if (strcmp(name, "budget-ms") == 0) {
+        eo->budget_ms = strtod(arg, &end);
+        return *end || eo->budget_ms <= 0 ? -1 : 0;
+    } else if (strcmp(name, "reps") == 0) {
+        return sscanf(arg, "%d:%d", &eo->min_reps, &eo->max_reps) != 2 || eo->min_reps < 1 ||
+               eo->max_reps < eo->min_reps ? -1 : 0;
+    } else if (strcmp(name, "no-flush") == 0) {
+        eo->no_flush = 1;
+    } else if (strcmp(name, "no-check-sizes") == 0) {
+        eo->skip_check_sizes = 1;
+    } else if (strcmp(name, "timeout") == 0) {
+        eo->timeout_s = strtod(arg, &end);
+        return *end || eo->timeout_s <= 0 ? -1 : 0;
+    } else if (strcmp(name, "device") == 0) {
+        v = strtol(arg, &end, 10);
+        if (*end || v < 0 || v > 64)
+            return -1;
+        eo->device = (int)v;
+    } else if (strcmp(name, "arch") == 0) {
+        eo->arch = arg;
+    } else if (strcmp(name, "cache-dir") == 0) {
+        eo->cache_dir = arg;
+    } else {
+        return -1;
+    }
+    return 0;
+}
+
 int cli_parse_size(kopt_ctx *ctx, const char *verb_name, const char *arg, kopt_vars *sizes)
 {
     char *name = NULL;

@@ -229,8 +229,14 @@ enum {
     0.0, KOPT_TUNE_TIME, 1.0, 0.05, 2, 8, 0, 0, 0, 0, 0, 0, KOPT_EVAL_OPTS_INIT, NULL, NULL, \
     NULL, NULL, NULL, NULL, NULL, 0.0, 0}
 
+/* KOPT_RUN_TUNE_OPTS_INIT with tuning's evaluation defaults: hundreds of points are
+ * evaluated, so one trial, a 30 ms timing budget (10 ms warm-up, at least 5 runs) and the
+ * reference run once, untimed, per point; the winner is checked in full at the end. */
+void kopt_run_tune_opts_default(kopt_run_tune_opts *o);
+
 /* "time", "energy", "time-energy" (or "time_energy", as stored) into *o; -1 for another. */
 int kopt_run_tune_objective_parse(const char *s, kopt_tune_objective *o);
+const char *kopt_run_tune_objective_name(kopt_tune_objective o);   /* "time-energy", ... */
 
 /* One shape (size set) of a tuning run. */
 typedef struct kopt_run_tune_shape {
@@ -287,6 +293,18 @@ kopt_status kopt_run_tune_open(kopt_run_tune **out, kopt_run *run, kopt_ctx *ctx
  * results. */
 kopt_status kopt_run_tune_go(kopt_run_tune *t, kopt_ctx *ctx);
 void kopt_run_tune_free(kopt_run_tune *t);
+
+/* A progress line: "37/200 evals (shape 1/2), 3 cached, 1 failed, 12.5 s; best 0.0123 ms
+ * BM=64,BN=128". */
+void kopt_run_tune_progress_text(const kopt_run_tune *t, int shape,
+                                 const kopt_tune_space *space, const kopt_tune_progress *p,
+                                 char *buf, size_t n);
+/* The result as JSON (kopt tune --json: run fields, the first shape's at the top, every
+ * shape under "shapes"); the spaces (kopt tune --space --json; skipped: no GPU, the reason
+ * given); stored tuning runs (kopt tune --runs --json). Caller frees; NULL on failure. */
+char *kopt_run_tune_json(const kopt_run_tune *t);
+char *kopt_run_tune_space_json(const kopt_run_tune *t, int skipped);
+char *kopt_run_tune_runs_json(const kopt_store_tune_run *v, int n);
 
 /* ---- stored runs ------------------------------------------------------------------------- */
 

@@ -25,6 +25,23 @@ int kopt_run_tune_objective_parse(const char *s, kopt_tune_objective *o)
     return 0;
 }
 
+const char *kopt_run_tune_objective_name(kopt_tune_objective o)
+{
+    return o == KOPT_TUNE_ENERGY ? "energy" : o == KOPT_TUNE_TIME_ENERGY ? "time-energy" : "time";
+}
+
+void kopt_run_tune_opts_default(kopt_run_tune_opts *o)
+{
+    kopt_run_tune_opts init = KOPT_RUN_TUNE_OPTS_INIT;
+
+    *o = init;
+    o->eval.trials = 1;
+    o->eval.budget_ms = 30;
+    o->eval.warmup_ms = 10;
+    o->eval.min_reps = 5;
+    o->eval.no_ref_timing = 1;
+}
+
 int kopt__run_tune_stopped(const kopt_run_tune *t)
 {
     return t->priv->o.stop && *t->priv->o.stop;
@@ -57,26 +74,6 @@ static void sizes_text(const kopt_vars *v, char *buf, size_t n)
     for (int i = 0; i < v->n && at < n; i++)
         at += (size_t)snprintf(buf + at, n - at, "%s%s=%lld", i ? "," : "", v->names[i],
                                (long long)v->values[i]);
-}
-
-/* "B=4096,N=4096" (a key's sizes) into `out`. */
-static kopt_status sizes_parse(kopt_ctx *ctx, const char *text, kopt_vars *out)
-{
-    char *copy = strdup(text), *save = NULL;
-    kopt_status rc = KOPT_OK;
-
-    if (!copy)
-        return kopt_seterr(ctx, KOPT_E_NOMEM, "sizes");
-    for (char *t = strtok_r(copy, ",", &save); t && rc == KOPT_OK;
-         t = strtok_r(NULL, ",", &save)) {
-        char *name = NULL;
-        int64_t v;
-        if ((rc = kopt_vars_parse_assign(ctx, t, &name, &v)) == KOPT_OK)
-            rc = kopt_vars_set(out, name, v);
-        free(name);
-    }
-    free(copy);
-    return rc;
 }
 
 static void make_key(kopt_tune_key *k, const kopt_problem *p, const kopt_candidate *tmpl,
@@ -235,7 +232,7 @@ static kopt_status make_shapes(kopt_run_tune *t, kopt_ctx *ctx)
     int n = o->nshapes;
 
     if (!n) {
-        if (t->replay && (rc = sizes_parse(ctx, P->recorded_key.sizes, &recorded)) != KOPT_OK) {
+        if (t->replay && (rc = kopt_vars_parse_list(ctx, P->recorded_key.sizes, &recorded)) != KOPT_OK) {
             kopt_vars_free(&recorded);
             return kopt__run_fail(P->run, KOPT_RUN_FAULT_INPUT,
                                   kopt_adderr(ctx, rc, "%s: key.sizes '%s'", o->replay,
