@@ -28,18 +28,31 @@ kopt_status kopt__run_fail(kopt_run *run, kopt_run_fault f, kopt_status rc)
     return rc;
 }
 
-/* The command line as one string, arguments with unusual characters in single quotes. */
+/* The command line as one string, as a shell reads it: arguments with other characters
+ * than these in single quotes (a quote in one as '\''). */
 static void command_line(char *buf, size_t n, int argc, char *const *argv)
 {
     size_t at = 0;
 
     buf[0] = '\0';
-    for (int i = 0; argv && i < argc && at < n; i++) {
+    for (int i = 0; argv && i < argc && at + 1 < n; i++) {
         const char *a = argv[i];
         int plain = a[0] && strspn(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                       "0123456789_-=,./:+@%") == strlen(a);
-        at += (size_t)snprintf(buf + at, n - at, plain ? "%s%s" : "%s'%s'", i ? " " : "", a);
+        if (i)
+            buf[at++] = ' ';
+        if (plain) {
+            at += (size_t)snprintf(buf + at, n - at, "%s", a);
+            continue;
+        }
+        at += (size_t)snprintf(buf + at, n - at, "'");
+        for (const char *c = a; *c && at < n; c++)
+            at += (size_t)snprintf(buf + at, n - at, *c == '\'' ? "'\\''" : "%c", *c);
+        if (at < n)
+            at += (size_t)snprintf(buf + at, n - at, "'");
     }
+    if (at >= n)
+        buf[n - 1] = '\0';
 }
 
 /* What is known without a CUDA context: kopt, host, NVRTC, and the device through NVML

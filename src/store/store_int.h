@@ -10,6 +10,24 @@ struct kopt_store {
     sqlite3 *db;
 };
 
+/* Migration 0 -> 1: devices, problems, candidates, evaluations. */
+#define KOPT__STORE_BASE_SCHEMA                                                                \
+    "CREATE TABLE devices (uuid TEXT PRIMARY KEY, name TEXT NOT NULL, cc TEXT NOT NULL,"    \
+    "  sm_count INTEGER, info_json TEXT, ceilings_json TEXT, measured_at TEXT);"            \
+    "CREATE TABLE problems (hash TEXT PRIMARY KEY, name TEXT NOT NULL, path TEXT,"          \
+    "  first_seen TEXT DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')));"                    \
+    "CREATE TABLE candidates (hash TEXT PRIMARY KEY, problem_hash TEXT, path TEXT,"         \
+    "  source TEXT NOT NULL, is_reference INTEGER NOT NULL DEFAULT 0);"                     \
+    "CREATE TABLE evaluations (id INTEGER PRIMARY KEY AUTOINCREMENT,"                       \
+    "  created_at TEXT DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')),"                     \
+    "  problem_hash TEXT NOT NULL, candidate_hash TEXT, device_uuid TEXT, arch TEXT,"       \
+    "  sizes_json TEXT, seed INTEGER, verdict TEXT NOT NULL, message TEXT,"                 \
+    "  median_ms REAL, min_ms REAL, p10_ms REAL, p90_ms REAL, reps INTEGER,"                \
+    "  ref_median_ms REAL, speedup REAL, pct_of_bound REAL, achieved_gbs REAL,"             \
+    "  achieved_gflops REAL, compile_cache_hit INTEGER, compile_ms REAL, verify_ms REAL,"   \
+    "  time_ms REAL, total_ms REAL, compile_log TEXT, result_json TEXT);"                   \
+    "CREATE INDEX evaluations_by_problem ON evaluations(problem_hash, candidate_hash);"
+
 /* Migration 1 -> 2 (findings.c's tables). */
 #define KOPT__STORE_FINDINGS_SCHEMA                                                            \
     "CREATE TABLE profiles (id INTEGER PRIMARY KEY AUTOINCREMENT,"                             \
