@@ -34,6 +34,16 @@ const char *cli_default_db(void);
  * told apart by name): --trials, --budget-ms, --reps, --no-flush, --no-check-sizes,
  * --timeout, --device, --arch, --cache-dir. -1 for a bad value. */
 #define CLI_EVAL_OPTION 1900
+#define CLI_EVAL_LONG_OPTIONS                                                                  \
+    {"trials", required_argument, NULL, CLI_EVAL_OPTION},                                      \
+    {"budget-ms", required_argument, NULL, CLI_EVAL_OPTION},                                   \
+    {"reps", required_argument, NULL, CLI_EVAL_OPTION},                                        \
+    {"no-flush", no_argument, NULL, CLI_EVAL_OPTION},                                          \
+    {"no-check-sizes", no_argument, NULL, CLI_EVAL_OPTION},                                    \
+    {"timeout", required_argument, NULL, CLI_EVAL_OPTION},                                     \
+    {"device", required_argument, NULL, CLI_EVAL_OPTION},                                      \
+    {"arch", required_argument, NULL, CLI_EVAL_OPTION},                                        \
+    {"cache-dir", required_argument, NULL, CLI_EVAL_OPTION}
 int cli_eval_option(const char *name, const char *arg, kopt_eval_opts *eo);
 /* --size K=V into `sizes`; on a bad value prints "kopt VERB: --size ..." and returns -1. */
 int cli_parse_size(kopt_ctx *ctx, const char *verb_name, const char *arg, kopt_vars *sizes);

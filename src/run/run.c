@@ -319,6 +319,13 @@ kopt_status kopt__run_open_query(kopt_run **out, kopt_ctx *ctx, const char *db_p
     return kopt_run_open(out, ctx, &o);
 }
 
+/* Close a query's run and return rc. */
+static kopt_status query_done(kopt_run *q, kopt_status rc)
+{
+    kopt_run_close(q);
+    return rc;
+}
+
 kopt_status kopt_run_list(kopt_ctx *ctx, const char *db_path, const char *kind, int limit,
                           kopt_store_run **out, int *n)
 {
@@ -327,10 +334,7 @@ kopt_status kopt_run_list(kopt_ctx *ctx, const char *db_path, const char *kind, 
 
     *out = NULL;
     *n = 0;
-    if (rc == KOPT_OK)
-        rc = kopt_store_runs(q->store, ctx, kind, limit, out, n);
-    kopt_run_close(q);
-    return rc;
+    return query_done(q, rc ? rc : kopt_store_runs(q->store, ctx, kind, limit, out, n));
 }
 
 kopt_status kopt_run_get(kopt_ctx *ctx, const char *db_path, int64_t id, kopt_store_run *out)
@@ -338,10 +342,7 @@ kopt_status kopt_run_get(kopt_ctx *ctx, const char *db_path, int64_t id, kopt_st
     kopt_run *q = NULL;
     kopt_status rc = kopt__run_open_query(&q, ctx, db_path);
 
-    if (rc == KOPT_OK)
-        rc = kopt_store_run_get(q->store, ctx, id, out);
-    kopt_run_close(q);
-    return rc;
+    return query_done(q, rc ? rc : kopt_store_run_get(q->store, ctx, id, out));
 }
 
 kopt_status kopt_run_tune_list(kopt_ctx *ctx, const char *db_path, kopt_store_tune_run **out,
@@ -352,10 +353,7 @@ kopt_status kopt_run_tune_list(kopt_ctx *ctx, const char *db_path, kopt_store_tu
 
     *out = NULL;
     *n = 0;
-    if (rc == KOPT_OK)
-        rc = kopt_store_tune_runs(q->store, ctx, out, n);
-    kopt_run_close(q);
-    return rc;
+    return query_done(q, rc ? rc : kopt_store_tune_runs(q->store, ctx, out, n));
 }
 
 kopt_status kopt_run_tool_stats(kopt_ctx *ctx, const char *db_path, kopt_tool_stats **out,
@@ -366,8 +364,5 @@ kopt_status kopt_run_tool_stats(kopt_ctx *ctx, const char *db_path, kopt_tool_st
 
     *out = NULL;
     *n = 0;
-    if (rc == KOPT_OK)
-        rc = kopt_store_tool_stats(q->store, ctx, out, n);
-    kopt_run_close(q);
-    return rc;
+    return query_done(q, rc ? rc : kopt_store_tool_stats(q->store, ctx, out, n));
 }

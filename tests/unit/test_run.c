@@ -185,6 +185,9 @@ static kopt_status tune(const char *db, const char *replay, int resume, size_t s
 
     kopt_run_tune_opts_default(&o);
     o.replay = replay;
+    if (replay[0] >= '0' && replay[0] <= '9')   /* a stored run names its template relative
+                                                 * to the folder kopt ran in: give it */
+        o.template_path = KOPT_EXAMPLES_DIR "/softmax/tune.cu";
     o.resume = resume;
     if (!resume) {
         o.strategy = "random";
