@@ -1,4 +1,5 @@
-/* kopt eval PROBLEM [CANDIDATE]: verify and time a candidate (or the reference alone). */
+/* kopt eval PROBLEM [CANDIDATE]: verify and time a candidate (or the reference alone), as
+ * one run of the run API (kopt/run.h), which stores the result. */
 #include "cli.h"
 
 #include <getopt.h>
@@ -226,32 +227,31 @@ static void print_text(const kopt_problem *p, const char *cand_path, const kopt_
 int cmd_eval(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"size", required_argument, NULL, 's'}, {"trials", required_argument, NULL, 'n'},
-        {"seed", required_argument, NULL, 'S'}, {"no-check-sizes", no_argument, NULL, 'C'},
-        {"no-time", no_argument, NULL, 'T'}, {"budget-ms", required_argument, NULL, 'b'},
-        {"reps", required_argument, NULL, 'r'}, {"no-flush", no_argument, NULL, 'F'},
-        {"timeout", required_argument, NULL, 't'}, {"device", required_argument, NULL, 'd'},
-        {"arch", required_argument, NULL, 'a'}, {"db", required_argument, NULL, 'D'},
-        {"no-store", no_argument, NULL, 'N'}, {"cache-dir", required_argument, NULL, 'c'},
+        {"size", required_argument, NULL, 's'}, {"seed", required_argument, NULL, 'S'},
+        CLI_EVAL_LONG_OPTIONS,
+        {"no-time", no_argument, NULL, 'T'},
+        {"db", required_argument, NULL, 'D'},
+        {"no-store", no_argument, NULL, 'N'},
         {"json", no_argument, NULL, 'j'}, {"verbose", no_argument, NULL, 'v'},
         {"sanitize", optional_argument, NULL, 'Z'}, {"limits", required_argument, NULL, 'L'},
         {"no-sandbox", no_argument, NULL, 'B'}, {"energy", optional_argument, NULL, 'E'},
-        {"precision", required_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     kopt_eval_opts eo = KOPT_EVAL_OPTS_INIT;
+    kopt_run_opts ro = KOPT_RUN_OPTS_INIT;
+    kopt_run *run = NULL;
     kopt_vars sizes = KOPT_VARS_INIT;
     kopt_problem *prob = NULL;
     kopt_candidate *cand = NULL;
     kopt_eval_result *res = NULL;
     const char *cand_path = NULL;
-    int json = 0, verbose = 0, no_store = 0, c, code = 0;
+    int json = 0, verbose = 0, no_store = 0, c, li = 0, code = 0;
     kopt_ctx *ctx = cli_ctx(0);
     char *end;
 
-    eo.db_path = cli_default_db();
+    ro.db_path = cli_default_db();
     optind = 1;
-    while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "vh", opts, &li)) != -1) {
         switch (c) {
         case 's':
             if (cli_parse_size(ctx, "eval", optarg, &sizes) != 0) {
@@ -259,36 +259,16 @@ int cmd_eval(int argc, char **argv)
                 goto done;
             }
             break;
-        case 'n': eo.trials = (int)strtol(optarg, &end, 10);
-            if (*end || eo.trials < 1 || eo.trials > 16) goto bad_number;
-            break;
         case 'S': eo.seed = strtoull(optarg, &end, 0);
             if (*end || !eo.seed) goto bad_number;
             break;
-        case 'C': eo.skip_check_sizes = 1; break;
         case 'T': eo.no_timing = 1; break;
-        case 'b': eo.budget_ms = strtod(optarg, &end);
-            if (*end || eo.budget_ms <= 0) goto bad_number;
-            break;
-        case 'r':
-            if (sscanf(optarg, "%d:%d", &eo.min_reps, &eo.max_reps) != 2 || eo.min_reps < 1 ||
-                eo.max_reps < eo.min_reps)
+        case CLI_EVAL_OPTION:
+            if (cli_eval_option(opts[li].name, optarg, &eo) != 0)
                 goto bad_number;
             break;
-        case 'P': eo.precision = strtod(optarg, &end) / 100.0;
-            if (*end || eo.precision < 0 || eo.precision >= 1) goto bad_number;
-            break;
-        case 'F': eo.no_flush = 1; break;
-        case 't': eo.timeout_s = strtod(optarg, &end);
-            if (*end || eo.timeout_s <= 0) goto bad_number;
-            break;
-        case 'd': eo.device = (int)strtol(optarg, &end, 10);
-            if (*end || eo.device < 0) goto bad_number;
-            break;
-        case 'a': eo.arch = optarg; break;
-        case 'D': eo.db_path = optarg; break;
+        case 'D': ro.db_path = optarg; break;
         case 'N': no_store = 1; break;
-        case 'c': eo.cache_dir = optarg; break;
         case 'Z':
             if (parse_sanitize(optarg, &eo.sanitize) != 0)
                 goto bad_number;
@@ -313,7 +293,7 @@ bad_number:
         goto done;
     }
     if (no_store)
-        eo.db_path = NULL;
+        ro.db_path = NULL;
     if (verbose)
         kopt_log_set(ctx, NULL, NULL, KOPT_LOG_INFO);
     if (optind >= argc || argc - optind > 2) {
@@ -335,21 +315,28 @@ bad_number:
         }
     }
     eo.sizes = sizes.n ? &sizes : NULL;
-    if (kopt_eval_run(&res, ctx, prob, cand, &eo) != KOPT_OK) {
+    /* the run: its store (a store that cannot be opened only warns), the environment */
+    ro.kind = KOPT_RUN_EVAL;
+    ro.db_optional = 1;
+    cli_run_command(&ro);
+    ro.device = eo.device;
+    ro.cache_dir = eo.cache_dir;
+    if (kopt_run_open(&run, ctx, &ro) != KOPT_OK ||
+        kopt_run_eval(run, ctx, prob, cand, &eo, NULL, &res) != KOPT_OK) {
         cli_error(ctx);
         code = KOPT_EXIT_ERROR;
         goto done;
     }
-    if (json) {
-        char *text = kopt_eval_result_json(res);
-        printf("%s\n", text ? text : "{}");
-        free(text);
-    } else {
+    kopt_run_finish(run, ctx, res->verdict == KOPT_VERDICT_SKIPPED ? KOPT_RUN_SKIPPED
+                                                                    : KOPT_RUN_OK, NULL);
+    if (json)
+        cli_print_text(kopt_eval_result_json(res));
+    else
         print_text(prob, cand_path, res);
-    }
     code = kopt_verdict_exit_code(res->verdict);
 done:
     kopt_eval_result_free(res);
+    kopt_run_close(run);
     kopt_candidate_free(cand);
     kopt_problem_free(prob);
     kopt_vars_free(&sizes);

@@ -1,9 +1,9 @@
 /* kopt profile PROBLEM [CANDIDATE]: correct first, then compile info, SASS, metrics (CUPTI
  * or ncu), the roofline class and the micro-tools' ranked findings; --tool-stats scores the
- * tools against later candidates (store). */
+ * tools against later candidates (store). The work is the run API's (kopt_run_profile_
+ * candidate); this file parses options and prints. */
 #include "cli.h"
-#include "kopt/analyze.h"
-#include "kopt/profile.h"
+#include "kopt/run.h"
 
 #include <getopt.h>
 #include <jansson.h>
@@ -61,25 +61,6 @@ static void help(FILE *f)
         "exit codes: as kopt eval (0 OK or SKIPPED, 1 WRONG, 3 COMPILE_ERROR, ...; see\n"
         "kopt eval --help), 2 usage, 9 invalid input file, 10 kopt error.\n");
 }
-
-typedef struct prof_state {
-    const kopt_problem *prob;
-    const char *cand_path;
-    const kopt_candidate *subject;
-    kopt_eval_result *eval;          /* NULL with --static */
-    kopt_compiled *comp;
-    kopt_bound *bound;
-    kopt_sass *sass;
-    kopt_profile *prof;
-    kopt_analysis *an;
-    int static_only, matmul_like, nviews;
-    kopt_kernel_view *views;
-    char sass_note[768], metrics_note[2400], static_note[2100];
-    double compile_ms, sass_ms, metrics_ms, analyze_ms, eval_ms;
-    int64_t profile_id;
-    int nresolved;
-    const char *parent_hash;         /* --parent: the baseline for resolutions */
-} prof_state;
 
 /* ---- small helpers ------------------------------------------------------------------------ */
 
@@ -144,121 +125,19 @@ static int tool_ran(const kopt_analysis *a, const kopt_tool *t, const char *only
     return skipped_why(a, t->name) == NULL;
 }
 
-/* ---- the stages ----------------------------------------------------------------------------- */
-
-static void disassemble(prof_state *s, kopt_ctx *ctx)
-{
-    double t0 = kopt_now_ms();
-    kopt_status rc;
-
-    if (s->comp->host_mode) {
-        snprintf(s->sass_note, sizeof(s->sass_note), "skipped: host-mode candidate (a shared "
-                 "object, no cubin to disassemble)");
-        return;
-    }
-    rc = kopt_sass_from_cubin(&s->sass, ctx, s->comp->binary_path);
-    s->sass_ms = kopt_now_ms() - t0;
-    if (rc == KOPT_E_NOT_FOUND)
-        snprintf(s->sass_note, sizeof(s->sass_note), "skipped: nvdisasm not found (%s)",
-                 kopt_errmsg(ctx));
-    else if (rc != KOPT_OK)
-        snprintf(s->sass_note, sizeof(s->sass_note), "failed: %s", kopt_errmsg(ctx));
-}
-
-static kopt_status build_views(prof_state *s, kopt_ctx *ctx)
-{
-    return kopt_analyze_views(&s->views, &s->nviews, ctx, s->comp, s->bound, s->sass, s->prof);
-}
-
-static kopt_status analyze(prof_state *s, kopt_ctx *ctx, int all_tools, const char *only)
-{
-    kopt_analysis_input in;
-    kopt_analyze_opts ao = KOPT_ANALYZE_OPTS_INIT;
-    double t0 = kopt_now_ms();
-    kopt_status rc;
-
-    if ((rc = build_views(s, ctx)) != KOPT_OK)
-        return rc;
-    memset(&in, 0, sizeof(in));
-    if (s->eval && s->eval->has_device && !s->static_only) {
-        in.dev = &s->eval->device;
-        in.ceil = s->eval->ceilings.valid ? &s->eval->ceilings : NULL;
-        in.median_ms = s->eval->timing.median_ms;
-    }
-    in.problem = s->prob->name;
-    if (s->bound && s->bound->has_work) {
-        in.flops = s->bound->flops;
-        in.bytes = s->bound->bytes;
-    }
-    in.compute = (int)s->prob->compute;
-    in.matmul_like = s->matmul_like;
-    in.host_mode = s->comp->host_mode;
-    in.launches_per_call = s->comp->host_mode && s->prof ? s->prof->nkernels : 0;
-    in.nkernels = s->nviews;
-    in.kernels = s->views;
-    ao.all_tools = all_tools;
-    ao.only_tool = only;
-    rc = kopt_analyze_run(&s->an, ctx, &in, &ao);
-    s->analyze_ms = kopt_now_ms() - t0;
-    return rc;
-}
-
-/* Store the profile and findings; resolutions against the previous candidate. */
-static void store(prof_state *s, kopt_ctx *ctx, const char *db_path, const char *metrics_json)
-{
-    kopt_store *st = NULL;
-    kopt_store_profile sp;
-    kopt_store_finding *f = NULL;
-    int nf = s->an ? s->an->findings.n : 0;
-
-    if (!db_path || !s->eval || s->eval->verdict != KOPT_VERDICT_OK || s->static_only)
-        return;
-    memset(&sp, 0, sizeof(sp));
-    sp.problem_hash = s->prob->hash;
-    sp.candidate_hash = s->subject->hash;
-    sp.eval_id = s->eval->eval_id;
-    sp.source = s->prof ? s->prof->source : "static";
-    sp.median_ms = s->eval->timing.median_ms;
-    sp.collect_ms = s->prof ? s->prof->collect_ms : 0;
-    sp.passes = s->prof ? s->prof->passes : 0;
-    sp.metrics_json = metrics_json;
-    sp.baseline_hash = s->parent_hash;
-    f = calloc((size_t)nf + 1, sizeof(*f));
-    for (int i = 0; f && i < nf; i++) {
-        const kopt_finding *x = &s->an->findings.f[i];
-        f[i].tool = x->tool;
-        f[i].kernel = x->kernel;
-        f[i].title = x->title;
-        f[i].gain = x->gain;
-        f[i].confidence = x->confidence;
-    }
-    if (!f || kopt_store_open(&st, ctx, db_path) != KOPT_OK ||
-        kopt_store_put_profile(st, ctx, &sp, f, nf, &s->profile_id, &s->nresolved) != KOPT_OK)
-        kopt_log(ctx, KOPT_LOG_WARN, "profile not stored: %s", kopt_errmsg(ctx));
-    kopt_store_close(st);
-    free(f);
-}
-
 /* ---- output ----------------------------------------------------------------------------- */
 
+/* The per-kernel metrics (the library's text, as the store keeps it). */
 static json_t *metrics_json(const kopt_profile *p)
 {
-    json_t *ks = json_array();
-    for (int k = 0; p && k < p->nkernels; k++) {
-        json_t *m = json_object();
-        for (int i = 0; i < p->kernels[k].metrics.n; i++)
-            json_object_set_new(m, p->kernels[k].metrics.m[i].name,
-                                json_real(p->kernels[k].metrics.m[i].value));
-        json_array_append_new(ks, json_pack("{s:s, s:[i,i,i], s:[i,i,i], s:o}", "kernel",
-                              p->kernels[k].kernel, "grid", p->kernels[k].grid[0],
-                              p->kernels[k].grid[1], p->kernels[k].grid[2], "block",
-                              p->kernels[k].block[0], p->kernels[k].block[1],
-                              p->kernels[k].block[2], "metrics", m));
-    }
-    return ks;
+    char *text = kopt_run_profile_metrics_json(p);
+    json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+
+    free(text);
+    return j ? j : json_array();
 }
 
-static json_t *report_json(const prof_state *s, const char *only)
+static json_t *report_json(const kopt_run_profile *s, const char *cand_path, const char *only)
 {
     json_t *o = json_object(), *ks = json_array(), *fs = json_array(), *sk = json_array();
     json_t *ran = json_array(), *rules = json_array(), *sets = json_array(), *tm;
@@ -266,7 +145,7 @@ static json_t *report_json(const prof_state *s, const char *only)
     int nt = 0;
 
     json_object_set_new(o, "problem", json_string(s->prob->name));
-    json_object_set_new(o, "candidate", s->cand_path ? json_string(s->cand_path) : json_null());
+    json_object_set_new(o, "candidate", cand_path ? json_string(cand_path) : json_null());
     json_object_set_new(o, "mode", json_string(s->static_only ? "static" : "profile"));
     if (s->static_note[0])
         json_object_set_new(o, "static_reason", json_string(s->static_note));
@@ -387,13 +266,13 @@ static void print_wrapped(const char *label, const char *text)
     printf("    %-7s %s\n", label, text && text[0] ? text : "-");
 }
 
-static void print_text(const prof_state *s, const char *only)
+static void print_text(const kopt_run_profile *s, const char *cand_path, const char *only)
 {
     const kopt_tool *const *tools;
     int nt = 0, first = 1;
 
     printf("problem    %s (%s)\n", s->prob->name, s->prob->path);
-    printf("candidate  %s\n", s->cand_path ? s->cand_path : "(the reference)");
+    printf("candidate  %s\n", cand_path ? cand_path : "(the reference)");
     if (s->static_only)
         printf("mode       static (%s)\n", s->static_note);
     if (s->eval && s->eval->has_device && s->eval->device.name[0])
@@ -530,7 +409,6 @@ static int list_tools(int json)
 
 static int tool_stats(kopt_ctx *ctx, const char *db_path, int json)
 {
-    kopt_store *st = NULL;
     kopt_tool_stats *v = NULL;
     int n = 0, code = 0;
 
@@ -538,8 +416,7 @@ static int tool_stats(kopt_ctx *ctx, const char *db_path, int json)
         fprintf(stderr, "kopt profile: --tool-stats needs a store (--db PATH)\n");
         return KOPT_EXIT_USAGE;
     }
-    if (kopt_store_open(&st, ctx, db_path) != KOPT_OK ||
-        kopt_store_tool_stats(st, ctx, &v, &n) != KOPT_OK) {
+    if (kopt_run_tool_stats(ctx, db_path, &v, &n) != KOPT_OK) {
         cli_error(ctx);
         code = KOPT_EXIT_ERROR;
         goto done;
@@ -578,7 +455,6 @@ static int tool_stats(kopt_ctx *ctx, const char *db_path, int json)
                "with a realized gain > 0 / resolutions with a realized gain.\n");
 done:
     free(v);
-    kopt_store_close(st);
     return code;
 }
 
@@ -600,52 +476,52 @@ int cmd_profile(int argc, char **argv)
         {"set", required_argument, NULL, 'E'}, {"repeat", required_argument, NULL, 'r'},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
-    kopt_eval_opts eo = KOPT_EVAL_OPTS_INIT;
-    kopt_profile_opts po = KOPT_PROFILE_OPTS_INIT;
-    kopt_compile_opts co = KOPT_COMPILE_OPTS_INIT;
-    kopt_vars sizes = KOPT_VARS_INIT, bound_sizes = KOPT_VARS_INIT;
+    kopt_run_profile_opts o = KOPT_RUN_PROFILE_OPTS_INIT;
+    kopt_eval_opts *eo = &o.eval;
+    kopt_profile_opts *po = &o.profile;
+    kopt_run_opts ro = KOPT_RUN_OPTS_INIT;
+    kopt_run *run = NULL;
+    kopt_run_profile *s = NULL;
+    kopt_vars sizes = KOPT_VARS_INIT;
     kopt_problem *prob = NULL;
-    kopt_candidate *cand = NULL, *ref = NULL, *parent = NULL;
-    prof_state s;
-    const char *only = NULL, *import = NULL, *db_path = cli_default_db(), *parent_path = NULL;
-    int json = 0, ncu = 0, ncu_rules = 0, lock = 0, static_only = 0, all_tools = 0;
-    int list = 0, stats = 0, no_store = 0, c, code = 0;
+    kopt_candidate *cand = NULL, *parent = NULL;
+    const char *only = NULL, *db_path = cli_default_db(), *parent_path = NULL;
+    const char *cand_path = NULL;
+    int json = 0, list = 0, stats = 0, no_store = 0, c, code = 0;
     kopt_ctx *ctx = cli_ctx(0);
-    char *end, *mjs = NULL, *metric_text = NULL, **metric_list = NULL;
-    double t0;
+    char *end, *metric_text = NULL, **metric_list = NULL;
 
-    memset(&s, 0, sizeof(s));
     optind = 1;
     while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
         switch (c) {
         case 'j': json = 1; break;
-        case 'n': ncu = 1; break;
-        case 'R': ncu = ncu_rules = 1; break;
-        case 'L': lock = 1; break;
-        case 'S': static_only = 1; break;
-        case 'A': all_tools = 1; break;
+        case 'n': po->ncu = 1; break;
+        case 'R': po->ncu = po->ncu_rules = 1; break;
+        case 'L': po->ncu_lock_clocks = 1; break;
+        case 'S': o.static_only = 1; break;
+        case 'A': o.all_tools = 1; break;
         case 't': only = optarg; break;
         case 'l': list = 1; break;
         case 'T': stats = 1; break;
-        case 'i': import = optarg; break;
+        case 'i': o.import = optarg; break;
         case 'P': parent_path = optarg; break;
         case 'M':
             free(metric_list);
             free(metric_text);
             metric_text = strdup(optarg);
             metric_list = split_commas(metric_text);
-            po.metrics = (const char *const *)metric_list;
+            po->metrics = (const char *const *)metric_list;
             break;
         case 'E':
             if (strcmp(optarg, "roofline") == 0)
-                po.sets = KOPT_PROFILE_SET_ROOFLINE;
+                po->sets = KOPT_PROFILE_SET_ROOFLINE;
             else if (strcmp(optarg, "rules") == 0)
-                po.sets = KOPT_PROFILE_SET_RULES;
+                po->sets = KOPT_PROFILE_SET_RULES;
             else
                 goto bad_number;
             break;
-        case 'r': po.repeat = (int)strtol(optarg, &end, 10);
-            if (*end || po.repeat < 1 || po.repeat > 100) goto bad_number;
+        case 'r': po->repeat = (int)strtol(optarg, &end, 10);
+            if (*end || po->repeat < 1 || po->repeat > 100) goto bad_number;
             break;
         case 's':
             if (cli_parse_size(ctx, "profile", optarg, &sizes) != 0) {
@@ -655,14 +531,14 @@ int cmd_profile(int argc, char **argv)
             break;
         case 'D': db_path = optarg; break;
         case 'N': no_store = 1; break;
-        case 'd': eo.device = po.device = (int)strtol(optarg, &end, 10);
-            if (*end || eo.device < 0) goto bad_number;
+        case 'd': eo->device = po->device = (int)strtol(optarg, &end, 10);
+            if (*end || eo->device < 0) goto bad_number;
             break;
-        case 'a': eo.arch = po.arch = optarg; break;
-        case 'o': eo.timeout_s = po.timeout_s = strtod(optarg, &end);
-            if (*end || eo.timeout_s <= 0) goto bad_number;
+        case 'a': eo->arch = po->arch = optarg; break;
+        case 'o': eo->timeout_s = po->timeout_s = strtod(optarg, &end);
+            if (*end || eo->timeout_s <= 0) goto bad_number;
             break;
-        case 'c': eo.cache_dir = po.cache_dir = co.cache_dir = optarg; break;
+        case 'c': eo->cache_dir = po->cache_dir = optarg; break;
         case 'v': kopt_log_set(ctx, NULL, NULL, KOPT_LOG_INFO); break;
         case 'h': help(stdout); goto done;
         default: help(stderr); code = KOPT_EXIT_USAGE; goto done;
@@ -699,17 +575,12 @@ bad_number:
         goto done;
     }
     if (optind + 1 < argc) {
-        s.cand_path = argv[optind + 1];
-        if (kopt_candidate_load(&cand, ctx, s.cand_path, prob) != KOPT_OK) {
+        cand_path = argv[optind + 1];
+        if (kopt_candidate_load(&cand, ctx, cand_path, prob) != KOPT_OK) {
             cli_error(ctx);
             code = KOPT_EXIT_INVALID;
             goto done;
         }
-    }
-    if (kopt_candidate_from_reference(&ref, ctx, prob) != KOPT_OK) {
-        cli_error(ctx);
-        code = KOPT_EXIT_INVALID;
-        goto done;
     }
     if (parent_path && strcmp(parent_path, "reference") != 0 &&
         kopt_candidate_load(&parent, ctx, parent_path, prob) != KOPT_OK) {
@@ -717,119 +588,58 @@ bad_number:
         code = KOPT_EXIT_INVALID;
         goto done;
     }
-    if (parent_path)
-        s.parent_hash = parent ? parent->hash : ref->hash;
-    s.prob = prob;
-    s.subject = cand ? cand : ref;
-    s.matmul_like = kopt_analyze_matmul_like(prob);
-    s.static_only = static_only;
-    if (static_only)
-        snprintf(s.static_note, sizeof(s.static_note), "--static given: no GPU work");
+    o.parent = parent;
+    o.parent_is_reference = parent_path && !parent;
+    o.only_tool = only;
+    eo->sizes = sizes.n ? &sizes : NULL;
 
-    /* 1. correct first */
-    if (!static_only) {
-        eo.db_path = db_path;
-        eo.sizes = sizes.n ? &sizes : NULL;
-        t0 = kopt_now_ms();
-        if (kopt_eval_run(&s.eval, ctx, prob, cand, &eo) != KOPT_OK) {
-            cli_error(ctx);
-            code = KOPT_EXIT_ERROR;
-            goto done;
-        }
-        s.eval_ms = kopt_now_ms() - t0;
-        if (s.eval->verdict == KOPT_VERDICT_SKIPPED) {
-            s.static_only = 1;
-            snprintf(s.static_note, sizeof(s.static_note), "%s", s.eval->message);
-        } else if (s.eval->verdict != KOPT_VERDICT_OK) {
-            if (json) {
-                char *text = kopt_eval_result_json(s.eval);
-                printf("%s\n", text ? text : "{}");
-                free(text);
-            } else {
-                printf("verdict    %s: %s\n", kopt_verdict_name(s.eval->verdict),
-                       s.eval->message);
-                printf("profile    not run: a profile is only taken of a correct candidate\n");
-            }
-            code = kopt_verdict_exit_code(s.eval->verdict);
-            goto done;
-        }
-    }
-
-    /* 2. compile info and SASS */
-    co.arch = s.eval && s.eval->arch[0] ? s.eval->arch : eo.arch ? eo.arch : "sm_90a";
-    t0 = kopt_now_ms();
-    if (kopt_compile(&s.comp, ctx, s.subject, &co) != KOPT_OK) {
-        cli_error(ctx);
-        code = kopt_verdict_exit_code(KOPT_VERDICT_COMPILE_ERROR);
-        goto done;
-    }
-    s.compile_ms = kopt_now_ms() - t0;
-    if (kopt_sizes_resolve(&bound_sizes, ctx, prob, sizes.n ? &sizes : NULL) != KOPT_OK ||
-        kopt_bind(&s.bound, ctx, prob, s.subject, &bound_sizes) != KOPT_OK) {
-        cli_error(ctx);
-        code = kopt_verdict_exit_code(KOPT_VERDICT_LAUNCH_ERROR);
-        goto done;
-    }
-    disassemble(&s, ctx);
-
-    /* 3. metrics */
-    t0 = kopt_now_ms();
-    if (import) {
-        if (kopt_profile_import(&s.prof, ctx, import, 1) != KOPT_OK &&
-            kopt_profile_import(&s.prof, ctx, import, 0) != KOPT_OK)
-            snprintf(s.metrics_note, sizeof(s.metrics_note), "import of %s failed: %s", import,
-                     kopt_errmsg(ctx));
-    } else if (s.static_only) {
-        snprintf(s.metrics_note, sizeof(s.metrics_note), "skipped (static: %s)", s.static_note);
-    } else {
-        po.sizes = sizes.n ? &sizes : NULL;
-        po.arch = co.arch;
-        po.ncu = ncu;
-        po.ncu_rules = ncu_rules;
-        po.ncu_lock_clocks = lock;
-        po.seed = s.eval->seed;
-        if (kopt_profile_run(&s.prof, ctx, prob, cand, &po) != KOPT_OK)
-            snprintf(s.metrics_note, sizeof(s.metrics_note), "skipped: %s%s", kopt_errmsg(ctx),
-                     ncu ? "" : " (try --ncu)");
-    }
-    s.metrics_ms = kopt_now_ms() - t0;
-
-    /* 4. analysis */
-    if (analyze(&s, ctx, all_tools, only) != KOPT_OK) {
+    /* the run: correct first, then compile info, SASS, metrics, analysis, the store */
+    ro.kind = KOPT_RUN_PROFILE;
+    ro.db_path = db_path;
+    ro.db_optional = 1;
+    cli_run_command(&ro);
+    ro.device = eo->device;
+    ro.cache_dir = eo->cache_dir;
+    if (kopt_run_open(&run, ctx, &ro) != KOPT_OK) {
         cli_error(ctx);
         code = KOPT_EXIT_ERROR;
         goto done;
     }
-    if (s.prof) {
-        json_t *m = metrics_json(s.prof);
-        mjs = json_dumps(m, JSON_COMPACT);
-        json_decref(m);
+    if (kopt_run_profile_candidate(run, ctx, prob, cand, &o, &s) != KOPT_OK) {
+        kopt_run_fault f = kopt_run_last_fault(run);
+        cli_error(ctx);
+        code = f == KOPT_RUN_FAULT_INPUT ? KOPT_EXIT_INVALID
+             : f == KOPT_RUN_FAULT_COMPILE ? kopt_verdict_exit_code(KOPT_VERDICT_COMPILE_ERROR)
+             : f == KOPT_RUN_FAULT_LAUNCH ? kopt_verdict_exit_code(KOPT_VERDICT_LAUNCH_ERROR)
+                                          : KOPT_EXIT_ERROR;
+        goto done;
     }
-    store(&s, ctx, db_path, mjs);
-
-    if (json) {
-        cli_print_json(report_json(&s, only));
+    if (s->stopped) {
+        if (json) {
+            cli_print_text(kopt_eval_result_json(s->eval));
+        } else {
+            printf("verdict    %s: %s\n", kopt_verdict_name(s->eval->verdict),
+                   s->eval->message);
+            printf("profile    not run: a profile is only taken of a correct candidate\n");
+        }
+        code = kopt_verdict_exit_code(s->eval->verdict);
     } else {
-        print_text(&s, only);
+        if (json)
+            cli_print_json(report_json(s, cand_path, only));
+        else
+            print_text(s, cand_path, only);
+        code = s->eval ? kopt_verdict_exit_code(s->eval->verdict) : 0;
     }
-    code = s.eval ? kopt_verdict_exit_code(s.eval->verdict) : 0;
+    kopt_run_finish(run, ctx, s->static_only ? KOPT_RUN_SKIPPED : KOPT_RUN_OK, NULL);
 done:
-    free(mjs);
-    kopt_analysis_free(s.an);
-    free(s.views);
-    kopt_profile_free(s.prof);
-    kopt_sass_free(s.sass);
-    kopt_bound_free(s.bound);
-    kopt_compiled_free(s.comp);
-    kopt_eval_result_free(s.eval);
+    kopt_run_profile_free(s);
+    kopt_run_close(run);
     kopt_candidate_free(cand);
-    kopt_candidate_free(ref);
     kopt_candidate_free(parent);
     free(metric_list);
     free(metric_text);
     kopt_problem_free(prob);
     kopt_vars_free(&sizes);
-    kopt_vars_free(&bound_sizes);
     kopt_ctx_free(ctx);
     return code;
 }

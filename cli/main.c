@@ -26,6 +26,16 @@ static void usage(FILE *f)
     fprintf(f, "\nkopt %s. Exit codes: docs/cli.md.\n", KOPT_VERSION);
 }
 
+/* The verb's arguments as given (getopt_long reorders argv while parsing). */
+static int g_argc;
+static char **g_argv;
+
+void cli_run_command(kopt_run_opts *ro)
+{
+    ro->argc = g_argc;
+    ro->argv = g_argv;
+}
+
 kopt_ctx *cli_ctx(int verbose)
 {
     kopt_ctx *ctx = kopt_ctx_new();
@@ -57,6 +67,53 @@ void cli_print_json(json_t *j)
     printf("%s\n", t ? t : json_is_array(j) ? "[]" : "{}");
     free(t);
     json_decref(j);
+}
+
+void cli_print_text(char *text)
+{
+    printf("%s\n", text ? text : "{}");
+    free(text);
+}
+
+int cli_eval_option(const char *name, const char *arg, kopt_eval_opts *eo)
+{
+    char *end = NULL;
+    long v;
+
+    if (strcmp(name, "trials") == 0) {
+        v = strtol(arg, &end, 10);
+        if (*end || v < 1 || v > 16)
+            return -1;
+        eo->trials = (int)v;
+    } else if (strcmp(name, "budget-ms") == 0) {
+        eo->budget_ms = strtod(arg, &end);
+        return *end || eo->budget_ms <= 0 ? -1 : 0;
+    } else if (strcmp(name, "precision") == 0) {   /* percent of the median */
+        eo->precision = strtod(arg, &end) / 100.0;
+        return *end || eo->precision < 0 || eo->precision >= 1 ? -1 : 0;
+    } else if (strcmp(name, "reps") == 0) {
+        return sscanf(arg, "%d:%d", &eo->min_reps, &eo->max_reps) != 2 || eo->min_reps < 1 ||
+               eo->max_reps < eo->min_reps ? -1 : 0;
+    } else if (strcmp(name, "no-flush") == 0) {
+        eo->no_flush = 1;
+    } else if (strcmp(name, "no-check-sizes") == 0) {
+        eo->skip_check_sizes = 1;
+    } else if (strcmp(name, "timeout") == 0) {
+        eo->timeout_s = strtod(arg, &end);
+        return *end || eo->timeout_s <= 0 ? -1 : 0;
+    } else if (strcmp(name, "device") == 0) {
+        v = strtol(arg, &end, 10);
+        if (*end || v < 0 || v > 64)
+            return -1;
+        eo->device = (int)v;
+    } else if (strcmp(name, "arch") == 0) {
+        eo->arch = arg;
+    } else if (strcmp(name, "cache-dir") == 0) {
+        eo->cache_dir = arg;
+    } else {
+        return -1;
+    }
+    return 0;
 }
 
 int cli_parse_size(kopt_ctx *ctx, const char *verb_name, const char *arg, kopt_vars *sizes)
@@ -105,8 +162,15 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0)
         return version();
     for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
-        if (strcmp(argv[1], verbs[i].name) == 0)
-            return verbs[i].run(argc - 1, argv + 1);
+        if (strcmp(argv[1], verbs[i].name) == 0) {
+            int code;
+            g_argc = argc - 1;
+            if ((g_argv = calloc((size_t)argc, sizeof(*g_argv))) != NULL)
+                memcpy(g_argv, argv + 1, (size_t)g_argc * sizeof(*g_argv));
+            code = verbs[i].run(argc - 1, argv + 1);
+            free(g_argv);
+            return code;
+        }
     fprintf(stderr, "kopt: unknown verb '%s'\n", argv[1]);
     usage(stderr);
     return KOPT_EXIT_USAGE;

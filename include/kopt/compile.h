@@ -61,6 +61,9 @@ void kopt_compiled_free(kopt_compiled *c);
 /* Find the info of a kernel by its launch-plan name; NULL if absent. */
 const kopt_kernel_info *kopt_compiled_kernel(const kopt_compiled *c, const char *name);
 
+/* The version of the NVRTC kopt loads (KOPT_E_NO_DEVICE when it cannot be loaded). */
+kopt_status kopt_compile_nvrtc_version(kopt_ctx *ctx, int *major, int *minor);
+
 /* Compile kopt's own helper kernels (input generation, poisoning, L2 flush, ceilings). */
 kopt_status kopt_compile_runtime(kopt_compiled **out, kopt_ctx *ctx, const kopt_compile_opts *o);
 

@@ -7,6 +7,8 @@
  * with CUDA events (warm-up, L2 flushed before each run, the outputs of timed runs checked
  * too), places the result on the device's measured roofline, and gives a verdict.
  * Without a GPU it compiles, reports resources and returns verdict KOPT_VERDICT_SKIPPED.
+ * Nothing is stored: the run API (kopt/run.h) evaluates through these calls and records
+ * the results in its store.
  *
  * Ownership: *out is owned by the caller (kopt_eval_result_free). Borrowed pointers in
  * the options must outlive the call.
@@ -163,7 +165,10 @@ typedef struct kopt_eval_opts {
     int device;                 /* ordinal */
     const char *arch;           /* override ("sm_90a") */
     const char *cache_dir;
-    const char *db_path;        /* NULL: no store */
+    const char *db_path;        /* the store's path, or NULL. Deprecated as a way to store:
+                                 * kopt_eval_run never opens it (kopt_run_eval in kopt/run.h
+                                 * stores results); host-mode candidates may not touch the
+                                 * file (the sandbox guards it) */
     double suspect_margin;      /* faster than bound * (1 / margin) is SUSPECT; default 1.10 */
     /* host-mode sandbox (docs/integrity.md) */
     int no_sandbox;             /* run host code without it (trusted code only) */
@@ -177,7 +182,8 @@ typedef struct kopt_eval_opts {
                                  * no speedup is reported, the candidate is still checked on
                                  * the outputs of its timed runs) */
     const kopt_ceilings *ceilings;  /* the device's ceilings when the caller has them (valid):
-                                 * neither looked up in the store nor measured again */
+                                 * not measured again; without them they are measured in a
+                                 * worker for each call (once per session) and not stored */
     double precision;           /* > 0: timed runs stop, after at least KOPT_PRECISION_MIN_REPS
                                  * (and min_reps), once the median is known to within this
                                  * fraction (half-width of its distribution-free 95% confidence
@@ -201,7 +207,7 @@ void kopt_eval_result_free(kopt_eval_result *r);
  *   - one seed for the whole session (opts->seed, or a fresh one drawn at open): the
  *     reference runs with the first candidate, and its outputs and input checksums check
  *     every later one, so it is not run again;
- *   - the device's ceilings are looked up or measured once (unless opts->ceilings);
+ *   - the device's ceilings are measured once (unless opts->ceilings);
  *   - device-code candidates run one after another in one long-lived worker, which loads
  *     each candidate's module in turn. A worker that fails in any way (error, crash, hang)
  *     ends and the next candidate gets a new one; host-mode candidates, --sanitize and

@@ -32,6 +32,8 @@ kopt_status kopt_vars_copy(kopt_vars *dst, const kopt_vars *src);
 void kopt_vars_free(kopt_vars *v);
 /* Parse "K=V" (V an integer) into *name (caller frees) and *value. */
 kopt_status kopt_vars_parse_assign(kopt_ctx *ctx, const char *text, char **name, int64_t *value);
+/* Parse "K=V,K=V" (at least one) into `out`. */
+kopt_status kopt_vars_parse_list(kopt_ctx *ctx, const char *text, kopt_vars *out);
 
 /* A lookup environment: tables searched from first to last. */
 #define KOPT_ENV_MAX 4

@@ -12,5 +12,6 @@
 #include "kopt/proc.h"
 #include "kopt/worker.h"
 #include "kopt/tune.h"
+#include "kopt/run.h"
 
 #endif

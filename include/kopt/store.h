@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-#define KOPT_STORE_SCHEMA_VERSION 3
+#define KOPT_STORE_SCHEMA_VERSION 4
 
 typedef struct kopt_store kopt_store;
 
@@ -32,6 +32,12 @@ kopt_status kopt_store_put_device(kopt_store *s, kopt_ctx *ctx, const kopt_devic
 kopt_status kopt_store_put_eval(kopt_store *s, kopt_ctx *ctx, const kopt_problem *p,
                                 const kopt_candidate *c, const kopt_eval_result *r,
                                 const char *result_json, int64_t *id);
+/* The same, linked to run `run_id` (0: none) with the caller's `tag` for it (NULL: none;
+ * e.g. a search-tree node). */
+kopt_status kopt_store_put_eval_in_run(kopt_store *s, kopt_ctx *ctx, int64_t run_id,
+                                       const char *tag, const kopt_problem *p,
+                                       const kopt_candidate *c, const kopt_eval_result *r,
+                                       const char *result_json, int64_t *id);
 /* Number of evaluations stored (for tests and reports). */
 kopt_status kopt_store_count_evals(kopt_store *s, kopt_ctx *ctx, int64_t *n);
 
@@ -57,6 +63,7 @@ typedef struct kopt_store_profile {
     const char *metrics_json;    /* per kernel; NULL: none */
     const char *baseline_hash;   /* the earlier candidate to resolve against; NULL: the one
                                     of the same problem profiled most recently before */
+    int64_t run_id;              /* the run it belongs to (runs table); 0: none */
 } kopt_store_profile;
 
 /* Record a profile and its findings; then, against the baseline candidate's latest profile,
@@ -100,6 +107,7 @@ typedef struct kopt_store_tune_run {
     char best_label[512];        /* "" when none */
     double best_value;           /* the best objective; 0 when none */
     int64_t nevals;              /* evaluations this run recorded */
+    int64_t run_id;              /* the run (runs table) it was part of; 0: none */
 } kopt_store_tune_run;
 
 /* The name of an objective as stored ("time", "energy", "time_energy"). */
@@ -146,6 +154,49 @@ kopt_status kopt_store_tune_runs(kopt_store *s, kopt_ctx *ctx, kopt_store_tune_r
  * KOPT_E_NOT_FOUND naming the id when there is none. */
 kopt_status kopt_store_tune_get_run(kopt_store *s, kopt_ctx *ctx, int64_t run_id,
                                     kopt_store_tune_run *out);
+
+/* ---- runs (src/store/runs.c; schema version 4) ----------------------------------------- */
+
+/* A run as stored: one kopt eval, profile, tune, optimize, bench, ... with its command line
+ * and the environment it ran in (fields "" or 0 where unknown). */
+typedef struct kopt_store_run {
+    int64_t id;
+    char kind[16];               /* "eval", "profile", "tune", "optimize", "bench", ... */
+    char status[16];             /* "running", "ok", "failed", "interrupted", "skipped" */
+    char command[1024];          /* the command line (truncated) */
+    int64_t parent_id;           /* the run this one resumes or replays; 0: none */
+    char started_at[32], finished_at[32];
+    char kopt_version[32];
+    char host[128];
+    char device_name[256];
+    char device_uuid[64];
+    char device_cc[16];          /* "9.0" */
+    int driver_version;          /* CUDA driver API version (12080); 0: unknown */
+    char nvrtc_version[16];      /* "13.0" */
+    int clock_khz, mem_clock_khz;
+    char summary[512];           /* a line the caller gives at the end */
+    int64_t nevals, nprofiles, ntune_runs;   /* rows linked to it (read only) */
+} kopt_store_run;
+
+/* Record a new run (status "running"; id, times and counts are ignored); *id its row. */
+kopt_status kopt_store_run_begin(kopt_store *s, kopt_ctx *ctx, const kopt_store_run *r,
+                                 int64_t *id);
+/* Update its environment (device and version fields) as more becomes known, and its
+ * parent_id. */
+kopt_status kopt_store_run_set_env(kopt_store *s, kopt_ctx *ctx, int64_t id,
+                                   const kopt_store_run *r);
+/* Set its final status, finish time and summary (NULL: none). */
+kopt_status kopt_store_run_finish(kopt_store *s, kopt_ctx *ctx, int64_t id, const char *status,
+                                  const char *summary);
+/* One run by id; KOPT_E_NOT_FOUND naming it when there is none. */
+kopt_status kopt_store_run_get(kopt_store *s, kopt_ctx *ctx, int64_t id, kopt_store_run *out);
+/* Runs newest first, of `kind` (NULL: all), at most `limit` (0: all). *out is caller-owned
+ * (free()); *n its length. */
+kopt_status kopt_store_runs(kopt_store *s, kopt_ctx *ctx, const char *kind, int limit,
+                            kopt_store_run **out, int *n);
+/* Link tuning run `tune_run_id` to run `run_id`. */
+kopt_status kopt_store_tune_set_run(kopt_store *s, kopt_ctx *ctx, int64_t tune_run_id,
+                                    int64_t run_id);
 
 #ifdef __cplusplus
 }

@@ -165,6 +165,22 @@ typedef struct kopt_tune_outcome {
  * when the state is not OK or the value was not measured. */
 double kopt_tune_outcome_objective(const kopt_tune_outcome *o, kopt_tune_objective obj);
 
+/* How many points of a space are valid (scanning at most `scan_limit` points; exact when
+ * the space is no larger) and why the others are not, the most frequent reason first. */
+typedef struct kopt_tune_space_reason {
+    char text[160];
+    uint64_t n;
+} kopt_tune_space_reason;
+typedef struct kopt_tune_space_summary {
+    uint64_t valid, scanned;
+    int exact;
+    int nreasons;
+    kopt_tune_space_reason reasons[64];
+    uint64_t other_reasons;   /* invalid points whose reason did not fit the table */
+} kopt_tune_space_summary;
+void kopt_tune_space_summarize(const kopt_tune_space *s, uint64_t scan_limit,
+                               kopt_tune_space_summary *out);
+
 /* ---- cache ------------------------------------------------------------------------------ */
 
 /* What a cache's outcomes are valid for. Two caches with different keys never mix. */

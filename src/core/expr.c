@@ -95,6 +95,28 @@ kopt_status kopt_vars_parse_assign(kopt_ctx *ctx, const char *text, char **name,
     return KOPT_OK;
 }
 
+kopt_status kopt_vars_parse_list(kopt_ctx *ctx, const char *text, kopt_vars *out)
+{
+    char *copy = strdup(text), *save = NULL;
+    kopt_status rc = KOPT_OK;
+    int n = 0;
+
+    if (!copy)
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "sizes");
+    for (char *t = strtok_r(copy, ",", &save); t && rc == KOPT_OK;
+         t = strtok_r(NULL, ",", &save), n++) {
+        char *name = NULL;
+        int64_t v;
+        if ((rc = kopt_vars_parse_assign(ctx, t, &name, &v)) == KOPT_OK)
+            rc = kopt_vars_set(out, name, v);
+        free(name);
+    }
+    free(copy);
+    if (rc == KOPT_OK && !n)
+        rc = kopt_seterr(ctx, KOPT_E_INVALID, "'%s' names nothing (K=V,K=V)", text);
+    return rc;
+}
+
 /* ---- parser ------------------------------------------------------------------------- */
 
 typedef struct parser {

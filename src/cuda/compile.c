@@ -435,6 +435,18 @@ static int plan_names(const kopt_plan *plan, const char **names)
     return n;
 }
 
+kopt_status kopt_compile_nvrtc_version(kopt_ctx *ctx, int *major, int *minor)
+{
+    const kopt_nvrtc_api *nv;
+    kopt_status rc;
+
+    *major = *minor = 0;
+    if ((rc = kopt__nvrtc_load(ctx, &nv)) != KOPT_OK)
+        return rc;
+    nv->nvrtcVersion(major, minor);
+    return KOPT_OK;
+}
+
 kopt_status kopt_compile(kopt_compiled **out, kopt_ctx *ctx, const kopt_candidate *cand,
                          const kopt_compile_opts *opts)
 {

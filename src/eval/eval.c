@@ -1,13 +1,13 @@
 /*
  * Evaluation, in the calling process (which holds no CUDA context): compile, bind sizes,
  * run the reference and the candidate in separate workers on the same seeded inputs,
- * compare every output, time, place on the roofline, give a verdict, store it.
+ * compare every output, time, place on the roofline, give a verdict. Nothing is stored
+ * here: the run API (src/run) stores results and the device's ceilings.
  */
 #include "eval_int.h"
 #include "worker_int.h"
 #include "sandbox_int.h"
 #include "kopt/proc.h"
-#include "kopt/store.h"
 
 #include <fcntl.h>
 #include <math.h>
@@ -486,27 +486,13 @@ static void add_kernels(kopt_eval_result *r, const kopt_compiled *c)
     }
 }
 
-/* The device's ceilings from the store (by NVML's UUID), or measured now and stored. Done
- * before any worker starts, so the store is not written while a candidate runs. */
-static kopt_status get_ceilings(kopt_ctx *ctx, kopt_eval_result *r, const kopt_eval_opts *o,
-                                const char *uuid)
+/* The device's ceilings, measured now (the caller passes them in opts->ceilings when it has
+ * them: the run API looks them up in its store and stores what was measured here). */
+static kopt_status get_ceilings(kopt_ctx *ctx, kopt_eval_result *r, const kopt_eval_opts *o)
 {
-    kopt_store *st = NULL;
     kopt_device_info dev;
-    int found = 0;
-    kopt_status rc;
 
-    if (o->db_path && kopt_store_open(&st, ctx, o->db_path) == KOPT_OK &&
-        kopt_store_get_ceilings(st, ctx, uuid, &r->ceilings, &found) == KOPT_OK &&
-        found) {
-        kopt_store_close(st);
-        return KOPT_OK;
-    }
-    rc = kopt_device_measure(ctx, o->device, o->cache_dir, &dev, &r->ceilings);
-    if (rc == KOPT_OK && st)
-        kopt_store_put_device(st, ctx, &dev, &r->ceilings);
-    kopt_store_close(st);
-    return rc;
+    return kopt_device_measure(ctx, o->device, o->cache_dir, &dev, &r->ceilings);
 }
 
 /* Job fields for host-mode code: the sandbox (unless turned off) and, where the problem
@@ -880,7 +866,7 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
         r->ceilings = S->ceilings;
     else if (o.ceilings && o.ceilings->valid)
         r->ceilings = *o.ceilings;
-    else if (get_ceilings(ctx, r, &o, nvml.uuid) != KOPT_OK)
+    else if (get_ceilings(ctx, r, &o) != KOPT_OK)
         kopt_log(ctx, KOPT_LOG_WARN, "device ceilings not measured: %s", kopt_errmsg(ctx));
     if (S && !S->asked_ceilings) {     /* measured or not, asked once a session */
         S->ceilings = r->ceilings;
@@ -1119,15 +1105,6 @@ done:
     for (int p = 0; p < 2; p++) {
         kopt_bound_free(phases[p].ref);
         kopt_bound_free(phases[p].cand);
-    }
-    if (o.db_path && r->verdict != KOPT_VERDICT_ERROR) {
-        kopt_store *st = NULL;
-        char *js = kopt_eval_result_json(r);
-        if (kopt_store_open(&st, ctx, o.db_path) != KOPT_OK ||
-            kopt_store_put_eval(st, ctx, prob, subject, r, js, &r->eval_id) != KOPT_OK)
-            kopt_log(ctx, KOPT_LOG_WARN, "evaluation not stored: %s", kopt_errmsg(ctx));
-        kopt_store_close(st);
-        free(js);
     }
     kopt__worker_proc_free(ref_proc);
     kopt__worker_proc_free(cand_proc);

@@ -10,19 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static kopt_status dberr(kopt_store *s, kopt_ctx *ctx, const char *what)
-{
-    return kopt_seterr(ctx, KOPT_E_DB, "%s: %s", what, sqlite3_errmsg(s->db));
-}
-
-static void bind_text_or_null(sqlite3_stmt *st, int i, const char *v)
-{
-    if (v)
-        sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
-    else
-        sqlite3_bind_null(st, i);
-}
-
 static void bind_positive_or_null(sqlite3_stmt *st, int i, double v)
 {
     if (v > 0)
@@ -46,10 +33,10 @@ static kopt_status find_baseline(kopt_store *s, kopt_ctx *ctx, const kopt_store_
     *id = 0;
     *median_ms = 0;
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return dberr(s, ctx, "find the baseline profile");
+        return kopt__store_err(s, ctx, "find the baseline profile");
     sqlite3_bind_text(st, 1, p->problem_hash, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 2, p->candidate_hash, -1, SQLITE_TRANSIENT);
-    bind_text_or_null(st, 3, p->baseline_hash);
+    kopt__store_bind_text(st, 3, p->baseline_hash);
     sqlite3_bind_int64(st, 4, before_id);
     if (sqlite3_step(st) == SQLITE_ROW) {
         *id = sqlite3_column_int64(st, 0);
@@ -87,7 +74,7 @@ static kopt_status resolve(kopt_store *s, kopt_ctx *ctx, const kopt_store_profil
                            "earlier_candidate, later_candidate, earlier_profile, later_profile, "
                            "predicted_gain, realized_gain, earlier_ms, later_ms) VALUES "
                            "(?,?,?,?,?,?,?,?,?,?)", -1, &ins, NULL) != SQLITE_OK) {
-        rc = dberr(s, ctx, "resolutions");
+        rc = kopt__store_err(s, ctx, "resolutions");
         goto cleanup;
     }
     sqlite3_bind_int64(q, 1, base_id);
@@ -110,7 +97,7 @@ static kopt_status resolve(kopt_store *s, kopt_ctx *ctx, const kopt_store_profil
         bind_positive_or_null(ins, 9, base_ms);
         bind_positive_or_null(ins, 10, p->median_ms);
         if (sqlite3_step(ins) != SQLITE_DONE) {
-            rc = dberr(s, ctx, "record a resolution");
+            rc = kopt__store_err(s, ctx, "record a resolution");
             goto cleanup;
         }
         if (nresolved)
@@ -138,11 +125,11 @@ kopt_status kopt_store_put_profile(kopt_store *s, kopt_ctx *ctx, const kopt_stor
         return kopt_seterr(ctx, KOPT_E_INVALID, "store a profile: problem and candidate hashes "
                            "are needed");
     if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
-        return dberr(s, ctx, "store a profile");
+        return kopt__store_err(s, ctx, "store a profile");
     if (sqlite3_prepare_v2(s->db, "INSERT INTO profiles (problem_hash, candidate_hash, eval_id, "
-                           "source, median_ms, collect_ms, passes, metrics_json) VALUES "
-                           "(?,?,?,?,?,?,?,?)", -1, &st, NULL) != SQLITE_OK) {
-        rc = dberr(s, ctx, "store a profile");
+                           "source, median_ms, collect_ms, passes, metrics_json, run_id) VALUES "
+                           "(?,?,?,?,?,?,?,?,?)", -1, &st, NULL) != SQLITE_OK) {
+        rc = kopt__store_err(s, ctx, "store a profile");
         goto cleanup;
     }
     sqlite3_bind_text(st, 1, p->problem_hash, -1, SQLITE_TRANSIENT);
@@ -151,13 +138,15 @@ kopt_status kopt_store_put_profile(kopt_store *s, kopt_ctx *ctx, const kopt_stor
         sqlite3_bind_int64(st, 3, p->eval_id);
     else
         sqlite3_bind_null(st, 3);
-    bind_text_or_null(st, 4, p->source);
+    kopt__store_bind_text(st, 4, p->source);
+    if (p->run_id)
+        sqlite3_bind_int64(st, 9, p->run_id);
     bind_positive_or_null(st, 5, p->median_ms);
     sqlite3_bind_double(st, 6, p->collect_ms);
     sqlite3_bind_int(st, 7, p->passes);
-    bind_text_or_null(st, 8, p->metrics_json);
+    kopt__store_bind_text(st, 8, p->metrics_json);
     if (sqlite3_step(st) != SQLITE_DONE) {
-        rc = dberr(s, ctx, "store a profile");
+        rc = kopt__store_err(s, ctx, "store a profile");
         goto cleanup;
     }
     sqlite3_finalize(st);
@@ -166,7 +155,7 @@ kopt_status kopt_store_put_profile(kopt_store *s, kopt_ctx *ctx, const kopt_stor
     if (sqlite3_prepare_v2(s->db, "INSERT INTO findings (profile_id, problem_hash, "
                            "candidate_hash, tool, kernel, title, gain, confidence, median_ms) "
                            "VALUES (?,?,?,?,?,?,?,?,?)", -1, &st, NULL) != SQLITE_OK) {
-        rc = dberr(s, ctx, "store findings");
+        rc = kopt__store_err(s, ctx, "store findings");
         goto cleanup;
     }
     for (int i = 0; i < nf; i++) {
@@ -179,13 +168,13 @@ kopt_status kopt_store_put_profile(kopt_store *s, kopt_ctx *ctx, const kopt_stor
         sqlite3_bind_text(st, 2, p->problem_hash, -1, SQLITE_TRANSIENT);
         sqlite3_bind_text(st, 3, p->candidate_hash, -1, SQLITE_TRANSIENT);
         sqlite3_bind_text(st, 4, f[i].tool, -1, SQLITE_TRANSIENT);
-        bind_text_or_null(st, 5, f[i].kernel);
-        bind_text_or_null(st, 6, f[i].title);
+        kopt__store_bind_text(st, 5, f[i].kernel);
+        kopt__store_bind_text(st, 6, f[i].title);
         sqlite3_bind_double(st, 7, f[i].gain);
         sqlite3_bind_double(st, 8, f[i].confidence);
         bind_positive_or_null(st, 9, p->median_ms);
         if (sqlite3_step(st) != SQLITE_DONE) {
-            rc = dberr(s, ctx, "store findings");
+            rc = kopt__store_err(s, ctx, "store findings");
             goto cleanup;
         }
     }
@@ -196,7 +185,7 @@ kopt_status kopt_store_put_profile(kopt_store *s, kopt_ctx *ctx, const kopt_stor
 cleanup:
     sqlite3_finalize(st);
     if (rc == KOPT_OK && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-        rc = dberr(s, ctx, "store a profile");
+        rc = kopt__store_err(s, ctx, "store a profile");
     if (rc != KOPT_OK) {
         sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
         if (id)
@@ -226,7 +215,7 @@ kopt_status kopt_store_tool_stats(kopt_store *s, kopt_ctx *ctx, kopt_tool_stats 
     *out = NULL;
     *n = 0;
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return dberr(s, ctx, "tool statistics");
+        return kopt__store_err(s, ctx, "tool statistics");
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         kopt_tool_stats *t;
         if (cnt == cap) {
@@ -252,7 +241,7 @@ kopt_status kopt_store_tool_stats(kopt_store *s, kopt_ctx *ctx, kopt_tool_stats 
     sqlite3_finalize(st);
     if (step != SQLITE_DONE) {
         free(v);
-        return dberr(s, ctx, "tool statistics");
+        return kopt__store_err(s, ctx, "tool statistics");
     }
     *out = v;
     *n = cnt;

@@ -12,30 +12,32 @@
 /* Schema versions in order; migration i brings user_version from i to i + 1. */
 static const char *const migrations[] = {
     /* 0 -> 1 */
-    "CREATE TABLE devices (uuid TEXT PRIMARY KEY, name TEXT NOT NULL, cc TEXT NOT NULL,"
-    "  sm_count INTEGER, info_json TEXT, ceilings_json TEXT, measured_at TEXT);"
-    "CREATE TABLE problems (hash TEXT PRIMARY KEY, name TEXT NOT NULL, path TEXT,"
-    "  first_seen TEXT DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')));"
-    "CREATE TABLE candidates (hash TEXT PRIMARY KEY, problem_hash TEXT, path TEXT,"
-    "  source TEXT NOT NULL, is_reference INTEGER NOT NULL DEFAULT 0);"
-    "CREATE TABLE evaluations (id INTEGER PRIMARY KEY AUTOINCREMENT,"
-    "  created_at TEXT DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')),"
-    "  problem_hash TEXT NOT NULL, candidate_hash TEXT, device_uuid TEXT, arch TEXT,"
-    "  sizes_json TEXT, seed INTEGER, verdict TEXT NOT NULL, message TEXT,"
-    "  median_ms REAL, min_ms REAL, p10_ms REAL, p90_ms REAL, reps INTEGER,"
-    "  ref_median_ms REAL, speedup REAL, pct_of_bound REAL, achieved_gbs REAL,"
-    "  achieved_gflops REAL, compile_cache_hit INTEGER, compile_ms REAL, verify_ms REAL,"
-    "  time_ms REAL, total_ms REAL, compile_log TEXT, result_json TEXT);"
-    "CREATE INDEX evaluations_by_problem ON evaluations(problem_hash, candidate_hash);",
+    KOPT__STORE_BASE_SCHEMA,
     /* 1 -> 2: profiles, findings and their resolutions (findings.c) */
     KOPT__STORE_FINDINGS_SCHEMA,
     /* 2 -> 3: tuning runs and their evaluations (tune.c) */
     KOPT__STORE_TUNE_SCHEMA,
+    /* 3 -> 4: runs, and the run of each evaluation, profile and tuning run (runs.c) */
+    KOPT__STORE_RUNS_SCHEMA,
 };
 
-static kopt_status sqlerr(kopt_store *s, kopt_ctx *ctx, const char *what)
+kopt_status kopt__store_err(kopt_store *s, kopt_ctx *ctx, const char *what)
 {
     return kopt_seterr(ctx, KOPT_E_DB, "%s: %s", what, sqlite3_errmsg(s->db));
+}
+
+void kopt__store_bind_text(sqlite3_stmt *st, int i, const char *v)
+{
+    if (v)
+        sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+void kopt__store_copy_col(sqlite3_stmt *st, int col, char *buf, size_t len)
+{
+    const unsigned char *t = sqlite3_column_text(st, col);
+    snprintf(buf, len, "%s", t ? (const char *)t : "");
 }
 
 int kopt_store_schema_version(kopt_store *s)
@@ -114,7 +116,7 @@ kopt_status kopt_store_get_ceilings(kopt_store *s, kopt_ctx *ctx, const char *uu
     *found = 0;
     if (sqlite3_prepare_v2(s->db, "SELECT ceilings_json, measured_at FROM devices WHERE uuid=?",
                            -1, &st, NULL) != SQLITE_OK)
-        return sqlerr(s, ctx, "read ceilings");
+        return kopt__store_err(s, ctx, "read ceilings");
     sqlite3_bind_text(st, 1, uuid, -1, SQLITE_TRANSIENT);
     if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
         json_t *j = json_loads((const char *)sqlite3_column_text(st, 0), 0, NULL), *g, *m;
@@ -175,7 +177,7 @@ kopt_status kopt_store_put_device(kopt_store *s, kopt_ctx *ctx, const kopt_devic
     if (sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO devices (uuid, name, cc, sm_count, "
                            "ceilings_json, measured_at) VALUES (?,?,?,?,?,?)", -1, &st,
                            NULL) != SQLITE_OK) {
-        rc = sqlerr(s, ctx, "write device");
+        rc = kopt__store_err(s, ctx, "write device");
         goto cleanup;
     }
     sqlite3_bind_text(st, 1, d->uuid, -1, SQLITE_TRANSIENT);
@@ -185,24 +187,24 @@ kopt_status kopt_store_put_device(kopt_store *s, kopt_ctx *ctx, const kopt_devic
     sqlite3_bind_text(st, 5, ctext, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 6, c->measured_at, -1, SQLITE_TRANSIENT);
     if (sqlite3_step(st) != SQLITE_DONE)
-        rc = sqlerr(s, ctx, "write device");
+        rc = kopt__store_err(s, ctx, "write device");
 cleanup:
     sqlite3_finalize(st);
     free(ctext);
     return rc;
 }
 
-static void bind_text_or_null(sqlite3_stmt *st, int i, const char *v)
-{
-    if (v)
-        sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
-    else
-        sqlite3_bind_null(st, i);
-}
-
 kopt_status kopt_store_put_eval(kopt_store *s, kopt_ctx *ctx, const kopt_problem *p,
                                 const kopt_candidate *c, const kopt_eval_result *r,
                                 const char *result_json, int64_t *id)
+{
+    return kopt_store_put_eval_in_run(s, ctx, 0, NULL, p, c, r, result_json, id);
+}
+
+kopt_status kopt_store_put_eval_in_run(kopt_store *s, kopt_ctx *ctx, int64_t run_id,
+                                       const char *tag, const kopt_problem *p,
+                                       const kopt_candidate *c, const kopt_eval_result *r,
+                                       const char *result_json, int64_t *id)
 {
     sqlite3_stmt *st = NULL;
     json_t *sizes = json_object();
@@ -214,7 +216,7 @@ kopt_status kopt_store_put_eval(kopt_store *s, kopt_ctx *ctx, const kopt_problem
     sizes_text = json_dumps(sizes, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(sizes);
     if (sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
-        rc = sqlerr(s, ctx, "begin");
+        rc = kopt__store_err(s, ctx, "begin");
         goto cleanup;
     }
     if (sqlite3_prepare_v2(s->db, "INSERT OR IGNORE INTO problems (hash, name, path) VALUES "
@@ -246,13 +248,13 @@ kopt_status kopt_store_put_eval(kopt_store *s, kopt_ctx *ctx, const kopt_problem
             "INSERT INTO evaluations (problem_hash, candidate_hash, device_uuid, arch, sizes_json,"
             " seed, verdict, message, median_ms, min_ms, p10_ms, p90_ms, reps, ref_median_ms,"
             " speedup, pct_of_bound, achieved_gbs, achieved_gflops, compile_cache_hit,"
-            " compile_ms, verify_ms, time_ms, total_ms, compile_log, result_json)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &st, NULL) !=
+            " compile_ms, verify_ms, time_ms, total_ms, compile_log, result_json, run_id, tag)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &st, NULL) !=
         SQLITE_OK)
         goto fail;
     sqlite3_bind_text(st, 1, p->hash, -1, SQLITE_TRANSIENT);
-    bind_text_or_null(st, 2, c ? c->hash : NULL);
-    bind_text_or_null(st, 3, r->has_device ? r->device.uuid : NULL);
+    kopt__store_bind_text(st, 2, c ? c->hash : NULL);
+    kopt__store_bind_text(st, 3, r->has_device ? r->device.uuid : NULL);
     sqlite3_bind_text(st, 4, r->arch, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 5, sizes_text, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 6, (sqlite3_int64)r->seed);
@@ -279,8 +281,11 @@ kopt_status kopt_store_put_eval(kopt_store *s, kopt_ctx *ctx, const kopt_problem
     sqlite3_bind_double(st, 21, r->verify_ms);
     sqlite3_bind_double(st, 22, r->time_ms);
     sqlite3_bind_double(st, 23, r->total_ms);
-    bind_text_or_null(st, 24, r->compile_log);
-    bind_text_or_null(st, 25, result_json);
+    kopt__store_bind_text(st, 24, r->compile_log);
+    kopt__store_bind_text(st, 25, result_json);
+    if (run_id)
+        sqlite3_bind_int64(st, 26, run_id);
+    kopt__store_bind_text(st, 27, tag);
     if (sqlite3_step(st) != SQLITE_DONE)
         goto fail;
     if (id)
@@ -291,7 +296,7 @@ kopt_status kopt_store_put_eval(kopt_store *s, kopt_ctx *ctx, const kopt_problem
         goto fail;
     goto cleanup;
 fail:
-    rc = sqlerr(s, ctx, "record evaluation");
+    rc = kopt__store_err(s, ctx, "record evaluation");
     sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 cleanup:
     sqlite3_finalize(st);
@@ -305,7 +310,7 @@ kopt_status kopt_store_count_evals(kopt_store *s, kopt_ctx *ctx, int64_t *n)
 
     *n = 0;
     if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM evaluations", -1, &st, NULL) != SQLITE_OK)
-        return sqlerr(s, ctx, "count");
+        return kopt__store_err(s, ctx, "count");
     if (sqlite3_step(st) == SQLITE_ROW)
         *n = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);

@@ -10,6 +10,24 @@ struct kopt_store {
     sqlite3 *db;
 };
 
+/* Migration 0 -> 1: devices, problems, candidates, evaluations. */
+#define KOPT__STORE_BASE_SCHEMA                                                                \
+    "CREATE TABLE devices (uuid TEXT PRIMARY KEY, name TEXT NOT NULL, cc TEXT NOT NULL,"    \
+    "  sm_count INTEGER, info_json TEXT, ceilings_json TEXT, measured_at TEXT);"            \
+    "CREATE TABLE problems (hash TEXT PRIMARY KEY, name TEXT NOT NULL, path TEXT,"          \
+    "  first_seen TEXT DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')));"                    \
+    "CREATE TABLE candidates (hash TEXT PRIMARY KEY, problem_hash TEXT, path TEXT,"         \
+    "  source TEXT NOT NULL, is_reference INTEGER NOT NULL DEFAULT 0);"                     \
+    "CREATE TABLE evaluations (id INTEGER PRIMARY KEY AUTOINCREMENT,"                       \
+    "  created_at TEXT DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')),"                     \
+    "  problem_hash TEXT NOT NULL, candidate_hash TEXT, device_uuid TEXT, arch TEXT,"       \
+    "  sizes_json TEXT, seed INTEGER, verdict TEXT NOT NULL, message TEXT,"                 \
+    "  median_ms REAL, min_ms REAL, p10_ms REAL, p90_ms REAL, reps INTEGER,"                \
+    "  ref_median_ms REAL, speedup REAL, pct_of_bound REAL, achieved_gbs REAL,"             \
+    "  achieved_gflops REAL, compile_cache_hit INTEGER, compile_ms REAL, verify_ms REAL,"   \
+    "  time_ms REAL, total_ms REAL, compile_log TEXT, result_json TEXT);"                   \
+    "CREATE INDEX evaluations_by_problem ON evaluations(problem_hash, candidate_hash);"
+
 /* Migration 1 -> 2 (findings.c's tables). */
 #define KOPT__STORE_FINDINGS_SCHEMA                                                            \
     "CREATE TABLE profiles (id INTEGER PRIMARY KEY AUTOINCREMENT,"                             \
@@ -47,5 +65,29 @@ struct kopt_store {
     "  energy_mj REAL, power_w REAL, compile_ms REAL, eval_ms REAL, registers INTEGER,"        \
     "  spill_bytes INTEGER, smem_bytes INTEGER, verdict TEXT, message TEXT,"                   \
     "  findings_json TEXT, UNIQUE(key_hash, label));"
+
+/* Migration 3 -> 4 (runs.c): runs (one row per kopt eval, profile, tune, ... with its
+ * command line and environment), and the run each evaluation, profile and tuning run
+ * belongs to (NULL in rows written before). */
+#define KOPT__STORE_RUNS_SCHEMA                                                                \
+    "CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL,"             \
+    "  status TEXT NOT NULL DEFAULT 'running', command TEXT,"                                  \
+    "  parent_id INTEGER REFERENCES runs(id),"                                                 \
+    "  started_at TEXT DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')), finished_at TEXT,"      \
+    "  kopt_version TEXT, host TEXT, device_name TEXT, device_uuid TEXT, device_cc TEXT,"      \
+    "  driver_version INTEGER, nvrtc_version TEXT, clock_khz INTEGER, mem_clock_khz INTEGER,"  \
+    "  summary TEXT);"                                                                         \
+    "CREATE INDEX runs_by_kind ON runs(kind, id);"                                             \
+    "ALTER TABLE evaluations ADD COLUMN run_id INTEGER REFERENCES runs(id);"                   \
+    "ALTER TABLE evaluations ADD COLUMN tag TEXT;"                                             \
+    "ALTER TABLE profiles ADD COLUMN run_id INTEGER REFERENCES runs(id);"                      \
+    "ALTER TABLE tune_runs ADD COLUMN run_id INTEGER REFERENCES runs(id);"                     \
+    "CREATE INDEX evaluations_by_run ON evaluations(run_id);"
+
+/* Helpers shared by the store's files (store.c): an error naming `what` with SQLite's
+ * message; a text parameter or NULL; a text column copied into a buffer ("" for NULL). */
+kopt_status kopt__store_err(kopt_store *s, kopt_ctx *ctx, const char *what);
+void kopt__store_bind_text(sqlite3_stmt *st, int i, const char *v);
+void kopt__store_copy_col(sqlite3_stmt *st, int col, char *buf, size_t len);
 
 #endif

@@ -12,11 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static kopt_status dberr(kopt_store *s, kopt_ctx *ctx, const char *what)
-{
-    return kopt_seterr(ctx, KOPT_E_DB, "%s: %s", what, sqlite3_errmsg(s->db));
-}
-
 /* The hash of the fields that decide whether outcomes can be reused (kopt_tune_key_compare
  * compares the same four). */
 static void key_hash(const kopt_tune_key *k, char out[65])
@@ -33,12 +28,6 @@ static void key_hash(const kopt_tune_key *k, char out[65])
     kopt_hash_add_str(h, k->sizes);
     kopt_hash_add_str(h, k->device);
     kopt_hash_hex(h, out);
-}
-
-static void copy_col(sqlite3_stmt *st, int col, char *buf, size_t len)
-{
-    const unsigned char *t = sqlite3_column_text(st, col);
-    snprintf(buf, len, "%s", t ? (const char *)t : "");
 }
 
 const char *kopt_store_tune_objective_name(kopt_tune_objective o)
@@ -67,7 +56,7 @@ kopt_status kopt_store_tune_begin(kopt_store *s, kopt_ctx *ctx, const kopt_tune_
             "INSERT INTO tune_runs (key_hash, problem, problem_hash, template_hash, sizes,"
             " device, device_uuid, template_path, strategy, options, seed, objective,"
             " max_evals) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &st, NULL) != SQLITE_OK)
-        return dberr(s, ctx, "begin a tuning run");
+        return kopt__store_err(s, ctx, "begin a tuning run");
     sqlite3_bind_text(st, 1, hash, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 2, key->problem, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 3, key->problem_hash, -1, SQLITE_TRANSIENT);
@@ -82,7 +71,7 @@ kopt_status kopt_store_tune_begin(kopt_store *s, kopt_ctx *ctx, const kopt_tune_
     sqlite3_bind_text(st, 12, kopt_store_tune_objective_name(objective), -1, SQLITE_STATIC);
     sqlite3_bind_int(st, 13, max_evals);
     if (sqlite3_step(st) != SQLITE_DONE)
-        rc = dberr(s, ctx, "begin a tuning run");
+        rc = kopt__store_err(s, ctx, "begin a tuning run");
     else
         *run_id = sqlite3_last_insert_rowid(s->db);
     sqlite3_finalize(st);
@@ -119,7 +108,7 @@ kopt_status kopt_store_tune_put(kopt_store *s, kopt_ctx *ctx, int64_t run_id,
             " energy_mj, power_w, compile_ms, eval_ms, registers, spill_bytes, smem_bytes,"
             " verdict, message, findings_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &st,
             NULL) != SQLITE_OK) {
-        rc = dberr(s, ctx, "record a tuning outcome");
+        rc = kopt__store_err(s, ctx, "record a tuning outcome");
         goto cleanup;
     }
     if (run_id > 0)
@@ -142,7 +131,7 @@ kopt_status kopt_store_tune_put(kopt_store *s, kopt_ctx *ctx, int64_t run_id,
     sqlite3_bind_text(st, 15, findings ? findings : "[]", -1, SQLITE_TRANSIENT);
     /* autocommit: the row is committed when the step returns */
     if (sqlite3_step(st) != SQLITE_DONE)
-        rc = dberr(s, ctx, "record a tuning outcome");
+        rc = kopt__store_err(s, ctx, "record a tuning outcome");
 cleanup:
     sqlite3_finalize(st);
     free(findings);
@@ -191,7 +180,7 @@ kopt_status kopt_store_tune_load(kopt_store *s, kopt_ctx *ctx, kopt_tune_cache *
             "SELECT label, state, time_ms, energy_mj, power_w, compile_ms, eval_ms, registers,"
             " spill_bytes, smem_bytes, verdict, message, findings_json FROM tune_evals"
             " WHERE key_hash=? ORDER BY id", -1, &st, NULL) != SQLITE_OK)
-        return dberr(s, ctx, "load tuning outcomes");
+        return kopt__store_err(s, ctx, "load tuning outcomes");
     sqlite3_bind_text(st, 1, hash, -1, SQLITE_TRANSIENT);
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         const char *label = (const char *)sqlite3_column_text(st, 0);
@@ -219,15 +208,15 @@ kopt_status kopt_store_tune_load(kopt_store *s, kopt_ctx *ctx, kopt_tune_cache *
         o.registers = sqlite3_column_int(st, 7);
         o.spill_bytes = sqlite3_column_int(st, 8);
         o.smem_bytes = sqlite3_column_int(st, 9);
-        copy_col(st, 10, o.verdict, sizeof(o.verdict));
-        copy_col(st, 11, o.message, sizeof(o.message));
+        kopt__store_copy_col(st, 10, o.verdict, sizeof(o.verdict));
+        kopt__store_copy_col(st, 11, o.message, sizeof(o.message));
         parse_findings((const char *)sqlite3_column_text(st, 12), &o);
         if ((rc = kopt_tune_cache_put(cache, ctx, point, &o)) != KOPT_OK)
             goto cleanup;
         n++;
     }
     if (step != SQLITE_DONE)
-        rc = dberr(s, ctx, "load tuning outcomes");
+        rc = kopt__store_err(s, ctx, "load tuning outcomes");
 cleanup:
     sqlite3_finalize(st);
     if (nloaded)
@@ -239,30 +228,31 @@ cleanup:
     "r.id, r.created_at, r.problem, r.problem_hash, r.template_hash, r.sizes, r.device,"      \
     " r.device_uuid, r.template_path, r.strategy, r.options, r.seed, r.objective,"            \
     " r.max_evals, r.finished, r.stop, r.best_label, r.best_value,"                           \
-    " (SELECT count(*) FROM tune_evals e WHERE e.run_id = r.id)"
+    " (SELECT count(*) FROM tune_evals e WHERE e.run_id = r.id), r.run_id"
 
 static void read_run(sqlite3_stmt *st, kopt_store_tune_run *r)
 {
     memset(r, 0, sizeof(*r));
     r->id = sqlite3_column_int64(st, 0);
-    copy_col(st, 1, r->created_at, sizeof(r->created_at));
-    copy_col(st, 2, r->key.problem, sizeof(r->key.problem));
-    copy_col(st, 3, r->key.problem_hash, sizeof(r->key.problem_hash));
-    copy_col(st, 4, r->key.template_hash, sizeof(r->key.template_hash));
-    copy_col(st, 5, r->key.sizes, sizeof(r->key.sizes));
-    copy_col(st, 6, r->key.device, sizeof(r->key.device));
-    copy_col(st, 7, r->key.device_uuid, sizeof(r->key.device_uuid));
-    copy_col(st, 8, r->template_path, sizeof(r->template_path));
-    copy_col(st, 9, r->strategy, sizeof(r->strategy));
-    copy_col(st, 10, r->options, sizeof(r->options));
+    kopt__store_copy_col(st, 1, r->created_at, sizeof(r->created_at));
+    kopt__store_copy_col(st, 2, r->key.problem, sizeof(r->key.problem));
+    kopt__store_copy_col(st, 3, r->key.problem_hash, sizeof(r->key.problem_hash));
+    kopt__store_copy_col(st, 4, r->key.template_hash, sizeof(r->key.template_hash));
+    kopt__store_copy_col(st, 5, r->key.sizes, sizeof(r->key.sizes));
+    kopt__store_copy_col(st, 6, r->key.device, sizeof(r->key.device));
+    kopt__store_copy_col(st, 7, r->key.device_uuid, sizeof(r->key.device_uuid));
+    kopt__store_copy_col(st, 8, r->template_path, sizeof(r->template_path));
+    kopt__store_copy_col(st, 9, r->strategy, sizeof(r->strategy));
+    kopt__store_copy_col(st, 10, r->options, sizeof(r->options));
     r->seed = (uint64_t)sqlite3_column_int64(st, 11);
-    copy_col(st, 12, r->objective, sizeof(r->objective));
+    kopt__store_copy_col(st, 12, r->objective, sizeof(r->objective));
     r->max_evals = sqlite3_column_int(st, 13);
     r->finished = sqlite3_column_int(st, 14);
-    copy_col(st, 15, r->stop, sizeof(r->stop));
-    copy_col(st, 16, r->best_label, sizeof(r->best_label));
+    kopt__store_copy_col(st, 15, r->stop, sizeof(r->stop));
+    kopt__store_copy_col(st, 16, r->best_label, sizeof(r->best_label));
     r->best_value = sqlite3_column_double(st, 17);
     r->nevals = sqlite3_column_int64(st, 18);
+    r->run_id = sqlite3_column_int64(st, 19);
 }
 
 kopt_status kopt_store_tune_find_unfinished(kopt_store *s, kopt_ctx *ctx,
@@ -279,7 +269,7 @@ kopt_status kopt_store_tune_find_unfinished(kopt_store *s, kopt_ctx *ctx,
     if (sqlite3_prepare_v2(s->db, "SELECT " RUN_COLUMNS " FROM tune_runs r WHERE r.key_hash=?"
                            " AND r.finished=0 ORDER BY r.id DESC LIMIT 1", -1, &st, NULL) !=
         SQLITE_OK)
-        return dberr(s, ctx, "find an unfinished tuning run");
+        return kopt__store_err(s, ctx, "find an unfinished tuning run");
     sqlite3_bind_text(st, 1, hash, -1, SQLITE_TRANSIENT);
     step = sqlite3_step(st);
     if (step == SQLITE_ROW) {
@@ -288,7 +278,7 @@ kopt_status kopt_store_tune_find_unfinished(kopt_store *s, kopt_ctx *ctx,
     }
     sqlite3_finalize(st);
     if (step != SQLITE_ROW && step != SQLITE_DONE)
-        return dberr(s, ctx, "find an unfinished tuning run");
+        return kopt__store_err(s, ctx, "find an unfinished tuning run");
     return KOPT_OK;
 }
 
@@ -302,7 +292,7 @@ kopt_status kopt_store_tune_finish(kopt_store *s, kopt_ctx *ctx, int64_t run_id,
     if (sqlite3_prepare_v2(s->db, "UPDATE tune_runs SET finished=1, stop=?, best_label=?,"
                            " best_value=?, finished_at=strftime('%Y-%m-%dT%H:%M:%SZ','now')"
                            " WHERE id=?", -1, &st, NULL) != SQLITE_OK)
-        return dberr(s, ctx, "finish a tuning run");
+        return kopt__store_err(s, ctx, "finish a tuning run");
     sqlite3_bind_text(st, 1, kopt_tune_stop_name(stop), -1, SQLITE_STATIC);
     if (best_label)
         sqlite3_bind_text(st, 2, best_label, -1, SQLITE_TRANSIENT);
@@ -314,7 +304,7 @@ kopt_status kopt_store_tune_finish(kopt_store *s, kopt_ctx *ctx, int64_t run_id,
         sqlite3_bind_null(st, 3);
     sqlite3_bind_int64(st, 4, run_id);
     if (sqlite3_step(st) != SQLITE_DONE)
-        rc = dberr(s, ctx, "finish a tuning run");
+        rc = kopt__store_err(s, ctx, "finish a tuning run");
     else if (sqlite3_changes(s->db) == 0)
         rc = kopt_seterr(ctx, KOPT_E_NOT_FOUND, "store: no tuning run %lld", (long long)run_id);
     sqlite3_finalize(st);
@@ -333,7 +323,7 @@ kopt_status kopt_store_tune_runs(kopt_store *s, kopt_ctx *ctx, kopt_store_tune_r
     *n = 0;
     if (sqlite3_prepare_v2(s->db, "SELECT " RUN_COLUMNS " FROM tune_runs r ORDER BY r.id DESC",
                            -1, &st, NULL) != SQLITE_OK)
-        return dberr(s, ctx, "list tuning runs");
+        return kopt__store_err(s, ctx, "list tuning runs");
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         if (count == cap) {
             int ncap = cap ? cap * 2 : 16;
@@ -348,7 +338,7 @@ kopt_status kopt_store_tune_runs(kopt_store *s, kopt_ctx *ctx, kopt_store_tune_r
         read_run(st, &runs[count++]);
     }
     if (step != SQLITE_DONE) {
-        rc = dberr(s, ctx, "list tuning runs");
+        rc = kopt__store_err(s, ctx, "list tuning runs");
         goto cleanup;
     }
     *out = runs;
@@ -369,7 +359,7 @@ kopt_status kopt_store_tune_get_run(kopt_store *s, kopt_ctx *ctx, int64_t run_id
     memset(out, 0, sizeof(*out));
     if (sqlite3_prepare_v2(s->db, "SELECT " RUN_COLUMNS " FROM tune_runs r WHERE r.id=?", -1,
                            &st, NULL) != SQLITE_OK)
-        return dberr(s, ctx, "read a tuning run");
+        return kopt__store_err(s, ctx, "read a tuning run");
     sqlite3_bind_int64(st, 1, run_id);
     step = sqlite3_step(st);
     if (step == SQLITE_ROW)
@@ -379,6 +369,6 @@ kopt_status kopt_store_tune_get_run(kopt_store *s, kopt_ctx *ctx, int64_t run_id
         return kopt_seterr(ctx, KOPT_E_NOT_FOUND, "store: no tuning run %lld (kopt tune --runs "
                            "lists them)", (long long)run_id);
     if (step != SQLITE_ROW)
-        return dberr(s, ctx, "read a tuning run");
+        return kopt__store_err(s, ctx, "read a tuning run");
     return KOPT_OK;
 }

@@ -619,3 +619,40 @@ int kopt_tune_space_neighbors(const kopt_tune_space *s, uint64_t point, uint64_t
         }
     return n;
 }
+
+void kopt_tune_space_summarize(const kopt_tune_space *s, uint64_t scan_limit,
+                               kopt_tune_space_summary *sum)
+{
+    uint64_t limit = s->npoints < scan_limit ? s->npoints : scan_limit;
+
+    memset(sum, 0, sizeof(*sum));
+    for (uint64_t p = 0; p < limit; p++) {
+        char why[160];
+        int k;
+        why[0] = '\0';
+        if (kopt_tune_space_valid(s, p, why, sizeof(why))) {
+            sum->valid++;
+            continue;
+        }
+        for (k = 0; k < sum->nreasons; k++)
+            if (strcmp(sum->reasons[k].text, why) == 0)
+                break;
+        if (k == sum->nreasons) {
+            if (k == (int)(sizeof(sum->reasons) / sizeof(sum->reasons[0]))) {
+                sum->other_reasons++;
+                continue;
+            }
+            snprintf(sum->reasons[k].text, sizeof(sum->reasons[k].text), "%s", why);
+            sum->nreasons++;
+        }
+        sum->reasons[k].n++;
+    }
+    sum->scanned = limit;
+    sum->exact = limit == s->npoints;
+    for (int i = 1; i < sum->nreasons; i++)   /* most frequent first (insertion sort) */
+        for (int j = i; j > 0 && sum->reasons[j].n > sum->reasons[j - 1].n; j--) {
+            kopt_tune_space_reason t = sum->reasons[j];
+            sum->reasons[j] = sum->reasons[j - 1];
+            sum->reasons[j - 1] = t;
+        }
+}

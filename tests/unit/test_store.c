@@ -2,11 +2,14 @@
  * Unit tests of the SQLite store's device ceilings (a temporary database): every field of
  * kopt_ceilings round-trips, a device is replaced by a later measurement, an unknown device
  * is not found, and a row written before kopt measured the L2 and shared memory (planted
- * with plain SQL) still reads, with those two as not measured.
+ * with plain SQL) still reads, with those two as not measured. A store at schema version
+ * 3 (made with the migrations of versions 1 to 3) migrates to the runs table: old rows
+ * stay, new ones link to a run, and the runs round-trip.
  */
 #include "ktest.h"
 
 #include "kopt/store.h"
+#include "../../src/store/store_int.h"   /* the migrations, to build an old store */
 
 #include <sqlite3.h>
 
@@ -164,10 +167,80 @@ cleanup:
     free(path);
 }
 
+/* A store as schema version 3 left it, with one evaluation and one tuning run. */
+static void test_migration_from_v3(void)
+{
+    static const char v3[] = KOPT__STORE_BASE_SCHEMA KOPT__STORE_FINDINGS_SCHEMA
+        KOPT__STORE_TUNE_SCHEMA
+        "INSERT INTO evaluations (problem_hash, verdict) VALUES ('p', 'OK');"
+        "INSERT INTO tune_runs (key_hash, strategy) VALUES ('k', 'random');"
+        "PRAGMA user_version=3;";
+    char *path = kopt_path_join(tmp, "v3.db");
+    sqlite3 *db = NULL;
+    kopt_store *s = NULL;
+    kopt_store_run r, back, *list = NULL;
+    kopt_store_tune_run *tr = NULL;
+    int64_t n = 0, id = 0;
+    int nl = 0, ntr = 0;
+
+    if (!CHECK_EQ_INT(sqlite3_open(path, &db), SQLITE_OK) ||
+        !CHECK_EQ_INT(sqlite3_exec(db, v3, NULL, NULL, NULL), SQLITE_OK))
+        goto cleanup;
+    sqlite3_close(db);
+    db = NULL;
+    if (!CHECK_EQ_INT(kopt_store_open(&s, ctx, path), KOPT_OK))
+        goto cleanup;
+    CHECK_EQ_INT(kopt_store_schema_version(s), KOPT_STORE_SCHEMA_VERSION);
+    CHECK_EQ_INT(kopt_store_count_evals(s, ctx, &n), KOPT_OK);
+    CHECK_EQ_INT(n, 1);                              /* the old data is still there */
+    CHECK_EQ_INT(kopt_store_tune_runs(s, ctx, &tr, &ntr), KOPT_OK);
+    if (CHECK_EQ_INT(ntr, 1))
+        CHECK_EQ_INT(tr[0].run_id, 0);               /* old rows belong to no run */
+    memset(&r, 0, sizeof(r));
+    snprintf(r.kind, sizeof(r.kind), "tune");
+    snprintf(r.command, sizeof(r.command), "tune p t.cu --resume");
+    snprintf(r.kopt_version, sizeof(r.kopt_version), "0.1.0");
+    snprintf(r.device_cc, sizeof(r.device_cc), "9.0");
+    r.driver_version = 12080;
+    if (!CHECK_EQ_INT(kopt_store_run_begin(s, ctx, &r, &id), KOPT_OK) || !CHECK(id > 0))
+        goto cleanup;
+    CHECK_EQ_INT(kopt_store_tune_set_run(s, ctx, tr[0].id, id), KOPT_OK);
+    CHECK_EQ_INT(kopt_store_run_finish(s, ctx, id, "interrupted", "3 of 5 shapes"), KOPT_OK);
+    kopt_store_close(s);
+    s = NULL;
+    /* reopened: no second migration; the run reads back with its link */
+    if (!CHECK_EQ_INT(kopt_store_open(&s, ctx, path), KOPT_OK))
+        goto cleanup;
+    if (CHECK_EQ_INT(kopt_store_run_get(s, ctx, id, &back), KOPT_OK)) {
+        CHECK_EQ_STR(back.kind, "tune");
+        CHECK_EQ_STR(back.status, "interrupted");
+        CHECK_EQ_STR(back.summary, "3 of 5 shapes");
+        CHECK_EQ_STR(back.command, "tune p t.cu --resume");
+        CHECK_EQ_STR(back.device_cc, "9.0");
+        CHECK_EQ_INT(back.driver_version, 12080);
+        CHECK_EQ_INT(back.ntune_runs, 1);
+        CHECK(back.finished_at[0] && back.started_at[0]);
+    }
+    CHECK_EQ_INT(kopt_store_run_get(s, ctx, id + 1, &back), KOPT_E_NOT_FOUND);
+    CHECK_EQ_INT(kopt_store_runs(s, ctx, "eval", 0, &list, &nl), KOPT_OK);
+    CHECK_EQ_INT(nl, 0);
+    free(list);
+    list = NULL;
+    CHECK_EQ_INT(kopt_store_runs(s, ctx, NULL, 0, &list, &nl), KOPT_OK);
+    CHECK_EQ_INT(nl, 1);
+cleanup:
+    free(list);
+    free(tr);
+    sqlite3_close(db);
+    kopt_store_close(s);
+    free(path);
+}
+
 int main(int argc, char **argv)
 {
     static const ktest_case cases[] = {
         KTEST(test_ceilings_round_trip), KTEST(test_ceilings_old_row),
+        KTEST(test_migration_from_v3),
     };
     int rc;
 

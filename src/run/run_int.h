@@ -1,0 +1,43 @@
+/* Internal: the run's handle and what the run API's files share. */
+#ifndef KOPT_RUN_INT_H
+#define KOPT_RUN_INT_H
+
+#include "kopt/run.h"
+
+#define KOPT__RUN_MAX_DEVICES 16
+
+typedef struct kopt__run_ceilings {
+    int device;                  /* ordinal */
+    kopt_ceilings c;             /* valid: known (store or measured) */
+} kopt__run_ceilings;
+
+struct kopt_run {
+    kopt_run_kind kind;
+    kopt_store *store;           /* NULL: none */
+    char *db_path;
+    int64_t id;                  /* 0: not recorded */
+    kopt_store_run env;          /* the row as recorded */
+    int env_from_worker;         /* a worker's device properties were noted */
+    int finished;
+    kopt_run_fault fault;
+    char *cache_dir;
+    int nceil;
+    kopt__run_ceilings ceil[KOPT__RUN_MAX_DEVICES];
+};
+
+/* Record the fault of the step that failed (returns rc, for `return kopt__run_fail(...)`). */
+kopt_status kopt__run_fail(kopt_run *run, kopt_run_fault f, kopt_status rc);
+/* The ceilings of `device` known to the run or stored; NULL when neither (no measuring). */
+const kopt_ceilings *kopt__run_known_ceilings(kopt_run *run, kopt_ctx *ctx, int device);
+/* After an evaluation on GPU `device`: ceilings it measured (kept and stored once) and the
+ * device's full properties (the environment). */
+void kopt__run_note_result(kopt_run *run, kopt_ctx *ctx, int device, const kopt_eval_result *r);
+/* Store an evaluation linked to the run (a warning when it fails; r->eval_id set). */
+void kopt__run_store_eval(kopt_run *run, kopt_ctx *ctx, const kopt_problem *prob,
+                          const kopt_candidate *cand, kopt_eval_result *r, const char *tag);
+/* Note `parent` as the run's parent (the run a resumed or replayed one came from). */
+void kopt__run_set_parent(kopt_run *run, kopt_ctx *ctx, int64_t parent);
+/* Open the store at `db_path` for a query (no run row). */
+kopt_status kopt__run_open_query(kopt_run **out, kopt_ctx *ctx, const char *db_path);
+
+#endif

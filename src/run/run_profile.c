@@ -1,0 +1,230 @@
+/*
+ * Profiling through a run (kopt profile): correct first, then compile info, SASS, metrics
+ * (CUPTI, ncu or an imported report), the roofline class and the micro-tools' findings,
+ * and the profile with its findings and resolutions into the store.
+ */
+#include "run_int.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void disassemble(kopt_run_profile *s, kopt_ctx *ctx)
+{
+    double t0 = kopt_now_ms();
+    kopt_status rc;
+
+    if (s->comp->host_mode) {
+        snprintf(s->sass_note, sizeof(s->sass_note), "skipped: host-mode candidate (a shared "
+                 "object, no cubin to disassemble)");
+        return;
+    }
+    rc = kopt_sass_from_cubin(&s->sass, ctx, s->comp->binary_path);
+    s->sass_ms = kopt_now_ms() - t0;
+    if (rc == KOPT_E_NOT_FOUND)
+        snprintf(s->sass_note, sizeof(s->sass_note), "skipped: nvdisasm not found (%s)",
+                 kopt_errmsg(ctx));
+    else if (rc != KOPT_OK)
+        snprintf(s->sass_note, sizeof(s->sass_note), "failed: %s", kopt_errmsg(ctx));
+}
+
+static kopt_status analyze(kopt_run_profile *s, kopt_ctx *ctx, int all_tools, const char *only)
+{
+    kopt_analysis_input in;
+    kopt_analyze_opts ao = KOPT_ANALYZE_OPTS_INIT;
+    double t0 = kopt_now_ms();
+    kopt_status rc;
+
+    if ((rc = kopt_analyze_views(&s->views, &s->nviews, ctx, s->comp, s->bound, s->sass,
+                                 s->prof)) != KOPT_OK)
+        return rc;
+    memset(&in, 0, sizeof(in));
+    if (s->eval && s->eval->has_device && !s->static_only) {
+        in.dev = &s->eval->device;
+        in.ceil = s->eval->ceilings.valid ? &s->eval->ceilings : NULL;
+        in.median_ms = s->eval->timing.median_ms;
+    }
+    in.problem = s->prob->name;
+    if (s->bound && s->bound->has_work) {
+        in.flops = s->bound->flops;
+        in.bytes = s->bound->bytes;
+    }
+    in.compute = (int)s->prob->compute;
+    in.matmul_like = s->matmul_like;
+    in.host_mode = s->comp->host_mode;
+    in.launches_per_call = s->comp->host_mode && s->prof ? s->prof->nkernels : 0;
+    in.nkernels = s->nviews;
+    in.kernels = s->views;
+    ao.all_tools = all_tools;
+    ao.only_tool = only;
+    rc = kopt_analyze_run(&s->an, ctx, &in, &ao);
+    s->analyze_ms = kopt_now_ms() - t0;
+    return rc;
+}
+
+char *kopt_run_profile_metrics_json(const kopt_profile *p)
+{
+    json_t *ks = json_array();
+    char *text;
+
+    if (!p) {
+        json_decref(ks);
+        return NULL;
+    }
+    for (int k = 0; k < p->nkernels; k++) {
+        json_t *m = json_object();
+        for (int i = 0; i < p->kernels[k].metrics.n; i++)
+            json_object_set_new(m, p->kernels[k].metrics.m[i].name,
+                                json_real(p->kernels[k].metrics.m[i].value));
+        json_array_append_new(ks, json_pack("{s:s, s:[i,i,i], s:[i,i,i], s:o}", "kernel",
+                              p->kernels[k].kernel, "grid", p->kernels[k].grid[0],
+                              p->kernels[k].grid[1], p->kernels[k].grid[2], "block",
+                              p->kernels[k].block[0], p->kernels[k].block[1],
+                              p->kernels[k].block[2], "metrics", m));
+    }
+    text = json_dumps(ks, JSON_COMPACT);
+    json_decref(ks);
+    return text;
+}
+
+/* The profile and findings into the store; resolutions against the baseline. */
+static void store(kopt_run *run, kopt_run_profile *s, kopt_ctx *ctx, const char *parent_hash)
+{
+    kopt_store_profile sp;
+    kopt_store_finding *f = NULL;
+    int nf = s->an ? s->an->findings.n : 0;
+    char *mjs;
+
+    if (!run->store || !s->eval || s->eval->verdict != KOPT_VERDICT_OK || s->static_only)
+        return;
+    mjs = kopt_run_profile_metrics_json(s->prof);
+    memset(&sp, 0, sizeof(sp));
+    sp.problem_hash = s->prob->hash;
+    sp.candidate_hash = s->subject->hash;
+    sp.eval_id = s->eval->eval_id;
+    sp.source = s->prof ? s->prof->source : "static";
+    sp.median_ms = s->eval->timing.median_ms;
+    sp.collect_ms = s->prof ? s->prof->collect_ms : 0;
+    sp.passes = s->prof ? s->prof->passes : 0;
+    sp.metrics_json = mjs;
+    sp.baseline_hash = parent_hash;
+    sp.run_id = run->id;
+    f = calloc((size_t)nf + 1, sizeof(*f));
+    for (int i = 0; f && i < nf; i++) {
+        const kopt_finding *x = &s->an->findings.f[i];
+        f[i].tool = x->tool;
+        f[i].kernel = x->kernel;
+        f[i].title = x->title;
+        f[i].gain = x->gain;
+        f[i].confidence = x->confidence;
+    }
+    if (!f || kopt_store_put_profile(run->store, ctx, &sp, f, nf, &s->profile_id,
+                                     &s->nresolved) != KOPT_OK)
+        kopt_log(ctx, KOPT_LOG_WARN, "profile not stored: %s", kopt_errmsg(ctx));
+    free(f);
+    free(mjs);
+}
+
+kopt_status kopt_run_profile_candidate(kopt_run *run, kopt_ctx *ctx, const kopt_problem *prob,
+                                       const kopt_candidate *cand,
+                                       const kopt_run_profile_opts *opts,
+                                       kopt_run_profile **out)
+{
+    kopt_run_profile_opts o = KOPT_RUN_PROFILE_OPTS_INIT;
+    kopt_compile_opts co = KOPT_COMPILE_OPTS_INIT;
+    kopt_vars bound_sizes = KOPT_VARS_INIT;
+    const char *parent_hash = NULL;
+    kopt_run_profile *s;
+    kopt_status rc;
+    double t0;
+
+    *out = NULL;
+    if (opts)
+        o = *opts;
+    if (!(s = calloc(1, sizeof(*s))))
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "profile");
+    *out = s;
+    if ((rc = kopt_candidate_from_reference(&s->ref, ctx, prob)) != KOPT_OK)
+        return kopt__run_fail(run, KOPT_RUN_FAULT_INPUT, rc);
+    if (o.parent_is_reference || o.parent)
+        parent_hash = o.parent ? o.parent->hash : s->ref->hash;
+    s->prob = prob;
+    s->subject = cand ? cand : s->ref;
+    s->matmul_like = kopt_analyze_matmul_like(prob);
+    s->static_only = o.static_only;
+    if (o.static_only)
+        snprintf(s->static_note, sizeof(s->static_note), "--static given: no GPU work");
+
+    /* 1. correct first */
+    if (!o.static_only) {
+        t0 = kopt_now_ms();
+        if ((rc = kopt_run_eval(run, ctx, prob, cand, &o.eval, NULL, &s->eval)) != KOPT_OK)
+            return rc;
+        s->eval_ms = kopt_now_ms() - t0;
+        if (s->eval->verdict == KOPT_VERDICT_SKIPPED) {
+            s->static_only = 1;
+            snprintf(s->static_note, sizeof(s->static_note), "%s", s->eval->message);
+        } else if (s->eval->verdict != KOPT_VERDICT_OK) {
+            s->stopped = 1;
+            return KOPT_OK;
+        }
+    }
+
+    /* 2. compile info and SASS */
+    co.arch = s->eval && s->eval->arch[0] ? s->eval->arch : o.eval.arch ? o.eval.arch
+                                                                          : "sm_90a";
+    co.cache_dir = o.eval.cache_dir;
+    t0 = kopt_now_ms();
+    if ((rc = kopt_compile(&s->comp, ctx, s->subject, &co)) != KOPT_OK)
+        return kopt__run_fail(run, KOPT_RUN_FAULT_COMPILE, rc);
+    s->compile_ms = kopt_now_ms() - t0;
+    rc = kopt_sizes_resolve(&bound_sizes, ctx, prob, o.eval.sizes);
+    if (rc == KOPT_OK)
+        rc = kopt_bind(&s->bound, ctx, prob, s->subject, &bound_sizes);
+    kopt_vars_free(&bound_sizes);
+    if (rc != KOPT_OK)
+        return kopt__run_fail(run, KOPT_RUN_FAULT_LAUNCH, rc);
+    disassemble(s, ctx);
+
+    /* 3. metrics */
+    t0 = kopt_now_ms();
+    if (o.import) {
+        if (kopt_profile_import(&s->prof, ctx, o.import, 1) != KOPT_OK &&
+            kopt_profile_import(&s->prof, ctx, o.import, 0) != KOPT_OK)
+            snprintf(s->metrics_note, sizeof(s->metrics_note), "import of %s failed: %s",
+                     o.import, kopt_errmsg(ctx));
+    } else if (s->static_only) {
+        snprintf(s->metrics_note, sizeof(s->metrics_note), "skipped (static: %s)",
+                 s->static_note);
+    } else {
+        o.profile.sizes = o.eval.sizes;
+        o.profile.arch = co.arch;
+        o.profile.seed = s->eval->seed;
+        if (kopt_profile_run(&s->prof, ctx, prob, cand, &o.profile) != KOPT_OK)
+            snprintf(s->metrics_note, sizeof(s->metrics_note), "skipped: %s%s",
+                     kopt_errmsg(ctx), o.profile.ncu ? "" : " (try --ncu)");
+    }
+    s->metrics_ms = kopt_now_ms() - t0;
+
+    /* 4. analysis, stored */
+    if ((rc = analyze(s, ctx, o.all_tools, o.only_tool)) != KOPT_OK)
+        return kopt__run_fail(run, KOPT_RUN_FAULT_KOPT, rc);
+    store(run, s, ctx, parent_hash);
+    return KOPT_OK;
+}
+
+void kopt_run_profile_free(kopt_run_profile *p)
+{
+    if (!p)
+        return;
+    kopt_analysis_free(p->an);
+    free(p->views);
+    kopt_profile_free(p->prof);
+    kopt_sass_free(p->sass);
+    kopt_bound_free(p->bound);
+    kopt_compiled_free(p->comp);
+    kopt_eval_result_free(p->eval);
+    kopt_candidate_free(p->ref);
+    free(p);
+}
