@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call that diagnoses the workbench on the GPU machine. Sections (arguments, in
-# order; default: env evalcost): env (GPU, clocks, `kopt devices --measure`), evalcost
+# order; default: env evalcost): suite (scripts/test.sh, whole), env (GPU, clocks, `kopt devices --measure`), evalcost
 # (`kopt eval` wall time, step by step, small examples, warm and cold compile cache),
 # unit (every unit and CLI test), units:REGEX (those unit tests, verbose), gpu (the GPU test
 # scripts, each bounded by $GPU_T s), kb (KernelBench-style load_inline harness, cold and
@@ -48,6 +48,11 @@ for sec in ${*:-env evalcost}; do
       echo "$p cold: process wall $(( ($(date +%s%N) - s) / 1000000 )) ms" >> "$O/ev_wall.txt"
     done
     steps "$O"/ev_*.json | tee -a "$S"; cat "$O/ev_wall.txt" | tee -a "$S";;
+  suite)   # the README's test command, whole, as a contributor runs it
+    s=$(date +%s); timeout "${SUITE_T:-580}" scripts/test.sh > "$O/suite.log" 2>&1
+    say "scripts/test.sh exit $? in $(( $(date +%s) - s )) s"
+    grep -E "tests passed|Failed|\*\*\*|skipped:|Total Test" "$O/suite.log" | head -30 | tee -a "$S"
+    cp "$O/suite.log" "$FINAL/suite.log";;
   unit)
     ctest --test-dir "$B" -L 'unit|cli' -j8 --timeout 300 --output-on-failure > "$O/test_unit_cli.log" 2>&1
     say "unit+cli exit $?"; grep -E "tests passed|Failed|\*\*\*" "$O/test_unit_cli.log" | head -20 | tee -a "$S";;
