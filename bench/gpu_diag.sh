@@ -53,6 +53,11 @@ for sec in ${*:-env evalcost}; do
     say "scripts/test.sh exit $? in $(( $(date +%s) - s )) s"
     grep -E "tests passed|Failed|\*\*\*|skipped:|Total Test" "$O/suite.log" | head -30 | tee -a "$S"
     cp "$O/suite.log" "$FINAL/suite.log";;
+  install)  # programs built here against the installed kopt (carried in $B/install-check),
+             # run on this GPU: same verdict as kopt eval (tests/install/test_install.sh)
+    KOPT_INSTALL_WORK=$B/install-check KOPT_BUILD_WORKER=$PWD/$B/kopt-worker \
+      bash tests/install/test_install.sh "$B" . > "$O/install.log" 2>&1
+    say "install test (prebuilt programs) exit $?"; grep -E "path:|skipped|^ok|FAIL|verdict|ktest" "$O/install.log" | tee -a "$S";;
   unit)
     ctest --test-dir "$B" -L 'unit|cli' -j8 --timeout 300 --output-on-failure > "$O/test_unit_cli.log" 2>&1
     say "unit+cli exit $?"; grep -E "tests passed|Failed|\*\*\*" "$O/test_unit_cli.log" | head -20 | tee -a "$S";;
