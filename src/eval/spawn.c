@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -59,6 +60,10 @@ static void child(int job_r, int ev_w, int shm_fd, int log_fd, char **argv,
     struct rlimit nocore = {0, 0};
 
     setpgid(0, 0);
+    /* a kopt that is killed takes its worker (or the wrapper around it) along. Linux sends
+     * this when the thread that forked ends: a program that starts workers from a thread
+     * must keep that thread while they run (kopt forks from the calling thread) */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     setrlimit(RLIMIT_CORE, &nocore);
     if (a < 0 || b < 0 || c < 0 || d < 0 || dup2(a, 0) < 0 || dup2(d, 1) < 0 || dup2(d, 2) < 0 ||
         dup2(b, KOPT_WORKER_EVENT_FD) < 0 || dup2(c, KOPT_WORKER_SHM_FD) < 0)

@@ -4,6 +4,7 @@
 // problem: examples/vector_add
 // options: --sanitize=initcheck
 // expect: SANITIZER
+// slow: compute-sanitizer initcheck
 // Right answers, but it reads a scratch buffer nobody initialized (the value only matters
 // if it happens to equal 1234.5): compute-sanitizer's initcheck reports the read.
 extern "C" __global__ void add_uninit(const float *a, const float *b, float *c,
