@@ -11,5 +11,6 @@
 #include "kopt/store.h"
 #include "kopt/proc.h"
 #include "kopt/tune.h"
+#include "kopt/llm.h"
 
 #endif

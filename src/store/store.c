@@ -31,6 +31,8 @@ static const char *const migrations[] = {
     KOPT__STORE_FINDINGS_SCHEMA,
     /* 2 -> 3: tuning runs and their evaluations (tune.c) */
     KOPT__STORE_TUNE_SCHEMA,
+    /* 3 -> 4: LLM exchanges (llm.c) */
+    KOPT__STORE_LLM_SCHEMA,
 };
 
 static kopt_status sqlerr(kopt_store *s, kopt_ctx *ctx, const char *what)

@@ -10,6 +10,15 @@ struct kopt_store {
     sqlite3 *db;
 };
 
+/* Bind a string, or NULL when v is NULL. */
+static inline void kopt__store_bind_text(sqlite3_stmt *st, int i, const char *v)
+{
+    if (v)
+        sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(st, i);
+}
+
 /* Migration 1 -> 2 (findings.c's tables). */
 #define KOPT__STORE_FINDINGS_SCHEMA                                                            \
     "CREATE TABLE profiles (id INTEGER PRIMARY KEY AUTOINCREMENT,"                             \
@@ -47,5 +56,18 @@ struct kopt_store {
     "  energy_mj REAL, power_w REAL, compile_ms REAL, eval_ms REAL, registers INTEGER,"        \
     "  spill_bytes INTEGER, smem_bytes INTEGER, verdict TEXT, message TEXT,"                   \
     "  findings_json TEXT, UNIQUE(key_hash, label));"
+
+/* Migration 3 -> 4 (llm.c's table): every LLM exchange (kopt_store_llm_record). run_id is
+ * the run that asked (NULL: none, as for kopt llm ping); no API key is ever stored. */
+#define KOPT__STORE_LLM_SCHEMA                                                                 \
+    "CREATE TABLE llm_exchanges (id INTEGER PRIMARY KEY AUTOINCREMENT,"                        \
+    "  created_at TEXT DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),"                        \
+    "  run_id INTEGER, role TEXT, tag TEXT, backend TEXT NOT NULL, model TEXT,"                \
+    "  request_hash TEXT NOT NULL, request_json TEXT NOT NULL, outcome TEXT NOT NULL,"         \
+    "  reply_text TEXT, finish_reason TEXT, reply_model TEXT, error TEXT, http_status INTEGER," \
+    "  attempts INTEGER, prompt_tokens INTEGER, completion_tokens INTEGER,"                    \
+    "  cached_tokens INTEGER, latency_ms REAL, cost REAL, cost_known INTEGER);"                \
+    "CREATE INDEX llm_exchanges_by_run ON llm_exchanges(run_id, id);"                          \
+    "CREATE INDEX llm_exchanges_by_hash ON llm_exchanges(request_hash);"
 
 #endif
