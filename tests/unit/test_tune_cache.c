@@ -625,7 +625,7 @@ static void test_store_round_trip(void)
     sample_outcomes(o);
     if (!CHECK_EQ_INT(kopt_store_open(&s, ctx, path), KOPT_OK))
         goto cleanup;
-    CHECK_EQ_INT(kopt_store_schema_version(s), 3);
+    CHECK_EQ_INT(kopt_store_schema_version(s), KOPT_STORE_SCHEMA_VERSION);
     CHECK_EQ_INT(kopt_store_tune_begin(s, ctx, &k, "examples/tc/tune.cu", "random", "x=1", 42,
                                        KOPT_TUNE_TIME_ENERGY, 50, &id), KOPT_OK);
     CHECK(id > 0);
@@ -749,7 +749,7 @@ static void test_store_migration_from_v2(void)
     db = NULL;
     if (!CHECK_EQ_INT(kopt_store_open(&s, ctx, path), KOPT_OK))
         goto cleanup;
-    CHECK_EQ_INT(kopt_store_schema_version(s), 3);
+    CHECK_EQ_INT(kopt_store_schema_version(s), KOPT_STORE_SCHEMA_VERSION);
     CHECK_EQ_INT(kopt_store_count_evals(s, ctx, &n), KOPT_OK);
     CHECK_EQ_INT(n, 1);                          /* the old data is still there */
     CHECK_EQ_INT(kopt_store_tune_begin(s, ctx, &k, "t.cu", "random", NULL, 1, KOPT_TUNE_TIME,
