@@ -258,7 +258,8 @@ int cmd_llm(int argc, char **argv)
     enum { O_PROMPT = 1, O_SYSTEM, O_MAXTOK, O_TEMP, O_ROLE, O_RUN, O_JSON, O_DB, O_NOSTORE };
     static const struct option opts[] = {
         CLI_LLM_LONG_OPTIONS,
-        {"prompt", required_argument, NULL, O_PROMPT}, {"system", required_argument, NULL, O_SYSTEM},
+        {"prompt", required_argument, NULL, O_PROMPT},
+        {"system", required_argument, NULL, O_SYSTEM},
         {"max-tokens", required_argument, NULL, O_MAXTOK},
         {"temperature", required_argument, NULL, O_TEMP}, {"role", required_argument, NULL, O_ROLE},
         {"run-id", required_argument, NULL, O_RUN}, {"json", no_argument, NULL, O_JSON},
@@ -361,8 +362,8 @@ int cmd_llm(int argc, char **argv)
     code = 0;
     for (int i = 0; i < n; i++)
         if (!usable(&replies[i])) {
-            fprintf(stderr, "kopt: %s\n", replies[i].error ? replies[i].error
-                                                          : kopt_llm_outcome_name(replies[i].outcome));
+            const char *e = replies[i].error;
+            fprintf(stderr, "kopt: %s\n", e ? e : kopt_llm_outcome_name(replies[i].outcome));
             code = KOPT_EXIT_ERROR;
         }
     goto cleanup;

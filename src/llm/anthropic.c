@@ -9,24 +9,8 @@
 
 static char *build(const kopt_llm_request *rq, const char *model, const char *url)
 {
-    json_t *msgs = kopt__llm_messages_json(rq, 0);
-    json_t *o = msgs ? json_pack("{s:s, s:i, s:O}", "model", model, "max_tokens",
-                                 rq->max_tokens > 0 ? rq->max_tokens : 1024, "messages", msgs)
-                     : NULL;
-    char *s = NULL;
-
     (void)url;
-    if (!o)
-        goto cleanup;
-    if (rq->system)
-        json_object_set_new(o, "system", json_string(rq->system));
-    if (rq->temperature >= 0)
-        json_object_set_new(o, "temperature", json_real(rq->temperature));
-    s = json_dumps(o, JSON_COMPACT);
-cleanup:
-    json_decref(msgs);
-    json_decref(o);
-    return s;
+    return kopt__llm_body_json(rq, model, 0, "max_tokens");
 }
 
 void kopt__llm_anthropic_parse(const char *body, size_t len, kopt_llm_reply *out)

@@ -215,6 +215,25 @@ fail:
     return NULL;
 }
 
+char *kopt__llm_body_json(const kopt_llm_request *rq, const char *model, int system_first,
+                          const char *max_key)
+{
+    json_t *msgs = kopt__llm_messages_json(rq, system_first);
+    json_t *o = msgs ? json_pack("{s:s, s:O, s:i}", "model", model, "messages", msgs, max_key,
+                                 request_max_tokens(rq)) : NULL;
+    char *s = NULL;
+
+    if (o && !system_first && rq->system)
+        json_object_set_new(o, "system", json_string(rq->system));
+    if (o && rq->temperature >= 0)
+        json_object_set_new(o, "temperature", json_real(rq->temperature));
+    if (o)
+        s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(9));
+    json_decref(msgs);
+    json_decref(o);
+    return s;
+}
+
 /* The hashed part of a request (checked by request_problem first); NULL when out of memory. */
 static json_t *request_obj(const kopt_llm_request *rq)
 {
@@ -249,7 +268,7 @@ char *kopt_llm_request_json(const kopt_llm_request *rq, const char *model)
         json_object_set_new(o, "model", json_string(model));
     if (rq->tag)
         json_object_set_new(o, "tag", json_string(rq->tag));
-    s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(9));
     json_decref(o);
     return s;
 }
@@ -257,7 +276,7 @@ char *kopt_llm_request_json(const kopt_llm_request *rq, const char *model)
 void kopt_llm_request_hash(const kopt_llm_request *rq, char out[65])
 {
     json_t *o = request_obj(rq);
-    char *s = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    char *s = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(9)) : NULL;
 
     kopt_sha256_hex(s ? s : "", s ? strlen(s) : 0, out);
     free(s);

@@ -40,6 +40,11 @@ kopt_status kopt__llm_split_model_url(kopt_ctx *ctx, const char *backend, const 
 /* The request's messages as a JSON array of {"role", "content"}, led by the system prompt as
  * a "system" message when `system_first` (OpenAI's shape). NULL when out of memory. */
 struct json_t *kopt__llm_messages_json(const kopt_llm_request *rq, int system_first);
+/* A provider's request body: {"model", "messages" (kopt__llm_messages_json), max_key:
+ * max_tokens (1024 when 0), "temperature" (when >= 0)}, plus "system" as a member when not
+ * `system_first`. The body as compact JSON (caller frees); NULL when out of memory. */
+char *kopt__llm_body_json(const kopt_llm_request *rq, const char *model, int system_first,
+                          const char *max_key);
 
 /* ---- replies (reply.c) ------------------------------------------------------------------ */
 /* 1 when s[0..n) is valid UTF-8 (no overlongs, no surrogates, nothing past U+10FFFF). */

@@ -9,24 +9,10 @@
 
 static char *build(const kopt_llm_request *rq, const char *model, const char *url)
 {
-    json_t *msgs = kopt__llm_messages_json(rq, 1);
-    json_t *o = msgs ? json_pack("{s:s, s:O}", "model", model, "messages", msgs) : NULL;
-    char *s = NULL;
-
-    if (!o)
-        goto cleanup;
     /* OpenAI's own API wants max_completion_tokens (its reasoning models refuse max_tokens);
      * compatible servers know max_tokens */
-    json_object_set_new(o, strstr(url, "://api.openai.com/") ? "max_completion_tokens"
-                                                              : "max_tokens",
-                        json_integer(rq->max_tokens > 0 ? rq->max_tokens : 1024));
-    if (rq->temperature >= 0)
-        json_object_set_new(o, "temperature", json_real(rq->temperature));
-    s = json_dumps(o, JSON_COMPACT);
-cleanup:
-    json_decref(msgs);
-    json_decref(o);
-    return s;
+    return kopt__llm_body_json(rq, model, 1, strstr(url, "://api.openai.com/")
+                                                 ? "max_completion_tokens" : "max_tokens");
 }
 
 /* The text of a message's content: a string, or an array of parts ({"type":"text","text"}). */

@@ -23,21 +23,12 @@ import tempfile
 import time
 import urllib.request
 
+from llmtest import Checks
+
 KOPT = os.path.abspath(sys.argv[1])
 FAKE_KEY = "sk-kopt-FAKE-llama-91b2c3d4e5f6a7b8"
 LIFETIME_S = 420          # the server is killed after this whatever happens
-passed = failed = 0
-outputs = []
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what, flush=True)
-    return cond
+check = Checks()
 
 
 def skip(reason):
@@ -65,13 +56,8 @@ def free_port():
         return s.getsockname()[1]
 
 
-def kopt(*args, key=FAKE_KEY, stdin=None):
-    env = dict(os.environ, OPENAI_API_KEY=key)
-    env.pop("KOPT_LLM", None)
-    p = subprocess.run([KOPT, *args], input=stdin, capture_output=True, text=True, env=env,
-                       timeout=240)
-    outputs.extend([p.stdout, p.stderr])
-    return p
+def kopt(*args, key=FAKE_KEY):
+    return check.kopt(KOPT, args, {"OPENAI_API_KEY": key})
 
 
 def wait_ready(port, proc, deadline):
@@ -134,7 +120,7 @@ def main():
     r, _ = reply_of(p)
     check(p.returncode == 0 and r.get("text") == ANSWERS.get("capital"),
           "replay without the server: %s" % r)
-    check_keys(db, record)
+    check.no_keys([FAKE_KEY], [db, db + "-wal", record])
     shutil.rmtree(tmp, ignore_errors=True)
     return finish(t0)
 
@@ -195,19 +181,9 @@ def run_cases(port, db, record):
     check("openai: HTTP 401" in p.stderr, "401 message: " + p.stderr)
 
 
-def check_keys(db, record):
-    leaks = [o[:200] for o in outputs if FAKE_KEY in o]
-    check(not leaks, "the key in an output: %s" % leaks)
-    for path in (db, db + "-wal", record):
-        if os.path.exists(path):
-            with open(path, "rb") as f:
-                check(FAKE_KEY.encode() not in f.read(), "the key in " + path)
-
-
 def finish(t0):
     print("llama.cpp server test: %.1f s" % (time.monotonic() - t0))
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return check.summary()
 
 
 if __name__ == "__main__":

@@ -9,12 +9,12 @@ import json
 import os
 import shutil
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
 
 import fault_server
+from llmtest import Checks
 
 KOPT = os.path.abspath(sys.argv[1])
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -26,28 +26,13 @@ RECORD = os.path.join(TMP, "record.jsonl")
 FAST = ["--llm-backoff", "0.05", "--llm-backoff-max", "5", "--llm-retries", "2",
         "--llm-timeout", "1.5", "--db", DB, "--llm-record", RECORD]
 
-passed = failed = 0
-outputs = []          # everything kopt printed, for the key check
+check = Checks()
+KEYS = {"OPENAI_API_KEY": FAKE_OPENAI_KEY, "ANTHROPIC_API_KEY": FAKE_ANTHROPIC_KEY}
 
 
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what, flush=True)
-    return cond
-
-
-def kopt(*args, stdin=None, env_extra=None, timeout=60):
-    env = dict(os.environ, OPENAI_API_KEY=FAKE_OPENAI_KEY, ANTHROPIC_API_KEY=FAKE_ANTHROPIC_KEY)
-    env.pop("KOPT_LLM", None)
-    env.update(env_extra or {})
+def kopt(*args, stdin=None):
     t0 = time.monotonic()
-    p = subprocess.run([KOPT, *args], input=stdin, capture_output=True, text=True, env=env,
-                       timeout=timeout)
-    outputs.extend([p.stdout, p.stderr])
+    p = check.kopt(KOPT, args, KEYS, stdin=stdin, timeout=60)
     return p, time.monotonic() - t0
 
 
@@ -76,8 +61,7 @@ def main():
     finally:
         srv.shutdown()
         shutil.rmtree(TMP, ignore_errors=True)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return check.summary()
 
 
 def run_http_cases(url, port):
@@ -103,39 +87,32 @@ def run_http_cases(url, port):
           "429 asking for 120 s: stop at once: %s" % r)
     check("more than the 5 s limit" in (r.get("error") or "") and wall < 10, "429-long message")
 
-    rc, r, doc, err, _ = ping(url("500-once"))
-    check(rc == 0 and r.get("attempts") == 2 and r.get("text") == "after the 500",
-          "500 then success: %s" % r)
-
-    rc, r, doc, err, _ = ping(url("503-always"))
-    check(rc == 10 and r.get("outcome") == "server_error" and r.get("attempts") == 3,
-          "503 always: 1 + 2 retries: %s" % r)
+    # scenario: exit code, outcome, attempts (2 retries allowed), text (None: not checked)
+    cases = {
+        "500-once": (0, "ok", 2, "after the 500"),
+        "503-always": (10, "server_error", 3, None),
+        "stall": (10, "timeout", 3, None),             # past --llm-timeout 1.5 each time
+        "stall-once": (0, "ok", 2, "after the stall"),  # a timeout is retried
+        "truncated": (10, "truncated", 3, None),
+        "reset": (10, "network", 3, None),             # closed with no answer
+        # typed outcomes, not retried
+        "invalid-json": (10, "malformed", 1, None),
+        "html": (10, "malformed", 1, None),
+        "refusal": (10, "refusal", 1, "I cannot help with that."),
+        "empty-choices": (10, "empty", 1, None),
+        "bad-utf8": (10, "bad_utf8", 1, None),
+        "huge": (10, "too_large", 1, None),
+    }
+    seen = {}
+    for sc, (want_rc, want, attempts, text) in cases.items():
+        rc, r, doc, err, wall = seen[sc] = ping(url(sc))
+        check(rc == want_rc and r.get("outcome") == want and r.get("attempts") == attempts
+              and (text is None or r.get("text") == text),
+              "%s -> %s after %d attempt(s): %s" % (sc, want, attempts, {
+                  k: r.get(k) for k in ("outcome", "attempts", "error", "text")}))
+    err = seen["503-always"][3]
     check("openai: HTTP 503: server_error: Service unavailable" in err, "503 message: " + err)
-
-    rc, r, doc, err, wall = ping(url("stall"))
-    check(rc == 10 and r.get("outcome") == "timeout" and r.get("attempts") == 3,
-          "stall past the timeout: %s" % r)
-    check(wall < 12, "stall: bounded (%.1f s)" % wall)
-
-    rc, r, doc, err, _ = ping(url("stall-once"))
-    check(rc == 0 and r.get("attempts") == 2 and r.get("text") == "after the stall",
-          "a timeout is retried: %s" % r)
-
-    rc, r, doc, err, _ = ping(url("truncated"))
-    check(rc == 10 and r.get("outcome") == "truncated" and r.get("attempts") == 3,
-          "truncated body: %s" % r)
-
-    rc, r, doc, err, _ = ping(url("reset"))
-    check(rc == 10 and r.get("outcome") == "network" and r.get("attempts") == 3,
-          "connection closed with no answer: %s" % r)
-
-    typed = {"invalid-json": "malformed", "html": "malformed", "refusal": "refusal",
-             "empty-choices": "empty", "bad-utf8": "bad_utf8", "huge": "too_large"}
-    for sc, want in typed.items():
-        rc, r, doc, err, _ = ping(url(sc))
-        check(rc == 10 and r.get("outcome") == want and r.get("attempts") == 1,
-              "%s -> %s, no retry: %s" % (sc, want, {k: r.get(k) for k in
-                                                    ("outcome", "attempts", "error")}))
+    check(seen["stall"][4] < 12, "stall: bounded (%.1f s)" % seen["stall"][4])
 
     rc, r, doc, err, _ = ping(url("length"), "--max-tokens", "7")
     check(rc == 0 and r.get("outcome") == "length" and r.get("finish_reason") == "length"
@@ -242,14 +219,7 @@ def run_key_checks(srv):
     # the keys did go out (the server saw them), so the check below is not vacuous
     sent = json.dumps(srv.log)
     check(FAKE_OPENAI_KEY in sent and FAKE_ANTHROPIC_KEY in sent, "the fake keys were sent")
-    leaks = [o for o in outputs if FAKE_OPENAI_KEY in o or FAKE_ANTHROPIC_KEY in o]
-    check(not leaks, "no key in any output: %s" % [l[:200] for l in leaks])
-    for path in (DB, DB + "-wal", RECORD):
-        if os.path.exists(path):
-            with open(path, "rb") as f:
-                data = f.read()
-            check(FAKE_OPENAI_KEY.encode() not in data and FAKE_ANTHROPIC_KEY.encode() not in
-                  data, "no key in " + os.path.basename(path))
+    check.no_keys([FAKE_OPENAI_KEY, FAKE_ANTHROPIC_KEY], [DB, DB + "-wal", RECORD])
     check(os.path.getsize(RECORD) > 0, "the record file was written")
 
 

@@ -79,6 +79,20 @@ static kopt_status count_record(void *user, kopt_ctx *ctx, const kopt_llm_exchan
     return KOPT_OK;
 }
 
+/* Check a parsed reply's outcome, text, model, finish_reason and usage. */
+static void expect(kopt_llm_reply *r, kopt_llm_outcome o, const char *text, const char *model,
+                   const char *finish, int64_t prompt, int64_t completion, int64_t cached)
+{
+    CHECK_EQ_INT(r->outcome, o);
+    CHECK_EQ_STR(r->text, text);
+    CHECK_EQ_STR(r->model, model);
+    CHECK_EQ_STR(r->finish_reason, finish);
+    CHECK_EQ_INT(r->usage.prompt_tokens, prompt);
+    CHECK_EQ_INT(r->usage.completion_tokens, completion);
+    CHECK_EQ_INT(r->usage.cached_tokens, cached);
+    kopt_llm_reply_clear(r);
+}
+
 /* ---- parsing ----------------------------------------------------------------------------- */
 
 static void test_openai_ok(void)
@@ -88,15 +102,8 @@ static void test_openai_ok(void)
         "{\"role\":\"assistant\",\"content\":\"hello \\u00e9\"},\"finish_reason\":\"stop\"}],"
         "\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":3,\"prompt_tokens_details\":"
         "{\"cached_tokens\":8}}}");
-    CHECK_EQ_INT(r.outcome, KOPT_LLM_OK);
-    CHECK_EQ_STR(r.text, "hello \xc3\xa9");
-    CHECK_EQ_STR(r.model, "gpt-4o-2024");
-    CHECK_EQ_STR(r.finish_reason, "stop");
-    CHECK_EQ_INT(r.usage.prompt_tokens, 12);
-    CHECK_EQ_INT(r.usage.completion_tokens, 3);
-    CHECK_EQ_INT(r.usage.cached_tokens, 8);
     CHECK(r.error == NULL);
-    kopt_llm_reply_clear(&r);
+    expect(&r, KOPT_LLM_OK, "hello \xc3\xa9", "gpt-4o-2024", "stop", 12, 3, 8);
     /* content as an array of parts; usage with wrong types counts as 0 */
     r = parse_openai("{\"choices\":[{\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"a\"},"
                      "{\"type\":\"text\",\"text\":\"b\"}]},\"finish_reason\":\"stop\"}],"
@@ -224,14 +231,7 @@ static void test_anthropic_parse(void)
         "{\"type\":\"text\",\"text\":\"there\"}],\"stop_reason\":\"end_turn\",\"usage\":"
         "{\"input_tokens\":10,\"cache_read_input_tokens\":30,\"cache_creation_input_tokens\":5,"
         "\"output_tokens\":7}}");
-    CHECK_EQ_INT(r.outcome, KOPT_LLM_OK);
-    CHECK_EQ_STR(r.text, "Hi there");
-    CHECK_EQ_STR(r.model, "claude-sonnet-4-5");
-    CHECK_EQ_STR(r.finish_reason, "end_turn");
-    CHECK_EQ_INT(r.usage.prompt_tokens, 45);
-    CHECK_EQ_INT(r.usage.cached_tokens, 30);
-    CHECK_EQ_INT(r.usage.completion_tokens, 7);
-    kopt_llm_reply_clear(&r);
+    expect(&r, KOPT_LLM_OK, "Hi there", "claude-sonnet-4-5", "end_turn", 45, 7, 30);
     r = parse_anthropic("{\"content\":[{\"type\":\"text\",\"text\":\"partial\"}],"
                         "\"stop_reason\":\"max_tokens\"}");
     CHECK_EQ_INT(r.outcome, KOPT_LLM_LENGTH);
@@ -486,6 +486,20 @@ static void test_request_hash(void)
     b.temperature = 0.7;
     kopt_llm_request_hash(&b, hb);
     CHECK(strcmp(ha, hb) != 0);
+    /* the providers' bodies: OpenAI leads with a system message, Anthropic has a member */
+    a.system = "be brief";
+    j = kopt__llm_body_json(&a, "m", 1, "max_completion_tokens");
+    CHECK_EQ_STR(j, "{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":"
+                    "\"be brief\"},{\"role\":\"user\",\"content\":\"write a kernel\"}],"
+                    "\"max_completion_tokens\":1024}");
+    free(j);
+    b.system = "be brief";
+    j = kopt__llm_body_json(&b, "c", 0, "max_tokens");
+    CHECK_EQ_STR(j, "{\"model\":\"c\",\"messages\":[{\"role\":\"user\",\"content\":"
+                    "\"write a kernel\"}],\"max_tokens\":1024,\"system\":\"be brief\","
+                    "\"temperature\":0.7}");
+    free(j);
+    a.system = NULL;
     j = kopt_llm_request_json(&a, "gpt-4o");
     CHECK_EQ_STR(j, "{\"max_tokens\":1024,\"messages\":[{\"content\":\"write a kernel\","
                     "\"role\":\"user\"}],\"model\":\"gpt-4o\",\"role\":\"coder\"}");
