@@ -7,6 +7,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +74,23 @@ static void sleep_s(double s)
     struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
+}
+
+/* Add to out->error. */
+static void append(kopt_llm_reply *out, const char *fmt, ...) KOPT_PRINTF(2, 3);
+static void append(kopt_llm_reply *out, const char *fmt, ...)
+{
+    kopt_buf b = KOPT_BUF_INIT;
+    va_list ap;
+
+    kopt_buf_append(&b, out->error ? out->error : "", out->error ? strlen(out->error) : 0);
+    va_start(ap, fmt);
+    kopt_buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    if (b.ptr) {
+        free(out->error);
+        out->error = kopt_buf_detach(&b);
+    }
 }
 
 /* The outcome of a failed transfer and whether it is worth another try. */
@@ -200,21 +218,21 @@ void kopt__llm_http_call(void *state, const kopt_llm_request *rq, const char *re
         pthread_mutex_unlock(&s->lock);
         wait = kopt__llm_backoff_s(s->o.backoff_base_s, s->o.backoff_max_s, n, retry_after, u);
         if (wait > s->o.backoff_max_s) {
-            char *e = NULL;
-            if (asprintf(&e, "%s (the server asks to wait %.0f s, more than the %.0f s limit)",
-                         out->error, wait, s->o.backoff_max_s) >= 0) {
-                free(out->error);
-                out->error = e;
-            }
+            append(out, " (the server asks to wait %.0f s, more than the %.0f s limit)", wait,
+                   s->o.backoff_max_s);
             break;
         }
         sleep_s(wait);
     }
     curl_easy_cleanup(h);
     free(body);
+    if (out->error && out->attempts > 1)
+        append(out, " [after %d attempts]", out->attempts);
     /* the provider may quote the key back ("Incorrect API key provided: ..."): never keep it */
     kopt__llm_scrub(&out->error, s->key);
     kopt__llm_scrub(&out->text, s->key);
+    kopt__llm_scrub(&out->model, s->key);
+    kopt__llm_scrub(&out->finish_reason, s->key);
 }
 
 void kopt__llm_http_close(void *state)
