@@ -3,6 +3,7 @@
 #include "cli.h"
 
 #include <getopt.h>
+#include <stddef.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,46 +33,55 @@ static int number(const char *verb, const char *name, const char *arg, double mi
     return 0;
 }
 
+/* The numeric --llm options: where each goes in kopt_llm_options, as what, and its least. */
+static const struct {
+    int code;
+    const char *name;
+    double min;
+    char type;                   /* 'i' int, 'l' int64_t, 'd' double */
+    size_t offset;
+} numeric[] = {
+    {CLI_LLM_PARALLEL, "llm-parallel", 1, 'i', offsetof(kopt_llm_options, parallel)},
+    {CLI_LLM_TIMEOUT, "llm-timeout", 0.001, 'd', offsetof(kopt_llm_options, timeout_s)},
+    {CLI_LLM_CONNECT_TIMEOUT, "llm-connect-timeout", 0.001, 'd',
+     offsetof(kopt_llm_options, connect_timeout_s)},
+    {CLI_LLM_RETRIES, "llm-retries", 0, 'i', offsetof(kopt_llm_options, max_retries)},
+    {CLI_LLM_BACKOFF, "llm-backoff", 0.001, 'd', offsetof(kopt_llm_options, backoff_base_s)},
+    {CLI_LLM_BACKOFF_MAX, "llm-backoff-max", 0.001, 'd',
+     offsetof(kopt_llm_options, backoff_max_s)},
+    {CLI_LLM_MAX_CALLS, "max-llm-calls", 1, 'l', offsetof(kopt_llm_options, max_calls)},
+    {CLI_LLM_MAX_TOKENS_TOTAL, "max-tokens-total", 1, 'l',
+     offsetof(kopt_llm_options, max_tokens_total)},
+    {CLI_LLM_MAX_COST, "max-cost", 0, 'd', offsetof(kopt_llm_options, max_cost)},
+};
+
 int cli_llm_option(cli_llm *l, const char *verb, int c, const char *arg)
 {
-    kopt_llm_options *o = &l->opts;
+    char *field;
     double v = 0;
 
     switch (c) {
     case CLI_LLM_SPEC: l->spec = arg; return 1;
-    case CLI_LLM_KEY_ENV: o->key_env = arg; return 1;
-    case CLI_LLM_PRICES: o->prices_path = arg; return 1;
+    case CLI_LLM_KEY_ENV: l->opts.key_env = arg; return 1;
+    case CLI_LLM_PRICES: l->opts.prices_path = arg; return 1;
     case CLI_LLM_RECORD: l->record_path = arg; return 1;
-    case CLI_LLM_PARALLEL:
-        if (number(verb, "llm-parallel", arg, 1, &v)) return -1;
-        o->parallel = (int)v; return 1;
-    case CLI_LLM_TIMEOUT:
-        if (number(verb, "llm-timeout", arg, 0.001, &v)) return -1;
-        o->timeout_s = v; return 1;
-    case CLI_LLM_CONNECT_TIMEOUT:
-        if (number(verb, "llm-connect-timeout", arg, 0.001, &v)) return -1;
-        o->connect_timeout_s = v; return 1;
-    case CLI_LLM_RETRIES:
-        if (number(verb, "llm-retries", arg, 0, &v)) return -1;
-        o->max_retries = (int)v; return 1;
-    case CLI_LLM_BACKOFF:
-        if (number(verb, "llm-backoff", arg, 0.001, &v)) return -1;
-        o->backoff_base_s = v; return 1;
-    case CLI_LLM_BACKOFF_MAX:
-        if (number(verb, "llm-backoff-max", arg, 0.001, &v)) return -1;
-        o->backoff_max_s = v; return 1;
-    case CLI_LLM_MAX_CALLS:
-        if (number(verb, "max-llm-calls", arg, 1, &v)) return -1;
-        o->max_calls = (int64_t)v; return 1;
-    case CLI_LLM_MAX_TOKENS_TOTAL:
-        if (number(verb, "max-tokens-total", arg, 1, &v)) return -1;
-        o->max_tokens_total = (int64_t)v; return 1;
-    case CLI_LLM_MAX_COST:
-        if (number(verb, "max-cost", arg, 0, &v)) return -1;
-        o->max_cost = v; return 1;
-    default:
-        return 0;
+    default: break;
     }
+    for (size_t i = 0; i < sizeof(numeric) / sizeof(numeric[0]); i++) {
+        if (numeric[i].code != c)
+            continue;
+        if (number(verb, numeric[i].name, arg, numeric[i].min, &v))
+            return -1;
+        field = (char *)&l->opts + numeric[i].offset;
+        if (numeric[i].type == 'i')
+            *(int *)(void *)field = (int)v;
+        else if (numeric[i].type == 'l')
+            *(int64_t *)(void *)field = (int64_t)v;
+        else
+            *(double *)(void *)field = v;
+        return 1;
+    }
+    return 0;
 }
 
 /* Both sinks an exchange may go to: the store and a JSONL file. */

@@ -54,6 +54,7 @@ def main():
     srv, port = fault_server.start()
     url = lambda sc: "openai:fault-model@http://127.0.0.1:%d/%s/v1" % (port, sc)
     try:
+        run_usage()
         run_http_cases(url, port)
         run_parallel(url)
         run_command_and_replay(port)
@@ -165,6 +166,18 @@ def run_http_cases(url, port):
     rc, r, doc, err, _ = ping("openai:m@http://127.0.0.1:9/v1", "--llm-retries", "0")
     check(rc == 10 and r.get("outcome") == "network" and "127.0.0.1:9" in err,
           "connection refused: " + err)
+
+
+def run_usage():
+    for args, rc, msg in ((["llm", "ping", "--llm-parallel", "0"], 2, "--llm-parallel 0"),
+                          (["llm", "frob"], 2, "unknown command 'frob'"),
+                          (["llm", "ask"], 2, "usage: kopt llm"),
+                          (["llm", "ping", "--llm", "gpt-4o", "--no-store"], 10,
+                           "want BACKEND:ARG"),
+                          (["llm", "ping", "--no-store"], 10, "KOPT_LLM")):
+        p, _ = kopt(*args)
+        check(p.returncode == rc and msg in p.stderr, "%s: %d %s" % (args, p.returncode,
+                                                                       p.stderr[:300]))
 
 
 def run_parallel(url):

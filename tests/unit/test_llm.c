@@ -255,29 +255,27 @@ static void test_anthropic_parse(void)
 
 static void test_error_message(void)
 {
+    static const struct {
+        const char *body, *want;
+    } cases[] = {
+        {"{\"error\":{\"message\":\"Incorrect API key\",\"type\":\"invalid_request_error\"}}",
+         "invalid_request_error: Incorrect API key"},
+        {"{\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\"message\":\"bad\"}}",
+         "authentication_error: bad"},
+        {"{\"error\":\"model not loaded\"}", "model not loaded"},
+        {"{\"detail\":\"Not Found\"}", "Not Found"},
+        {"Bad\ngateway\r\n\xff", "Bad gateway  ?"},
+        {"", ""},
+        /* cut to the buffer */
+        {"0123456789012345678901234567890123456789012345678901234567890123456789",
+         "012345678901234567890123456789012345678901234567890123456789012"},
+    };
     char m[64];
-    const char *body;
 
-    body = "{\"error\":{\"message\":\"Incorrect API key\",\"type\":\"invalid_request_error\"}}";
-    kopt__llm_error_message(body, strlen(body), m, sizeof(m));
-    CHECK_EQ_STR(m, "invalid_request_error: Incorrect API key");
-    body = "{\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\"message\":\"bad\"}}";
-    kopt__llm_error_message(body, strlen(body), m, sizeof(m));
-    CHECK_EQ_STR(m, "authentication_error: bad");
-    body = "{\"error\":\"model not loaded\"}";
-    kopt__llm_error_message(body, strlen(body), m, sizeof(m));
-    CHECK_EQ_STR(m, "model not loaded");
-    body = "{\"detail\":\"Not Found\"}";
-    kopt__llm_error_message(body, strlen(body), m, sizeof(m));
-    CHECK_EQ_STR(m, "Not Found");
-    body = "Bad\ngateway\r\n\xff";
-    kopt__llm_error_message(body, strlen(body), m, sizeof(m));
-    CHECK_EQ_STR(m, "Bad gateway  ?");
-    kopt__llm_error_message("", 0, m, sizeof(m));
-    CHECK_EQ_STR(m, "");
-    body = "0123456789012345678901234567890123456789012345678901234567890123456789";
-    kopt__llm_error_message(body, strlen(body), m, sizeof(m));
-    CHECK_EQ_INT(strlen(m), sizeof(m) - 1);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        kopt__llm_error_message(cases[i].body, strlen(cases[i].body), m, sizeof(m));
+        CHECK_EQ_STR(m, cases[i].want);
+    }
 }
 
 static void test_scrub(void)
