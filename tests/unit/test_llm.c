@@ -93,6 +93,15 @@ static void expect(kopt_llm_reply *r, kopt_llm_outcome o, const char *text, cons
     kopt_llm_reply_clear(r);
 }
 
+/* Check a reply's outcome and (when msg) that its error says msg; clears the reply. */
+static void outcome_is(kopt_llm_reply r, kopt_llm_outcome o, const char *msg)
+{
+    CHECK_EQ_INT(r.outcome, o);
+    if (msg)
+        CHECK_STR_CONTAINS(r.error, msg);
+    kopt_llm_reply_clear(&r);
+}
+
 /* ---- parsing ----------------------------------------------------------------------------- */
 
 static void test_openai_ok(void)
@@ -157,11 +166,9 @@ static void test_openai_refusal_and_length(void)
     CHECK_EQ_STR(r.text, "I can't help with that.");
     CHECK_STR_CONTAINS(r.error, "refused");
     kopt_llm_reply_clear(&r);
-    r = parse_openai("{\"choices\":[{\"message\":{\"content\":\"\"},"
-                     "\"finish_reason\":\"content_filter\"}]}");
-    CHECK_EQ_INT(r.outcome, KOPT_LLM_REFUSAL);
-    CHECK_STR_CONTAINS(r.error, "content filter");
-    kopt_llm_reply_clear(&r);
+    outcome_is(parse_openai("{\"choices\":[{\"message\":{\"content\":\"\"},"
+                            "\"finish_reason\":\"content_filter\"}]}"),
+               KOPT_LLM_REFUSAL, "content filter");
     r = parse_openai("{\"choices\":[{\"message\":{\"content\":\"__global__ void k(\"},"
                      "\"finish_reason\":\"length\"}],\"usage\":{\"completion_tokens\":5}}");
     CHECK_EQ_INT(r.outcome, KOPT_LLM_LENGTH);
@@ -208,18 +215,14 @@ static void test_utf8(void)
         CHECK(!kopt__llm_utf8_valid(bad[i], strlen(bad[i])));
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
         CHECK(kopt__llm_utf8_valid(good[i], strlen(good[i])));
-    r = parse_openai("{\"choices\":[{\"message\":{\"content\":\"bad \xff\xfe here\"},"
-                     "\"finish_reason\":\"stop\"}]}");
-    CHECK_EQ_INT(r.outcome, KOPT_LLM_BAD_UTF8);
-    CHECK_STR_CONTAINS(r.error, "not valid UTF-8");
-    kopt_llm_reply_clear(&r);
-    r = parse_anthropic("{\"content\":[{\"type\":\"text\",\"text\":\"\xc0\xaf\"}]}");
-    CHECK_EQ_INT(r.outcome, KOPT_LLM_BAD_UTF8);
-    kopt_llm_reply_clear(&r);
+    outcome_is(parse_openai("{\"choices\":[{\"message\":{\"content\":\"bad \xff\xfe here\"},"
+                            "\"finish_reason\":\"stop\"}]}"),
+               KOPT_LLM_BAD_UTF8, "not valid UTF-8");
+    outcome_is(parse_anthropic("{\"content\":[{\"type\":\"text\",\"text\":\"\xc0\xaf\"}]}"),
+               KOPT_LLM_BAD_UTF8, NULL);
     memset(&r, 0, sizeof(r));
     kopt__llm_command_parse("\xff\xfe", 2, &r);
-    CHECK_EQ_INT(r.outcome, KOPT_LLM_BAD_UTF8);
-    kopt_llm_reply_clear(&r);
+    outcome_is(r, KOPT_LLM_BAD_UTF8, "command: the output is not valid UTF-8");
 }
 
 static void test_anthropic_parse(void)
@@ -237,20 +240,14 @@ static void test_anthropic_parse(void)
     CHECK_EQ_INT(r.outcome, KOPT_LLM_LENGTH);
     CHECK_EQ_STR(r.text, "partial");
     kopt_llm_reply_clear(&r);
-    r = parse_anthropic("{\"content\":[],\"stop_reason\":\"refusal\"}");
-    CHECK_EQ_INT(r.outcome, KOPT_LLM_REFUSAL);
-    kopt_llm_reply_clear(&r);
-    r = parse_anthropic("{\"content\":[],\"stop_reason\":\"end_turn\"}");
-    CHECK_EQ_INT(r.outcome, KOPT_LLM_EMPTY);
-    kopt_llm_reply_clear(&r);
-    r = parse_anthropic("{\"type\":\"message\"}");
-    CHECK_EQ_INT(r.outcome, KOPT_LLM_MALFORMED);
-    kopt_llm_reply_clear(&r);
-    r = parse_anthropic("{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\","
-                        "\"message\":\"Overloaded\"}}");
-    CHECK_EQ_INT(r.outcome, KOPT_LLM_HTTP_ERROR);
-    CHECK_STR_CONTAINS(r.error, "overloaded_error: Overloaded");
-    kopt_llm_reply_clear(&r);
+    outcome_is(parse_anthropic("{\"content\":[],\"stop_reason\":\"refusal\"}"),
+               KOPT_LLM_REFUSAL, "refused");
+    outcome_is(parse_anthropic("{\"content\":[],\"stop_reason\":\"end_turn\"}"),
+               KOPT_LLM_EMPTY, "no text (stop_reason end_turn)");
+    outcome_is(parse_anthropic("{\"type\":\"message\"}"), KOPT_LLM_MALFORMED, "\"content\"");
+    outcome_is(parse_anthropic("{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\","
+                               "\"message\":\"Overloaded\"}}"),
+               KOPT_LLM_HTTP_ERROR, "overloaded_error: Overloaded");
 }
 
 static void test_error_message(void)
