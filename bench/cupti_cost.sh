@@ -3,8 +3,8 @@
 # up): for a few candidates, the roofline set, a hardware-counter-only set and a
 # SASS-instrumented-only set, each bracketed 5 times in one worker (--repeat 5): the first
 # bracket's steps, and the median of the later brackets. Usage, on the GPU machine from the
-# repository root with build-dev/ carried: bash bench/cupti_cost.sh > OUT.txt
-K=${KOPT_BIN:-$PWD/build-dev/kopt}
+# repository root with build/ carried (or $KOPT_BUILD): bash bench/cupti_cost.sh > OUT.txt
+K=${KOPT_BIN:-$PWD/${KOPT_BUILD:-build}/kopt}
 HW=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__inst_executed_pipe_tensor.sum,sm__cycles_elapsed.avg.per_second,smsp__inst_executed_pipe_fma.sum,smsp__inst_executed_pipe_fp64.sum
 SASS=smsp__sass_thread_inst_executed_op_fadd_pred_on.sum,smsp__sass_thread_inst_executed_op_fmul_pred_on.sum,smsp__sass_thread_inst_executed_op_ffma_pred_on.sum
 for pc in softmax:fast vector_add:reference sgemm:fast transpose:fast; do

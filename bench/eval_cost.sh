@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # GPU session: what a tuning evaluation costs per configuration, by evaluation mode. On the
-# device machine from the repository root with build-dev/ carried. Sections (arguments):
+# device machine from the repository root with build/ carried (or $KOPT_BUILD). Sections (arguments):
 #   test            the evaluation-session GPU test (tests/unit/test_eval_session_gpu.c)
 #   cost:P:N:MODE   kopt tune examples/P, N random points (seed 1, nothing stored or cached
 #                   from earlier), MODE session (the default) or one-shot (--one-shot)
 # Prints one line per section; full outputs go to $OUT/w and are tarred to $OUT/cost.tgz.
 set -u
-K=${KOPT_BIN:-$PWD/build-dev/kopt}
+K=${KOPT_BIN:-$PWD/${KOPT_BUILD:-build}/kopt}
 FINAL=${OUT:-/tmp/kopt-out}; O=$FINAL/w; mkdir -p "$O"
 export KOPT_CACHE_DIR=${KOPT_CACHE_DIR:-/tmp/kopt-cache}
 for s in "$@"; do
   case $s in
     test)
-      timeout 300 build-dev/tests/test_eval_session_gpu > "$O/test_session.log" 2>&1
+      timeout 300 ${KOPT_BUILD:-build}/tests/test_eval_session_gpu > "$O/test_session.log" 2>&1
       echo "test_eval_session_gpu exit $?"; tail -12 "$O/test_session.log";;
     cost:*)
       IFS=: read -r _ p n mode <<< "$s"

@@ -1,22 +1,96 @@
 #!/usr/bin/env bash
-# Diagnose the suite on the GPU machine: env, unit+cli tests (parallel), GPU tests
-# (serial, bounded), and where a `kopt eval` spends its wall time. Usage (on the GPU
-# machine, from the repo root, with build/ carried): bash bench/gpu_diag.sh
-# Full logs go to $OUT (or /tmp/kopt-out); a short table is printed last.
+# One device call that diagnoses the workbench on the GPU machine. Sections (arguments, in
+# order; default: env evalcost): env (GPU, clocks, `kopt devices --measure`), evalcost
+# (`kopt eval` wall time, step by step, small examples, warm and cold compile cache),
+# unit (every unit and CLI test), units:REGEX (those unit tests, verbose), gpu (the GPU test
+# scripts, each bounded by $GPU_T s), kb (KernelBench-style load_inline harness, cold and
+# warm). Usage on the GPU machine, from the repo root, with build/ carried:
+#   bash bench/gpu_diag.sh env evalcost gpu
+# Full logs are tarred to $OUT/diag.tgz (or /tmp/kopt-out); a short summary is printed last.
 set -u
-O=${OUT:-/tmp/kopt-out}; mkdir -p "$O"
-src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' build/CMakeCache.txt)
+FINAL=${OUT:-/tmp/kopt-out}; O=$FINAL/diag; mkdir -p "$O"
+B=${KOPT_BUILD:-build}; K=${KOPT_BIN:-$PWD/$B/kopt}
+src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$B/CMakeCache.txt")
 # the carried build names its source folder by absolute path: make it resolve here
 if [ -n "$src" ] && [ "$src" != "$PWD" ] && [ ! -e "$src" ]; then mkdir -p "$(dirname "$src")"; ln -s "$PWD" "$src"; fi
-export KOPT_CACHE_DIR=/tmp/kopt-cache KOPT_DB=/tmp/kopt-diag.db
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv > "$O/env.txt" 2>&1
-{ date -u; uname -r; nproc; } >> "$O/env.txt"
-K=$PWD/build/kopt
-for i in 1 2 3; do /usr/bin/time -f "wall %e s" $K eval examples/softmax examples/softmax/fast.cu --json > "$O/eval_softmax_$i.json" 2>> "$O/eval_times.txt"; done
-${DIAG_TESTS:-true} && { ctest --test-dir build -L 'unit|cli' -j8 --timeout 300 --output-on-failure > "$O/test_unit_cli.log" 2>&1; echo "unit+cli exit $?" >> "$O/summary.txt"; }
-${DIAG_GPU:-true} && for t in examples planted profile adversarial; do
-  s=$(date +%s); f=tests/gpu/test_$t.sh; [ $t = adversarial ] && f=tests/adversarial/test_adversarial.sh
-  timeout ${GPU_T:-120} bash $f $K > "$O/test_gpu_$t.log" 2>&1
-  echo "gpu_$t exit $? in $(( $(date +%s) - s )) s" >> "$O/summary.txt"; done
-grep -hE "Failed|\*\*\*|FAIL" "$O"/test_*.log | head -40
-cat "$O/eval_times.txt" "$O/summary.txt"
+export KOPT_CACHE_DIR=${KOPT_CACHE_DIR:-/tmp/kopt-cache} KOPT_DB=${KOPT_DB:-/tmp/kopt-diag.db}
+S=$O/summary.txt; : > "$S"
+say() { echo "$*" | tee -a "$S"; }
+steps() { python3 - "$@" <<'PY'
+import json, sys
+for f in sys.argv[1:]:
+    try: d = json.load(open(f))
+    except Exception as e: print(f, "unreadable", e); continue
+    w = d.get("wall_ms", {}); r = w.get("reference_setup_steps") or {}; c = w.get("candidate_setup_steps") or {}
+    fmt = lambda s: " ".join("%s=%.0f" % (k, v) for k, v in s.items() if v)
+    print("%-28s %-3s total=%.0f compile=%.0f verify=%.0f time=%.0f compare=%.0f | ref[%s] | cand[%s]" % (
+        f.split("/")[-1], d.get("verdict"), w.get("total", 0), w.get("compile", 0), w.get("verify", 0),
+        w.get("time", 0), w.get("compare") or 0, fmt(r), fmt(c)))
+PY
+}
+for sec in ${*:-env evalcost}; do
+  case $sec in
+  env)
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv > "$O/env.txt" 2>&1
+    { date -u; uname -r; nproc; } >> "$O/env.txt"; cat "$O/env.txt" >> "$S"
+    $K devices --measure > "$O/devices.txt" 2>&1; $K devices --json > "$O/devices.json" 2>&1
+    grep -E "GPU|fp64|fp32|DRAM copy" "$O/devices.txt" | tee -a "$S";;
+  evalcost)
+    say "== kopt eval wall time (ms), warm compile cache unless named cold"
+    for p in vector_add softmax; do
+      $K eval examples/$p examples/$p/fast.cu --json > /dev/null 2>&1   # warm the compile cache
+      for i in 1 2 3; do
+        s=$(date +%s%N); $K eval examples/$p examples/$p/fast.cu --json > "$O/ev_${p}_$i.json" 2>/dev/null
+        echo "$p run $i: process wall $(( ($(date +%s%N) - s) / 1000000 )) ms" >> "$O/ev_wall.txt"
+      done
+      rm -rf /tmp/kopt-cold; s=$(date +%s%N)
+      KOPT_CACHE_DIR=/tmp/kopt-cold $K eval examples/$p examples/$p/fast.cu --json > "$O/ev_${p}_cold.json" 2>/dev/null
+      echo "$p cold: process wall $(( ($(date +%s%N) - s) / 1000000 )) ms" >> "$O/ev_wall.txt"
+    done
+    steps "$O"/ev_*.json | tee -a "$S"; cat "$O/ev_wall.txt" | tee -a "$S";;
+  unit)
+    ctest --test-dir "$B" -L 'unit|cli' -j8 --timeout 300 --output-on-failure > "$O/test_unit_cli.log" 2>&1
+    say "unit+cli exit $?"; grep -E "tests passed|Failed|\*\*\*" "$O/test_unit_cli.log" | head -20 | tee -a "$S";;
+  units:*)
+    for t in $(ls "$B"/tests/ | grep -E "${sec#units:}"); do
+      [ -x "$B/tests/$t" ] || continue
+      timeout 300 "$B/tests/$t" > "$O/unit_$t.log" 2>&1; say "$t exit $?"
+      grep -E "FAIL|here|ktest:" "$O/unit_$t.log" | head -12 | tee -a "$S"
+    done;;
+  gpu)
+    for t in ${GPU_TESTS:-examples planted profile adversarial}; do
+      s=$(date +%s); f=tests/gpu/test_$t.sh; [ $t = adversarial ] && f=tests/adversarial/test_adversarial.sh
+      timeout "${GPU_T:-300}" bash $f "$K" > "$O/gpu_$t.log" 2>&1
+      say "gpu_$t exit $? in $(( $(date +%s) - s )) s: $(tail -1 "$O/gpu_$t.log")"
+      grep -E "^FAIL" -A1 "$O/gpu_$t.log" | head -6 | tee -a "$S"
+    done;;
+  probe)   # which NVRTC is found, and whether its log carries ptxas's resource report
+    cc -O2 -o /tmp/nvrtc_log bench/probe/nvrtc_log.c -ldl 2>/dev/null || cp "$B/probe_nvrtc_log" /tmp/nvrtc_log
+    { echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"; ldconfig -p | grep -E "nvrtc|curand"; /tmp/nvrtc_log
+      for l in /usr/local/cuda/lib64/libnvrtc.so.13 $(python3 -c "import nvidia, os; print(os.path.dirname(nvidia.__path__[0]))" 2>/dev/null)/nvidia/cu13/lib/libnvrtc.so.13; do
+        [ -e "$l" ] && /tmp/nvrtc_log "$l"; done; } > "$O/probe_nvrtc.txt" 2>&1
+    head -30 "$O/probe_nvrtc.txt" | tee -a "$S";;
+  overhead)  # what a kopt process costs around the evaluation
+    for args in "devices" "eval examples/softmax examples/softmax/fast.cu --no-store --json" \
+                "eval examples/softmax examples/softmax/fast.cu --json" "eval examples/softmax examples/softmax/fast.cu --json --precision 0"; do
+      s=$(date +%s%N); $K $args > "$O/overhead.json" 2>/dev/null
+      say "kopt $args: $(( ($(date +%s%N) - s) / 1000000 )) ms$(steps "$O/overhead.json" 2>/dev/null | grep -o ' total=[0-9]*.*time=[0-9]*')"
+    done
+    KOPT_PIN_OUTPUTS=1 $K eval examples/softmax examples/softmax/fast.cu --json > "$O/ev_softmax_pinned.json" 2>/dev/null
+    steps "$O/ev_softmax_pinned.json" | tee -a "$S";;
+  sanitize)  # the slow initcheck candidate, with progress on stderr
+    for tool in memcheck initcheck; do
+      s=$(date +%s); timeout "${SAN_T:-120}" $K eval examples/vector_add tests/adversarial/sanitize_uninitialized.cu --sanitize=$tool --budget-ms 20 --timeout 5 --json > "$O/san_$tool.json" 2> "$O/san_$tool.err" &
+      pid=$!; while kill -0 $pid 2>/dev/null; do sleep 15; echo "== $(( $(date +%s) - s )) s" >> "$O/san_ps.txt"; ps -eo pid,pgid,etime,pcpu,rss,args --sort=start_time | grep -E "kopt|sanitizer" | grep -v grep | cut -c1-200 >> "$O/san_ps.txt"; done
+      wait $pid; say "sanitize_uninitialized --sanitize=$tool: exit $? in $(( $(date +%s) - s )) s: $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["verdict"], d.get("sanitizer"))' "$O/san_$tool.json" 2>&1 | cut -c1-300)"
+    done
+    tail -20 "$O/san_ps.txt" | tee -a "$S";;
+  kb)
+    rm -rf /tmp/kb_build /root/.cache/torch_extensions
+    for k in cold warm; do
+      s=$(date +%s%N); PYTHONUNBUFFERED=1 timeout 300 python3 bench/kernelbench_style.py examples/softmax/fast.cu /tmp/kb_build > "$O/kb_$k.log" 2>&1
+      say "load_inline harness $k: process wall $(( ($(date +%s%N) - s) / 1000000 )) ms; $(tail -1 "$O/kb_$k.log")"
+    done;;
+  esac
+done
+tar czf "$FINAL/diag.tgz" -C "$FINAL" diag && cp "$S" "$FINAL/summary.txt" && rm -rf "$O"

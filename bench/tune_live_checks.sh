@@ -2,9 +2,9 @@
 # Live checks of kopt tune on the GPU that the recordings do not cover: two shapes with
 # --out (and the written winner evaluated by kopt eval), SIGINT during a live run then
 # --resume, profile_guided with static findings, and a short reduce_sum search.
-# On the device machine from the repository root with build-dev/ carried; output in $OUT.
+# On the device machine from the repository root with build/ carried (or $KOPT_BUILD); output in $OUT.
 set -u
-K=$PWD/build-dev/kopt; O=${OUT:-/tmp/kopt-out}; export KOPT_CACHE_DIR=/tmp/kopt-cache
+K=${KOPT_BIN:-$PWD/${KOPT_BUILD:-build}/kopt}; O=${OUT:-/tmp/kopt-out}; export KOPT_CACHE_DIR=/tmp/kopt-cache
 $K tune examples/softmax examples/softmax/tune.cu --sizes B=8192,N=4096 --sizes B=4096,N=8192 \
   --strategy random --budget 6 --fresh --no-store --out "$O/best.cu" --no-progress 2>&1 | tail -8
 $K eval examples/softmax "$O/best-2.cu" --size B=4096 --size N=8192 2>&1 | grep -E "^verdict|^time|candidate"

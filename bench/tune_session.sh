@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # GPU session for issue 5 (tuning), on the device machine from the repository root with
-# build-dev/ carried. Sections (arguments): record:P (exhaustive recording of P's template,
+# build/ carried. Sections (arguments): record:P (exhaustive recording of P's template,
 # resumable: the store is $TUNE_DB, default bench/results/tune-h200.db), kt (Kernel Tuner
 # live on the SGEMM template, wheels in bench/kt/wheels), kopt200 (kopt random 200 on SGEMM,
 # the same budget as the kt section), cublas (the cuBLAS SGEMM reference time).
 # TUNE_TIME: wall-time limit per recording call (default 480 s); TUNE_EXTRA: more kopt tune
 # arguments for record (e.g. --findings). Outputs go to $OUT.
 set -u
-K=${KOPT_BIN:-$PWD/build-dev/kopt}
+K=${KOPT_BIN:-$PWD/${KOPT_BUILD:-build}/kopt}
 FINAL=${OUT:-/tmp/kopt-out}; O=$FINAL/w; mkdir -p "$O" tests/data/tune/h200
 DB=${TUNE_DB:-bench/results/tune-h200.db}
 export KOPT_CACHE_DIR=/tmp/kopt-cache

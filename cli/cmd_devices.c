@@ -52,6 +52,8 @@ static void print_device_json(int i, int first, const kopt_device_info *d,
         g = json_object();
         for (int k = 0; k < KOPT_NCOMPUTE; k++)
             json_object_set_new(g, compute_names[k], rated(ce->gflops[k], ce->measured[k]));
+        json_object_set_new(g, "fp64_fma", rated(ce->fp64_fma_gflops, ce->fp64_fma_gflops > 0));
+        json_object_set_new(g, "fp64_dmma", rated(ce->fp64_tc_gflops, ce->fp64_tc_gflops > 0));
         json_object_set_new(o, "ceilings", json_pack(
             "{s:f, s:f, s:f, s:s, s:o, s:o, s:o}", "dram_copy_gbs", ce->dram_copy_gbs,
             "dram_read_gbs", ce->dram_read_gbs, "dram_write_gbs", ce->dram_write_gbs,
@@ -94,8 +96,16 @@ static void print_device_text(int i, const kopt_device_info *d, const kopt_ceili
     print_rate("DRAM write", ce->dram_write_gbs, "GB/s", ce->dram_write_gbs > 0);
     print_rate("L2 read", ce->l2_gbs, "GB/s", ce->l2_measured);
     print_rate("shared memory", ce->smem_gbs, "GB/s", ce->smem_measured);
-    for (int k = 0; k < KOPT_NCOMPUTE; k++)
+    for (int k = 0; k < KOPT_NCOMPUTE; k++) {
+        if (k == KOPT_COMPUTE_FP64 && (ce->fp64_fma_gflops > 0 || ce->fp64_tc_gflops > 0)) {
+            /* two paths with their own rates: a kernel is held to the one it uses */
+            print_rate("fp64 FMA", ce->fp64_fma_gflops / 1e3, "TFLOP/s", ce->fp64_fma_gflops > 0);
+            print_rate("fp64 DMMA (TC)", ce->fp64_tc_gflops / 1e3, "TFLOP/s",
+                       ce->fp64_tc_gflops > 0);
+            continue;
+        }
         print_rate(compute_names[k], ce->gflops[k] / 1e3, "TFLOP/s", ce->measured[k]);
+    }
 }
 
 int cmd_devices(int argc, char **argv)

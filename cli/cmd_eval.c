@@ -24,7 +24,9 @@ static void help(FILE *f)
         "  --seed S          input seed (default: fresh each run; printed)\n"
         "  --no-check-sizes  skip the problem's second size set\n"
         "  --no-time         verify only\n"
-        "  --budget-ms MS    GPU time for timed runs (default 100)\n"
+        "  --budget-ms MS    GPU time for timed runs at most (default 100)\n"
+        "  --precision PCT   stop timing once the median is known to +-PCT%% (95%%; default\n"
+        "                    0.5, after at least 50 runs); 0: spend the whole budget\n"
         "  --reps MIN:MAX    timed repetitions (default 10:1000)\n"
         "  --no-flush        do not flush the L2 before timed runs\n"
         "  --timeout S       seconds without progress before a worker is killed (default 10)\n"
@@ -234,6 +236,7 @@ int cmd_eval(int argc, char **argv)
         {"json", no_argument, NULL, 'j'}, {"verbose", no_argument, NULL, 'v'},
         {"sanitize", optional_argument, NULL, 'Z'}, {"limits", required_argument, NULL, 'L'},
         {"no-sandbox", no_argument, NULL, 'B'}, {"energy", optional_argument, NULL, 'E'},
+        {"precision", required_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     kopt_eval_opts eo = KOPT_EVAL_OPTS_INIT;
@@ -271,6 +274,9 @@ int cmd_eval(int argc, char **argv)
             if (sscanf(optarg, "%d:%d", &eo.min_reps, &eo.max_reps) != 2 || eo.min_reps < 1 ||
                 eo.max_reps < eo.min_reps)
                 goto bad_number;
+            break;
+        case 'P': eo.precision = strtod(optarg, &end) / 100.0;
+            if (*end || eo.precision < 0 || eo.precision >= 1) goto bad_number;
             break;
         case 'F': eo.no_flush = 1; break;
         case 't': eo.timeout_s = strtod(optarg, &end);

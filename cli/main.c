@@ -74,6 +74,26 @@ int cli_parse_size(kopt_ctx *ctx, const char *verb_name, const char *arg, kopt_v
     return 0;
 }
 
+/* `kopt --version`: the version and the worker program evaluations will start */
+static int version(void)
+{
+    kopt_ctx *ctx = cli_ctx(0);
+    const char *source = NULL;
+    char *worker = NULL;
+    int rc = 0;
+
+    printf("kopt %s\n", KOPT_VERSION);
+    if (kopt_worker_find(ctx, &worker, &source) == KOPT_OK) {
+        printf("worker %s (%s)\n", worker, source);
+    } else {
+        cli_error(ctx);
+        rc = KOPT_EXIT_ERROR;
+    }
+    free(worker);
+    kopt_ctx_free(ctx);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "__worker") == 0)
@@ -83,10 +103,8 @@ int main(int argc, char **argv)
         usage(stdout);
         return argc < 2 ? KOPT_EXIT_USAGE : 0;
     }
-    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
-        printf("kopt %s\n", KOPT_VERSION);
-        return 0;
-    }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0)
+        return version();
     for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
         if (strcmp(argv[1], verbs[i].name) == 0)
             return verbs[i].run(argc - 1, argv + 1);

@@ -80,7 +80,7 @@ typedef struct kopt_buf {
 #define KOPT_BUF_INIT {NULL, 0, 0}
 int kopt_buf_append(kopt_buf *b, const char *s, size_t n);        /* 0 or -1 (nomem) */
 int kopt_buf_printf(kopt_buf *b, const char *fmt, ...) KOPT_PRINTF(2, 3);
-int kopt_buf_vprintf(kopt_buf *b, const char *fmt, va_list ap);
+int kopt_buf_vprintf(kopt_buf *b, const char *fmt, va_list ap) KOPT_PRINTF(2, 0);
 const char *kopt_buf_cstr(const kopt_buf *b);                       /* never NULL */
 char *kopt_buf_detach(kopt_buf *b);                                 /* caller frees */
 void kopt_buf_free(kopt_buf *b);

@@ -31,8 +31,11 @@ typedef struct kopt_device_info {
 } kopt_device_info;
 
 /* Index by kopt_compute (fp32, fp64, fp16, bf16, tf32, fp8, int): GFLOP/s. Tensor-core
- * precisions (fp16..fp8) are dense rates with FP32 accumulation; fp64 is the better of
- * FMA and FP64 tensor cores. 0 means unknown (neither measured nor derivable). */
+ * precisions (fp16..fp8) are dense rates with FP32 accumulation. gflops[fp64] is the
+ * device's FP64 limit, the better of FMA and the FP64 tensor cores (DMMA): what no kernel
+ * can beat (the SUSPECT guard); fp64_fma_gflops and fp64_tc_gflops name the two paths,
+ * and a kernel without DMMA instructions is placed against the FMA rate (kopt__rates).
+ * 0 means unknown (neither measured nor derivable). */
 #define KOPT_NCOMPUTE 7
 typedef struct kopt_ceilings {
     int valid;
@@ -42,6 +45,8 @@ typedef struct kopt_ceilings {
     char measured_at[32];            /* ISO time of the measurement */
     double l2_gbs, smem_gbs;         /* L2 read and shared-memory read bandwidth (all SMs) */
     int l2_measured, smem_measured;  /* 1: measured; 0: spec-derived (or 0 GB/s: unknown) */
+    double fp64_fma_gflops;          /* FP64 FMA (DFMA) on the CUDA cores; 0: unknown */
+    double fp64_tc_gflops;           /* FP64 tensor cores (DMMA, sm_80+); 0: unknown/none */
 } kopt_ceilings;
 
 /* Name, UUID and compute capability of GPU `ordinal` through NVML (no CUDA context).

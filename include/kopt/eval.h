@@ -95,6 +95,18 @@ typedef struct kopt_sanitizer_report {
     char summary[1536];         /* the first findings, one per line */
 } kopt_sanitizer_report;
 
+/* Where a worker's start went, in wall milliseconds (docs/eval.md, "Where the time goes"). */
+typedef struct kopt_worker_setup {
+    double exec_ms;             /* fork to the worker's main: exec, dynamic loading */
+    double context_ms;          /* libcuda loaded, cuInit, the primary context */
+    double module_ms;           /* kopt's own kernels loaded */
+    double curand_ms;           /* cuRAND loaded and its generator made */
+    double buffers_ms;          /* the L2 flush buffer allocated and cleared */
+    double pin_ms;              /* the shared output buffer mapped and pinned */
+    double candidate_ms;        /* the subject's module (or shared object) loaded, guarded */
+    double total_ms;            /* main to ready (exec_ms not included) */
+} kopt_worker_setup;
+
 typedef struct kopt_eval_result {
     kopt_verdict verdict;
     char message[2048];         /* why, in one paragraph */
@@ -118,6 +130,8 @@ typedef struct kopt_eval_result {
     int compile_cache_hit;
     double compile_ms, verify_ms, time_ms, total_ms;  /* wall time of each stage */
     double ref_setup_ms, cand_setup_ms;   /* each worker's start: process, context, modules */
+    kopt_worker_setup ref_setup, cand_setup;   /* the same, step by step (0: not known) */
+    double compare_ms;          /* the parent's comparison of every output with the reference */
     int is_reference;           /* no candidate: the reference was evaluated */
     char candidate_hash[65];
     char problem_hash[65];
@@ -164,9 +178,15 @@ typedef struct kopt_eval_opts {
                                  * the outputs of its timed runs) */
     const kopt_ceilings *ceilings;  /* the device's ceilings when the caller has them (valid):
                                  * neither looked up in the store nor measured again */
+    double precision;           /* > 0: timed runs stop, after at least KOPT_PRECISION_MIN_REPS
+                                 * (and min_reps), once the median is known to within this
+                                 * fraction (half-width of its distribution-free 95% confidence
+                                 * interval over the median); default 0.005. 0: spend the whole
+                                 * budget (or max_reps) */
 } kopt_eval_opts;
 #define KOPT_EVAL_OPTS_INIT {1, 3, 0, NULL, 0, 0, 10.0, 25.0, 100.0, 10, 1000, 0, 0, NULL, NULL, \
-                             NULL, 1.10, 0, 120.0, 64.0, 65536.0, 0, 0.0, 0, NULL}
+                             NULL, 1.10, 0, 120.0, 64.0, 65536.0, 0, 0.0, 0, NULL, 0.005}
+#define KOPT_PRECISION_MIN_REPS 50
 enum { KOPT_SANITIZE_MEMCHECK = 1, KOPT_SANITIZE_RACECHECK = 2, KOPT_SANITIZE_INITCHECK = 4 };
 
 /* Evaluate `cand` (NULL: the reference alone, timed and placed on the roofline). Returns

@@ -10,6 +10,7 @@
 #include "kopt/eval.h"
 #include "kopt/store.h"
 #include "kopt/proc.h"
+#include "kopt/worker.h"
 #include "kopt/tune.h"
 #include "kopt/llm.h"
 

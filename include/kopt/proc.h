@@ -22,8 +22,11 @@ kopt_status kopt_proc_run(kopt_ctx *ctx, const char *const *argv, double timeout
  * malloc'd path, or NULL when not found. */
 char *kopt_find_program(const char *env_var, const char *name);
 
-/* The path of the running executable (for spawning workers). Borrowed. */
+/* The path of the running executable. Borrowed. */
 const char *kopt_self_exe(void);
+/* The path of libkopt.so when the running program uses the shared library; NULL when
+ * libkopt is linked into the program (libkopt.a). Borrowed. */
+const char *kopt_self_lib(void);
 
 #ifdef __cplusplus
 }

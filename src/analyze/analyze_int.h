@@ -94,9 +94,12 @@ double kopt__mem_frac(const kopt_kernel_view *k, double dflt);
 double kopt__total_ms(const kopt_analysis_input *in);
 /* The kernel's share of the candidate's time (1 when it cannot be told). */
 double kopt__share(const kopt_analysis_input *in, int kernel_index);
+/* 1 when a kernel's SASS has DMMA instructions, or when no SASS is known (classify.c). */
+int kopt__uses_dmma(const kopt_analysis_input *in);
 /* The roofline rates for the problem: DRAM GB/s and GFLOP/s of `compute` (the problem's
- * compute when < 0), from the measured ceilings, else spec-derived from the device. Returns
- * "measured", "spec-derived" or NULL (nothing known; both 0). */
+ * compute when < 0), from the measured ceilings, else spec-derived from the device; FP64
+ * against the FMA rate when the kernels' SASS has no DMMA. Returns "measured...",
+ * "spec-derived" or NULL (nothing known; both 0). */
 const char *kopt__rates(const kopt_analysis_input *in, int compute, double *gbs, double *gflops);
 /* Whether the input as a whole has what a KOPT_NEEDS_* bit asks for. */
 int kopt__has_need(const kopt_analysis_input *in, unsigned need);

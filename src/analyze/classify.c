@@ -38,6 +38,22 @@ const char *kopt_class_name(kopt_class c)
     }
 }
 
+/* 1 when any kernel's SASS has FP64 tensor-core (DMMA) instructions, or when no kernel's
+ * SASS is known (then the device's best FP64 rate is the honest bound). */
+int kopt__uses_dmma(const kopt_analysis_input *in)
+{
+    int known = 0;
+
+    for (int i = 0; i < in->nkernels; i++) {
+        if (!in->kernels[i].sass)
+            continue;
+        known = 1;
+        if (in->kernels[i].sass->dmma > 0)
+            return 1;
+    }
+    return !known;
+}
+
 const char *kopt__rates(const kopt_analysis_input *in, int compute, double *gbs, double *gflops)
 {
     const kopt_ceilings *c = in->ceil;
@@ -54,6 +70,10 @@ const char *kopt__rates(const kopt_analysis_input *in, int compute, double *gbs,
         if (c->dram_write_gbs > *gbs)
             *gbs = c->dram_write_gbs;
         *gflops = c->gflops[compute];
+        if (compute == KOPT_COMPUTE_FP64 && c->fp64_fma_gflops > 0 && !kopt__uses_dmma(in)) {
+            *gflops = c->fp64_fma_gflops;   /* no DMMA in its SASS: the FMA path's rate */
+            return "measured (FP64 FMA: no DMMA instructions)";
+        }
         return c->measured[compute] ? "measured" : "measured DRAM, spec-derived compute";
     }
     if (in->dev) {
@@ -126,6 +146,9 @@ static kopt_class analytic_class(const kopt_analysis_input *in, kopt_classificat
     }
     if (in->flops > 0 && in->bytes > 0)
         o->intensity = in->flops / in->bytes;
+    if (src && strstr(src, "FP64 FMA"))
+        say(o, "Compute ceiling: FP64 FMA, %.1f TFLOP/s (no DMMA instructions in the SASS, so "
+            "the FP64 tensor cores' rate does not apply). ", gflops / 1e3);
     if (gbs > 0)
         t_mem = in->bytes / (gbs * 1e6);
     if (gflops > 0)

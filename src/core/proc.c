@@ -1,9 +1,11 @@
 /* Child processes with captured output and a timeout (compilers, profilers). */
 #include "kopt/proc.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -85,6 +87,30 @@ const char *kopt_self_exe(void)
         return "kopt";
     path[n] = '\0';
     return path;
+}
+
+static const char lib_anchor;   /* an address inside libkopt, for dladdr */
+static char lib_path[4096];
+static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
+
+static void find_lib(void)
+{
+    Dl_info info;
+    char *lib = NULL, *exe = NULL;
+
+    /* a static libkopt is part of the program: dladdr names the program itself */
+    if (dladdr(&lib_anchor, &info) && info.dli_fname && info.dli_fname[0] &&
+        (lib = realpath(info.dli_fname, NULL)) && (exe = realpath(kopt_self_exe(), NULL)) &&
+        strcmp(lib, exe) != 0)
+        snprintf(lib_path, sizeof(lib_path), "%s", lib);
+    free(lib);
+    free(exe);
+}
+
+const char *kopt_self_lib(void)
+{
+    pthread_once(&lib_once, find_lib);
+    return lib_path[0] ? lib_path : NULL;
 }
 
 static char *exec_at(const char *dir, const char *name)

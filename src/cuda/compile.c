@@ -320,7 +320,7 @@ kopt_status kopt__compile_nvrtc(kopt_compiled **out, kopt_ctx *ctx, const kopt__
 
     /* key: everything that changes the binary */
     h = kopt_hash_new();
-    kopt_hash_add_str(h, "kopt-compile-v1");
+    kopt_hash_add_str(h, "kopt-compile-v2");   /* v2: resources with the driver's cache off */
     kopt_hash_add_str(h, c->compiler);
     kopt_hash_add_str(h, job->source);
     for (int i = 0; i < argc; i++)
@@ -381,6 +381,10 @@ kopt_status kopt__compile_nvrtc(kopt_compiled **out, kopt_ctx *ctx, const kopt__
         c->nkernels++;
     }
     kopt_parse_ptxas_report(rawlog ? rawlog : "", c->kernels, c->nkernels);
+    if (c->nkernels && !(rawlog && strstr(rawlog, "Used ")))
+        kopt_log(ctx, KOPT_LOG_WARN, "%s: NVRTC's log has no resource report (is "
+                 "CUDA_CACHE_DISABLE=0 set?): registers, shared memory and spills read as 0",
+                 job->path);
     if (nv->nvrtcGetCUBINSize(prog, &size) != NVRTC_SUCCESS || !size ||
         !(cubin = malloc(size)) || nv->nvrtcGetCUBIN(prog, cubin) != NVRTC_SUCCESS) {
         rc = kopt_seterr(ctx, KOPT_E_COMPILE, "%s: NVRTC produced no cubin for %s", job->path,

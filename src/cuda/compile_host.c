@@ -8,30 +8,45 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Whether <dir>/kopt/candidate.h exists; if so, `dir`'s absolute form goes to `out`. */
+static int has_candidate_h(const char *dir, char *out, size_t n)
+{
+    char *probe = dir ? kopt_path_join(dir, "kopt/candidate.h") : NULL;
+    char *abs = probe && access(probe, R_OK) == 0 ? realpath(dir, NULL) : NULL;
+    int ok = abs && strlen(abs) < n;
+
+    if (ok)
+        memcpy(out, abs, strlen(abs) + 1);
+    free(probe);
+    free(abs);
+    return ok;
+}
+
+/* The folder holding kopt/candidate.h, the first of: $KOPT_INCLUDE_DIR; the running
+ * program's ../include (bin/kopt, or build/kopt in the source tree); libkopt.so's folder's
+ * include folder (an installed or moved prefix); the install prefix compiled in; the
+ * source tree compiled in (the last resort, returned even when missing). */
 const char *kopt__include_dir(void)
 {
     static char dir[4096];
-    const char *env = getenv("KOPT_INCLUDE_DIR");
-    struct stat st;
-    char *exe_dir;
+    const char *env = getenv("KOPT_INCLUDE_DIR"), *lib = kopt_self_lib();
+    char *exe_dir, *lib_dir, *beside_exe, *beside_lib;
 
     if (env && env[0])
         return env;
-    /* build/kopt -> ../include, or bin/kopt -> ../include */
     exe_dir = kopt_path_dir(kopt_self_exe());
-    snprintf(dir, sizeof(dir), "%s/../include", exe_dir);
+    lib_dir = lib ? kopt_path_dir(lib) : NULL;
+    beside_exe = exe_dir ? kopt_path_join(exe_dir, "../include") : NULL;
+    beside_lib = lib_dir ? kopt_path_join(lib_dir, KOPT_LIB_TO_INCLUDE) : NULL;
+    if (!has_candidate_h(beside_exe, dir, sizeof(dir)) &&
+        !has_candidate_h(beside_lib, dir, sizeof(dir)) &&
+        !has_candidate_h(KOPT_INSTALL_INCLUDE, dir, sizeof(dir)))
+        snprintf(dir, sizeof(dir), "%s", KOPT_SOURCE_INCLUDE);
     free(exe_dir);
-    if (stat(dir, &st) == 0) {
-        char probe[4200];
-        snprintf(probe, sizeof(probe), "%s/kopt/candidate.h", dir);
-        if (stat(probe, &st) == 0)
-            return dir;
-    }
-#ifdef KOPT_SOURCE_INCLUDE
-    return KOPT_SOURCE_INCLUDE;
-#else
+    free(lib_dir);
+    free(beside_exe);
+    free(beside_lib);
     return dir;
-#endif
 }
 
 /* The shared object's SHA-256 sits beside it (<key>.so.sha256): a cached .so is used only
@@ -115,6 +130,7 @@ kopt_status kopt__compile_host(kopt_compiled **out, kopt_ctx *ctx, const kopt_ca
     }
     kopt__hash_headers(h, cand->dir);
     kopt_headers = kopt_path_join(kopt__include_dir(), "kopt");
+    kopt_log(ctx, KOPT_LOG_INFO, "host mode: kopt headers from %s", kopt_headers);
     kopt__hash_headers(h, kopt_headers);          /* candidate.h is part of the contract */
     for (int i = 0; i < cand->nincludes; i++) {
         char *inc = kopt_path_join(cand->dir, cand->includes[i]);

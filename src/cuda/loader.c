@@ -79,7 +79,17 @@ static void load_cu(void)
 static void load_nvrtc(void)
 {
     static const char *const names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", NULL};
-    void *h = open_any(names, &nvrtc_state);
+    void *h;
+
+    /* Where a GPU driver is installed, NVRTC answers a compile it has seen before from the
+     * driver's compute cache (~/.nv/ComputeCache) without running ptxas, and its log then
+     * lacks the resource report (registers, shared memory, spills) that kopt parses: seen on
+     * the H100 machine, 2026-11-25 ("0 registers"); NVIDIA/cuda-python#1124 reports the same.
+     * kopt caches compiles itself, by content, so it turns the driver's cache off for the
+     * compiles of this process (set once, before the first compile; an explicit setting by
+     * the user is kept). */
+    setenv("CUDA_CACHE_DISABLE", "1", 0);
+    h = open_any(names, &nvrtc_state);
     if (!h)
         return;
 #define X(name) if (sym(h, KOPT_STR(name), (void **)&nvrtc_api.name, &nvrtc_state, 1)) return;

@@ -37,6 +37,24 @@ static const char runtime_source[] =
 " int dist, double a, double b) {\n"
 "  GRID_STRIDE(i, n) store(dst, i, dtype, shape(src[i], dist, a, b));\n"
 "}\n"
+"/* Inputs without cuRAND, for runs under compute-sanitizer (which loads and instruments every\n"
+" * kernel of cuRAND's module, minutes for initcheck): a counter hash (splitmix64) of the\n"
+" * seed and the index gives uniforms in (0, 1]; pairs become normals by Box-Muller. */\n"
+"__device__ double kopt_u01(unsigned long long seed, long long i) {\n"
+"  unsigned long long z = seed + 0x9e3779b97f4a7c15ULL * (unsigned long long)(i + 1);\n"
+"  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL; z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;\n"
+"  z ^= z >> 31;\n"
+"  return ((double)(z >> 11) + 1.0) * (1.0 / 9007199254740992.0);\n"
+"}\n"
+"extern \"C\" __global__ void kopt_hash_random(double *dst, long long n, unsigned long long seed,"
+" int normal) {\n"
+"  GRID_STRIDE(i, n) {\n"
+"    if (!normal) { dst[i] = kopt_u01(seed, i); continue; }\n"
+"    long long j = i & ~1LL;\n"
+"    double r = sqrt(-2.0 * log(kopt_u01(seed, j))), t = 6.283185307179586 * kopt_u01(seed, j + 1);\n"
+"    dst[i] = (i & 1) ? r * sin(t) : r * cos(t);\n"
+"  }\n"
+"}\n"
 "extern \"C\" __global__ void kopt_set_value(void *dst, long long n, int dtype, double v) {\n"
 "  GRID_STRIDE(i, n) store(dst, i, dtype, v);\n"
 "}\n"
@@ -305,7 +323,7 @@ static const char *runtime_names[] = {
     "kopt_bw_copy", "kopt_bw_read", "kopt_bw_write", "kopt_fma_f32", "kopt_empty", "kopt_checksum",
     "kopt_l2_read", "kopt_smem_read", "kopt_fma_f64", "kopt_mma_f16", "kopt_mma_bf16",
     "kopt_mma_tf32", "kopt_mma_fp8", "kopt_mma_f64", "kopt_wgmma_f16", "kopt_wgmma_bf16",
-    "kopt_wgmma_tf32", "kopt_wgmma_fp8",
+    "kopt_wgmma_tf32", "kopt_wgmma_fp8", "kopt_hash_random",
 };
 
 kopt_status kopt_compile_runtime(kopt_compiled **out, kopt_ctx *ctx, const kopt_compile_opts *o)

@@ -118,6 +118,8 @@ static void ceilings_from_json(json_t *c, kopt_ceilings *out)
         out->gflops[k] = rate_fields[k] ? positive(c, rate_fields[k]) : 0;
         out->measured[k] = out->gflops[k] > 0;
     }
+    out->fp64_fma_gflops = positive(c, "fp64_fma_gflops");
+    out->fp64_tc_gflops = positive(c, "fp64_tc_gflops");
 }
 
 kopt_status kopt_ceilings_parse(kopt_ctx *ctx, const char *json_text, kopt_ceilings *out)

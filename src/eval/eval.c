@@ -140,12 +140,12 @@ static json_t *phase_json(const phase_plan *ph, const kopt_bound *b, const kopt_
     obj = json_pack("{s:s, s:o, s:o, s:o, s:o}", "label", ph->label, "sizes", sz, "tensors", ts,
                     "launches", ls, "trials", tr);
     if (ph->timed)
-        json_object_set_new(obj, "timing", json_pack("{s:I, s:I, s:b, s:f, s:f, s:i, s:i, s:b}",
+        json_object_set_new(obj, "timing", json_pack("{s:I, s:I, s:b, s:f, s:f, s:i, s:i, s:b, s:f}",
                             "seed", (json_int_t)ph->timing_seed, "offset",
                             (json_int_t)out_at(ph, ph->ntrials + 1), "check_inputs", 1,
                             "warmup_ms", o->warmup_ms, "budget_ms", o->budget_ms,
                             "min_reps", o->min_reps, "max_reps", o->max_reps, "flush_l2",
-                            !o->no_flush));
+                            !o->no_flush, "precision", o->precision > 0 ? o->precision : 0.0));
     return obj;
 }
 
@@ -211,6 +211,7 @@ static kopt_status start_subject(kopt_ctx *ctx, int is_ref, int measured, int se
         return kopt_seterr(ctx, KOPT_E_NOMEM, "job");
     if (serve)
         json_object_set_new(job, "serve", json_true());
+    json_object_set_new(job, "spawned_ms", json_real(kopt_now_ms()));
     rc = kopt__worker_start(ctx, job, total, proc);
     json_decref(job);
     return rc;
@@ -235,6 +236,21 @@ json_t *kopt__eval_job(const kopt_problem *prob, const kopt_bound *b, const kopt
     job = subject_job(0, 1, &ph, 1, comp, rt, o, extra);   /* untimed: `measured` moot */
     json_decref(extra);
     return job;
+}
+
+/* A worker's start, step by step, from its "device" object (worker.c: run_job). */
+static void setup_from_device(json_t *dev, kopt_worker_setup *out)
+{
+#define F(field, key) out->field = json_number_value(json_object_get(dev, key))
+    F(exec_ms, "exec_ms");
+    F(context_ms, "context_ms");
+    F(module_ms, "module_ms");
+    F(curand_ms, "curand_ms");
+    F(buffers_ms, "buffers_ms");
+    F(pin_ms, "pin_ms");
+    F(candidate_ms, "candidate_ms");
+    F(total_ms, "setup_ms");
+#undef F
 }
 
 /* Verdict for a worker that did not finish with "result". */
@@ -954,8 +970,10 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
         refp = &S->ref_run;
     }
     kopt__device_from_json(refp->device, &r->device);
-    if (ref_ran)
+    if (ref_ran) {
         r->ref_setup_ms = json_number_value(json_object_get(refp->device, "setup_ms"));
+        setup_from_device(refp->device, &r->ref_setup);
+    }
     r->device.ordinal = o.device;
     if (phases[0].timed)
         timing_from_run(refp, 0, &r->ref_timing);
@@ -986,6 +1004,8 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
         goto fail;
     r->cand_setup_ms = served_before ? 0 :
         json_number_value(json_object_get(cand_run.device, "setup_ms"));
+    if (!served_before)
+        setup_from_device(cand_run.device, &r->cand_setup);
     if (json_is_object(json_object_get(cand_run.device, "sandbox"))) {
         char *js = json_dumps(json_object_get(cand_run.device, "sandbox"), JSON_COMPACT);
         snprintf(r->sandbox, sizeof(r->sandbox), "%s", js ? js : "");
@@ -1043,8 +1063,10 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
             goto done;
         }
     }
+    r->compare_ms = kopt_now_ms();
     for (int p = 0; p < nphases; p++)
         ncompared += compare_phase(r, &phases[p], cand_run.shm, refp->shm);
+    r->compare_ms = kopt_now_ms() - r->compare_ms;
     /* wall time split: everything the workers did except their timed loops is verification */
     r->time_ms = (ref_ran ? timing_wall(refp) : 0) + timing_wall(&cand_run);
     r->verify_ms = kopt_now_ms() - t1 - r->time_ms;

@@ -47,6 +47,16 @@ static json_t *vars_json(const kopt_vars *v)
     return o;
 }
 
+static json_t *setup_json(const kopt_worker_setup *s)
+{
+    if (s->total_ms <= 0)
+        return json_null();
+    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "exec", num(s->exec_ms),
+                     "context", num(s->context_ms), "module", num(s->module_ms), "curand",
+                     num(s->curand_ms), "buffers", num(s->buffers_ms), "pin", num(s->pin_ms),
+                     "candidate", num(s->candidate_ms), "total", num(s->total_ms));
+}
+
 char *kopt_eval_result_json(const kopt_eval_result *r)
 {
     json_t *root = json_object(), *checks = json_array(), *kernels = json_array();
@@ -113,11 +123,13 @@ char *kopt_eval_result_json(const kopt_eval_result *r)
                             r->energy_runs, "window_s", num(r->energy_window_s)));
     json_object_set_new(root, "roofline", roofline_json(&r->roofline));
     json_object_set_new(root, "reference_roofline", roofline_json(&r->ref_roofline));
-    json_object_set_new(root, "wall_ms", json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "compile",
-                        num(r->compile_ms), "verify", num(r->verify_ms), "time", num(r->time_ms),
-                        "total", num(r->total_ms), "reference_worker_setup",
+    json_object_set_new(root, "wall_ms", json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+                        "compile", num(r->compile_ms), "verify", num(r->verify_ms), "time",
+                        num(r->time_ms), "total", num(r->total_ms), "reference_worker_setup",
                         num(r->ref_setup_ms), "candidate_worker_setup",
-                        num(r->cand_setup_ms)));
+                        num(r->cand_setup_ms), "compare", num(r->compare_ms),
+                        "reference_setup_steps", setup_json(&r->ref_setup),
+                        "candidate_setup_steps", setup_json(&r->cand_setup)));
     json_object_set_new(root, "compile_cache_hit", json_boolean(r->compile_cache_hit));
     json_object_set_new(root, "compile_log", r->compile_log ? json_string(r->compile_log)
                                                             : json_null());

@@ -3,6 +3,7 @@
 #include "sandbox_int.h"
 #include "kopt/device.h"
 #include "kopt/proc.h"
+#include "kopt/worker.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -33,8 +34,9 @@ void kopt__worker_run_free(kopt__worker_run *r)
     memset(r, 0, sizeof(*r));
 }
 
-/* argv for the worker: `kopt __worker`, or behind a wrapper (compute-sanitizer, ncu) */
-static char **worker_argv(json_t *wrap)
+/* argv for the worker: `<worker> __worker` (kopt/worker.h finds it; kopt-worker takes the
+ * same argv as `kopt __worker`), or the same behind a wrapper (compute-sanitizer, ncu) */
+static char **worker_argv(json_t *wrap, char *worker)
 {
     size_t n = json_array_size(wrap), i;
     char **argv = calloc(n + 3, sizeof(char *));
@@ -43,12 +45,12 @@ static char **worker_argv(json_t *wrap)
         return NULL;
     for (i = 0; i < n; i++)
         argv[i] = (char *)json_string_value(json_array_get(wrap, i));
-    argv[n] = n ? (char *)kopt_self_exe() : "kopt";   /* argv[0] when kopt runs itself */
+    argv[n] = worker;
     argv[n + 1] = "__worker";
     return argv;
 }
 
-static void child(int job_r, int ev_w, int shm_fd, int log_fd, char **argv, int wrapped,
+static void child(int job_r, int ev_w, int shm_fd, int log_fd, char **argv,
                   const kopt__sandbox_limits *sandbox)
 {
     /* move everything above the target numbers first so dup2 cannot clobber a source */
@@ -65,10 +67,7 @@ static void child(int job_r, int ev_w, int shm_fd, int log_fd, char **argv, int 
         close(fd);
     if (sandbox)
         kopt__sandbox_enter(sandbox);
-    if (wrapped)
-        execvp(argv[0], argv);
-    else
-        execv(kopt_self_exe(), argv);
+    execvp(argv[0], argv);   /* a wrapper from PATH, or the worker's absolute path */
     _exit(121);
 }
 
@@ -115,7 +114,7 @@ kopt_status kopt__worker_start(kopt_ctx *ctx, json_t *job, size_t shm_size,
 {
     int job_p[2] = {-1, -1}, ev_p[2] = {-1, -1}, shm_fd = -1;
     kopt__worker_proc *w = calloc(1, sizeof(*w));
-    char *text = NULL, **argv = NULL;
+    char *text = NULL, **argv = NULL, *worker = NULL;
     size_t text_len, written = 0;
     kopt_status rc = KOPT_OK;
     kopt__sandbox_limits lim;
@@ -164,7 +163,9 @@ kopt_status kopt__worker_start(kopt_ctx *ctx, json_t *job, size_t shm_size,
         lim.no_network = json_is_true(json_object_get(sb, "no_network"));
         json_object_set_new(sb, "tmpdir", json_string(w->tmpdir));
     }
-    if (!(argv = worker_argv(json_object_get(job, "wrap")))) {
+    if ((rc = kopt_worker_find(ctx, &worker, NULL)) != KOPT_OK)
+        goto cleanup;
+    if (!(argv = worker_argv(json_object_get(job, "wrap"), worker))) {
         rc = kopt_seterr(ctx, KOPT_E_NOMEM, "worker arguments");
         goto cleanup;
     }
@@ -181,8 +182,7 @@ kopt_status kopt__worker_start(kopt_ctx *ctx, json_t *job, size_t shm_size,
         goto cleanup;
     }
     if (w->pid == 0)
-        child(job_p[0], ev_p[1], shm_fd, w->log_fd, argv,
-              json_array_size(json_object_get(job, "wrap")) > 0, sb ? &lim : NULL);
+        child(job_p[0], ev_p[1], shm_fd, w->log_fd, argv, sb ? &lim : NULL);
     setpgid(w->pid, w->pid);
     signal(SIGPIPE, SIG_IGN);
     while (written < text_len + 1) {
@@ -203,6 +203,7 @@ kopt_status kopt__worker_start(kopt_ctx *ctx, json_t *job, size_t shm_size,
 cleanup:
     free(text);
     free(argv);
+    free(worker);
     for (int i = 0; i < 2; i++) {
         if (job_p[i] >= 0)
             close(job_p[i]);

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,6 +162,16 @@ static kopt_status generate(worker *w, uint64_t seed)
             w->rand_cap = (size_t)n_even * 8;
             CU(cuMemAlloc(&w->rand_buf, w->rand_cap), "allocate the random buffer");
         }
+        if (!w->cr) {                  /* under a sanitizer: kopt's own counter hash */
+            unsigned long long hs = mix64(seed ^ mix64((uint64_t)i + 1));
+            int normal = dist == KOPT_DIST_NORMAL;
+            void *params[] = {&w->rand_buf, &n_even, &hs, &normal};
+            kopt_status rc = wk_launch_rt(w, w->f_hash_random, n_even, params, "generate");
+            if (rc != KOPT_OK)
+                return rc;
+            dbl = 1;
+            goto convert;
+        }
         w->cr->curandSetPseudoRandomGeneratorSeed(w->gen, mix64(seed ^ mix64((uint64_t)i + 1)));
         w->cr->curandSetGeneratorOffset(w->gen, 0);
         if (dist == KOPT_DIST_NORMAL)
@@ -174,6 +185,7 @@ static kopt_status generate(worker *w, uint64_t seed)
             return kopt_seterr(w->ctx, KOPT_E_CUDA, "cuRAND failed (%d) for tensor %s", (int)s,
                                t->t.name);
         }
+convert:
         {
             void *params[] = {&w->rand_buf, &t->ptr, &n, &dtype, &dist, &a, &b};
             kopt_status rc = wk_launch_rt(w, dbl ? w->f_from_f64 : w->f_from_f32, n, params, "generate");
@@ -572,6 +584,41 @@ static double median_sample(json_t *samples)
     return t.median_ms;
 }
 
+/* Timed runs between two looks at the median's precision. */
+#define PRECISION_CHUNK 16
+
+/* 1 when the median of `samples` is known to within `precision` (a fraction of it): the
+ * half-width of its distribution-free 95% confidence interval, the order statistics at
+ * n/2 -+ 0.98 sqrt(n) (normal approximation to the binomial), over the median. */
+int wk_median_known(const float *sorted, int n, double precision)
+{
+    double half = 0.98 * sqrt((double)n);
+    int lo = (int)floor(n / 2.0 - half), hi = (int)ceil(n / 2.0 + half);
+    double med;
+
+    if (n < 8 || lo < 0 || hi > n - 1)
+        return 0;
+    med = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+    return med > 0 && 0.5 * (sorted[hi] - sorted[lo]) <= precision * med;
+}
+
+static int median_known(json_t *samples, double precision)
+{
+    size_t n = json_array_size(samples), i;
+    float *v = malloc((n ? n : 1) * sizeof(float));
+    json_t *x;
+    int known;
+
+    if (!v)
+        return 0;
+    json_array_foreach(samples, i, x)
+        v[i] = (float)json_number_value(x);
+    qsort(v, n, sizeof(float), wk_cmp_float);
+    known = wk_median_known(v, (int)n, precision);
+    free(v);
+    return known;
+}
+
 static kopt_status run_timing(worker *w, int phase, json_t *tm, json_t *result)
 {
     uint64_t seed = (uint64_t)json_integer_value(json_object_get(tm, "seed"));
@@ -581,6 +628,7 @@ static kopt_status run_timing(worker *w, int phase, json_t *tm, json_t *result)
     int min_reps = (int)json_integer_value(json_object_get(tm, "min_reps"));
     int max_reps = (int)json_integer_value(json_object_get(tm, "max_reps"));
     int flush = json_is_true(json_object_get(tm, "flush_l2"));
+    double precision = json_number_value(json_object_get(tm, "precision"));
     int min_warm = json_is_integer(json_object_get(tm, "min_warmup"))
                        ? (int)json_integer_value(json_object_get(tm, "min_warmup")) : 3;
     CUevent ev[2 * CHUNK];
@@ -643,8 +691,12 @@ static kopt_status run_timing(worker *w, int phase, json_t *tm, json_t *result)
         qsort(o, CHUNK, sizeof(float), wk_cmp_float);
         json_object_set_new(result, "event_overhead_ms", json_real(o[CHUNK / 2]));
     }
-    /* timed repetitions, in chunks of about a second of work so heartbeats keep coming */
-    while (reps < max_reps && (reps < min_reps || total < budget_ms)) {
+    /* timed repetitions, in chunks of about a second of work so heartbeats keep coming;
+     * with a precision, in smaller chunks, stopping once the median is known well enough */
+    if (precision > 0 && min_reps < KOPT_PRECISION_MIN_REPS)
+        min_reps = KOPT_PRECISION_MIN_REPS < max_reps ? KOPT_PRECISION_MIN_REPS : max_reps;
+    while (reps < max_reps && (reps < min_reps || total < budget_ms) &&
+           !(precision > 0 && reps >= min_reps && median_known(samples, precision))) {
         int chunk = CHUNK;
         if (est > 0 && (int)(1000.0 / est) < chunk)
             chunk = (int)(1000.0 / est) > 1 ? (int)(1000.0 / est) : 1;
@@ -655,6 +707,10 @@ static kopt_status run_timing(worker *w, int phase, json_t *tm, json_t *result)
             if (want < chunk)
                 chunk = want > 1 ? want : 1;
         }
+        if (precision > 0 && reps >= min_reps && chunk > PRECISION_CHUNK)
+            chunk = PRECISION_CHUNK;
+        else if (precision > 0 && reps < min_reps && chunk > min_reps - reps)
+            chunk = min_reps - reps;
         if (chunk > max_reps - reps)
             chunk = max_reps - reps;
         for (int r = 0; r < chunk; r++) {
@@ -757,7 +813,7 @@ static kopt_status setup(worker *w, json_t *job, json_t **dev)
 {
     int ordinal = (int)json_integer_value(json_object_get(job, "device"));
     const char *rt = json_string_value(json_object_get(job, "runtime"));
-    double t0 = kopt_now_ms(), t_ctx, t_rand;
+    double t0 = kopt_now_ms(), t_ctx, t_rand, t_mod, t_buf;
     kopt_status rc;
 
     if ((rc = kopt__cuda_load(w->ctx, &w->cu)) != KOPT_OK) {
@@ -784,6 +840,7 @@ static kopt_status setup(worker *w, json_t *job, json_t **dev)
         w->fail_kind = "harness";
         return kopt_seterr(w->ctx, KOPT_E_INVALID, "job has no runtime module");
     }
+    t_mod = kopt_now_ms();
     if ((rc = load_module(w, rt, &w->rt)) != KOPT_OK)
         return rc;
 #define GETF(var, name) CU(cuModuleGetFunction(&w->var, w->rt, name), "runtime kernel " name)
@@ -798,20 +855,27 @@ static kopt_status setup(worker *w, json_t *job, json_t **dev)
     GETF(f_fma, "kopt_fma_f32");
     GETF(f_empty, "kopt_empty");
     GETF(f_checksum, "kopt_checksum");
+    GETF(f_hash_random, "kopt_hash_random");
 #undef GETF
     t_rand = kopt_now_ms();
-    if ((rc = kopt__curand_load(w->ctx, &w->cr)) != KOPT_OK) {
+    if (json_array_size(json_object_get(job, "wrap")) > 0) {
+        /* under compute-sanitizer, cuRAND's module (every kernel of it instrumented) would
+         * cost minutes: inputs come from kopt_hash_random instead (generate) */
+        w->cr = NULL;
+    } else if ((rc = kopt__curand_load(w->ctx, &w->cr)) != KOPT_OK) {
         w->fail_kind = "harness";
         return rc;
     }
-    if (w->cr->curandCreateGenerator(&w->gen, CURAND_RNG_PSEUDO_PHILOX4_32_10) !=
-            CURAND_STATUS_SUCCESS ||
-        w->cr->curandSetStream(w->gen, (cudaStream_t)w->stream) != CURAND_STATUS_SUCCESS) {
+    if (w->cr && (w->cr->curandCreateGenerator(&w->gen, CURAND_RNG_PSEUDO_PHILOX4_32_10) !=
+                      CURAND_STATUS_SUCCESS ||
+                  w->cr->curandSetStream(w->gen, (cudaStream_t)w->stream) != CURAND_STATUS_SUCCESS)) {
         w->fail_kind = "harness";
         return kopt_seterr(w->ctx, KOPT_E_CUDA, "cannot create the cuRAND generator");
     }
     json_object_set_new(*dev, "context_ms", json_real(t_ctx));
+    json_object_set_new(*dev, "module_ms", json_real(t_rand - t_mod));
     json_object_set_new(*dev, "curand_ms", json_real(kopt_now_ms() - t_rand));
+    t_buf = kopt_now_ms();
     CU(cuMemAlloc(&w->sink, 4096), "allocate");
     {
         int l2 = (int)json_integer_value(json_object_get(*dev, "l2_bytes"));
@@ -820,6 +884,7 @@ static kopt_status setup(worker *w, json_t *job, json_t **dev)
         CU(cuMemAlloc(&w->flush_buf, bytes), "allocate the L2 flush buffer");
         CU(cuMemsetD8(w->flush_buf, 0, bytes), "clear the L2 flush buffer");
     }
+    json_object_set_new(*dev, "buffers_ms", json_real(kopt_now_ms() - t_buf));
     return KOPT_OK;
 }
 
@@ -1027,10 +1092,14 @@ static kopt_status run_job(worker *w, json_t *job, kopt_buf *rest)
     const char *op = json_string_value(json_object_get(job, "op"));
     json_t *dev = NULL, *result = NULL;
     kopt_status rc;
-    double t_setup = kopt_now_ms();
+    double t_setup = kopt_now_ms(), t_pin, t_cand;
+    double spawned = json_number_value(json_object_get(job, "spawned_ms"));
 
     if ((rc = setup(w, job, &dev)) != KOPT_OK)
         return rc;
+    if (spawned > 0)    /* the parent's fork to here: exec, dynamic loading, reading the job */
+        json_object_set_new(dev, "exec_ms", json_real(t_setup - spawned));
+    t_pin = kopt_now_ms();
     w->shm_size = (size_t)json_integer_value(json_object_get(job, "shm_size"));
     if (w->shm_size && (!op || strcmp(op, "run") == 0)) {
         void *m = mmap(NULL, w->shm_size, PROT_READ | PROT_WRITE, MAP_SHARED,
@@ -1042,14 +1111,22 @@ static kopt_status run_job(worker *w, json_t *job, kopt_buf *rest)
                                strerror(errno));
         }
         w->shm = m;
-        /* pinned, so outputs come back by DMA at full speed; pageable copies still work */
-        if (w->cu->cuMemHostRegister(m, w->shm_size, 0) != CUDA_SUCCESS)
+        /* Pinned, so outputs come back by DMA at full speed. On the H100 machine pinning
+         * 0.6-1.3 GB costs 400-760 ms, most of it first touch of fresh memory, yet pageable
+         * copies made the evaluation 50% slower in all, and faulting the pages in on a thread
+         * beside the context's creation only slowed that down (2026-11-25,
+         * bench/results/2026-11-25-h100-eval-speed.md). KOPT_PIN_OUTPUTS=0: pageable. */
+        if (!(getenv("KOPT_PIN_OUTPUTS") && strcmp(getenv("KOPT_PIN_OUTPUTS"), "0") == 0) &&
+            w->cu->cuMemHostRegister(m, w->shm_size, 0) != CUDA_SUCCESS)
             kopt_log(w->ctx, KOPT_LOG_INFO, "output buffer not pinned");
     }
+    t_cand = kopt_now_ms();
     if ((rc = guard_candidate(w, job, dev)) != KOPT_OK || (rc = load_candidate(w, job)) != KOPT_OK) {
         json_decref(dev);
         return rc;
     }
+    json_object_set_new(dev, "pin_ms", json_real(t_cand - t_pin));
+    json_object_set_new(dev, "candidate_ms", json_real(kopt_now_ms() - t_cand));
     json_object_set_new(dev, "setup_ms", json_real(kopt_now_ms() - t_setup));
     wk_emit(json_pack("{s:s, s:O}", "event", "hello", "device", dev));
     /* the parent's "go" (any line after the job; left in `rest`), or EOF: it went away */

@@ -1,7 +1,8 @@
 /*
  * Internal: the worker process and its protocol.
  *
- * The parent (which never creates a CUDA context) starts `kopt __worker` with the job as
+ * The parent (which never creates a CUDA context) starts the worker program (kopt/worker.h:
+ * kopt-worker, or `kopt __worker`) with the job as
  * one line of JSON on stdin (then "go" on a second line once the GPU is free), a pipe for events on fd 3 (one JSON object per line), and a shared
  * memory file on fd 4 into which the worker copies the outputs of each run. The worker's
  * own stdout/stderr go to a log file. Events:

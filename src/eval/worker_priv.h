@@ -49,7 +49,7 @@ typedef struct worker {
     CUstream stream;
     CUmodule rt, mod;
     CUfunction f_from_f32, f_from_f64, f_set, f_fill, f_flush, f_copy, f_read, f_write, f_fma;
-    CUfunction f_empty, f_checksum;
+    CUfunction f_empty, f_checksum, f_hash_random;
     curandGenerator_t gen;
     CUdeviceptr rand_buf, flush_buf, sink;
     size_t rand_cap, flush_n4;
@@ -83,6 +83,8 @@ kopt_status wk_cufail(worker *w, CUresult r, const char *what);
 unsigned wk_grid_for(worker *w, long long n);
 kopt_status wk_launch_rt(worker *w, CUfunction f, long long n, void **params, const char *what);
 int wk_cmp_float(const void *a, const void *b);
+/* 1 when the median of n sorted samples is known to within `precision` of itself (95%). */
+int wk_median_known(const float *sorted, int n, double precision);
 /* Measure DRAM bandwidth and compute rates into `out` (worker_ceilings.c). */
 kopt_status wk_measure_ceilings(worker *w, json_t *out);
 /* Profile the job's first phase with CUPTI's range profiler into `result` (worker_profile.c). */

@@ -136,6 +136,8 @@ kopt_status kopt_store_get_ceilings(kopt_store *s, kopt_ctx *ctx, const char *uu
             out->smem_gbs = json_number_value(json_object_get(j, "smem_gbs"));
             out->l2_measured = json_is_true(json_object_get(j, "l2_measured"));
             out->smem_measured = json_is_true(json_object_get(j, "smem_measured"));
+            out->fp64_fma_gflops = json_number_value(json_object_get(j, "fp64_fma_gflops"));
+            out->fp64_tc_gflops = json_number_value(json_object_get(j, "fp64_tc_gflops"));
             snprintf(out->measured_at, sizeof(out->measured_at), "%s",
                      sqlite3_column_text(st, 1) ? (const char *)sqlite3_column_text(st, 1) : "");
             *found = 1;
@@ -167,6 +169,8 @@ kopt_status kopt_store_put_device(kopt_store *s, kopt_ctx *ctx, const kopt_devic
     json_object_set_new(cj, "l2_measured", json_boolean(c->l2_measured));
     json_object_set_new(cj, "smem_gbs", json_real(c->smem_gbs));
     json_object_set_new(cj, "smem_measured", json_boolean(c->smem_measured));
+    json_object_set_new(cj, "fp64_fma_gflops", json_real(c->fp64_fma_gflops));
+    json_object_set_new(cj, "fp64_tc_gflops", json_real(c->fp64_tc_gflops));
     ctext = json_dumps(cj, JSON_COMPACT);
     json_decref(cj);
     snprintf(cc, sizeof(cc), "%d.%d", d->cc_major, d->cc_minor);

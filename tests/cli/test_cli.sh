@@ -61,6 +61,13 @@ begin "kopt --version"
 run --version
 expect_rc 0
 expect_out "^kopt [0-9]+\.[0-9]+"
+expect_out "^worker /.*/kopt-worker \(beside the program\)$"
+end
+
+begin "kopt --version with KOPT_WORKER naming nothing"
+KOPT_WORKER=$WORK/no-such-worker run --version
+expect_rc 10
+expect_err "KOPT_WORKER=.*/no-such-worker is not an executable file"
 end
 
 begin "kopt without a verb"

@@ -14,10 +14,11 @@ verdict_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["
 expect() {
   local want=$1 prob=$2 cand=$3 out got; shift 3
   out=$TMP/$(basename "${cand:-reference}" .cu).$RANDOM.json
+  local t0=$SECONDS
   "$K" eval "$prob" ${cand:+"$cand"} --json "$@" > "$out" 2> "$out.err"
   got=$(verdict_of "$out")
   if [[ "|$want|" == *"|$got|"* ]]; then
-    passed=$((passed + 1)); echo "ok    $want  ${cand:-$prob (reference)}"
+    passed=$((passed + 1)); echo "ok    $want  ${cand:-$prob (reference)}  ($((SECONDS - t0)) s)"
   else
     failed=$((failed + 1)); echo "FAIL  expected $want, got $got: $cand"
     python3 -c 'import json,sys; print("      " + json.load(open(sys.argv[1]))["message"])' "$out" 2>/dev/null || cat "$out.err"

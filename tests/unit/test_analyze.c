@@ -233,6 +233,33 @@ static void test_classify_gemm_compute(void)
     kopt_metrics_clear(&f.m);
 }
 
+/* FP64: the device's FP64 limit is the DMMA rate, but a kernel whose SASS has no DMMA is
+ * held to the FMA rate; without SASS the best rate stays the bound. */
+static void test_classify_fp64_fma_vs_dmma(void)
+{
+    fx f;
+    kopt_classification c;
+
+    fx_init(&f);
+    gemm(&f, 4096);
+    f.in.compute = KOPT_COMPUTE_FP64;
+    f.ceil.gflops[KOPT_COMPUTE_FP64] = 60000;
+    f.ceil.measured[KOPT_COMPUTE_FP64] = 1;
+    f.ceil.fp64_fma_gflops = 30000;
+    f.ceil.fp64_tc_gflops = 60000;
+    kopt_classify(&f.in, &c);               /* no SASS known: the best rate */
+    CHECK_NEAR(c.ridge, 60000.0 / 4000, 1e-9);
+    with_sass(&f);
+    f.sass.dfma = 100;
+    kopt_classify(&f.in, &c);               /* DFMA only: the FMA rate */
+    CHECK_NEAR(c.ridge, 30000.0 / 4000, 1e-9);
+    CHECK_STR_CONTAINS(c.reasoning, "FMA");
+    f.sass.dmma = 8;
+    kopt_classify(&f.in, &c);               /* DMMA present: the tensor-core rate */
+    CHECK_NEAR(c.ridge, 60000.0 / 4000, 1e-9);
+    kopt_metrics_clear(&f.m);
+}
+
 static void test_classify_tiny_latency(void)
 {
     fx f;
@@ -1244,6 +1271,7 @@ int main(int argc, char **argv)
     static const ktest_case cases[] = {
         KTEST(test_classify_vector_add_memory),
         KTEST(test_classify_gemm_compute),
+        KTEST(test_classify_fp64_fma_vs_dmma),
         KTEST(test_classify_tiny_latency),
         KTEST(test_classify_disagreement_gemm_measured_memory),
         KTEST(test_classify_disagreement_measured_latency),

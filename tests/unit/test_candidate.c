@@ -545,8 +545,9 @@ static void test_bind_errors_name_the_launch(void)
 
     for (int i = 0; i < KTEST_COUNT(cases); i++) {
         kopt_bound *b = NULL;
-        if (!CHECK_EQ_INT(bind_at(&b, cases[i].text, NULL, NULL), KOPT_E_INVALID) |
-            !CHECK_STR_CONTAINS(kopt_errmsg(ctx), cases[i].message))
+        int bad = !CHECK_EQ_INT(bind_at(&b, cases[i].text, NULL, NULL), KOPT_E_INVALID);
+        bad |= !CHECK_STR_CONTAINS(kopt_errmsg(ctx), cases[i].message);   /* both checked */
+        if (bad)
             fprintf(stderr, "  ^ case %d\n", i);
         CHECK(b == NULL);
         kopt_bound_free(b);

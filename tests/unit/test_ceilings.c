@@ -125,6 +125,9 @@ static void test_parse_hopper_answer(void)
     CHECK_EQ_INT(kopt_ceilings_parse(ctx, text, &c), KOPT_OK);
     /* fp64 is the worker's best of FMA and tensor cores, not the FMA rate */
     CHECK_NEAR(c.gflops[KOPT_COMPUTE_FP64], 60511.75, 1e-9);
+    /* ... and both paths keep their own names and rates */
+    CHECK_NEAR(c.fp64_fma_gflops, 31877.0, 1e-9);
+    CHECK_NEAR(c.fp64_tc_gflops, 60511.75, 1e-9);
     CHECK_NEAR(c.gflops[KOPT_COMPUTE_BF16], 903456.5, 1e-9);
     CHECK_NEAR(c.gflops[KOPT_COMPUTE_FP8], 1789004.0, 1e-9);
     CHECK_EQ_INT(c.measured[KOPT_COMPUTE_INT], 0);

@@ -3,7 +3,7 @@
  * vector_add run one after another in one serving worker against the reference's outputs
  * from the first run; wrong, crashing and hanging candidates get the verdicts kopt_eval_run
  * gives them, and the session replaces the worker they ended. Skips ("skipped: no GPU")
- * without a driver or device. The test binary is its own worker (`__worker`).
+ * without a driver or device. Its workers are the build tree's kopt-worker (kopt/worker.h).
  */
 #include "ktest.h"
 
@@ -128,8 +128,6 @@ int main(int argc, char **argv)
     };
     int rc;
 
-    if (argc > 1 && strcmp(argv[1], "__worker") == 0)
-        return kopt_worker_main();
     ctx = kopt_ctx_new();
     rc = ktest_main(argc, argv, cases, KTEST_COUNT(cases));
     kopt_ctx_free(ctx);

@@ -368,8 +368,8 @@ static void test_recorded_h200(void)
         if (!ends_with(e->d_name, ".raw.csv"))
             continue;
         nfiles++;
-        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-        if (!CHECK((text = ktest_read_file(path)) != NULL))
+        if (!CHECK(snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) < (int)sizeof(path)) ||
+            !CHECK((text = ktest_read_file(path)) != NULL))
             continue;
         if (!CHECK_EQ_INT(kopt_ncu_parse_raw_csv(&p, ctx, text, e->d_name), KOPT_OK)) {
             printf("  %s\n", kopt_errmsg(ctx));

@@ -38,6 +38,8 @@ static kopt_ceilings sample(double scale)
     c.l2_gbs = 10744.5 * scale;
     c.l2_measured = 1;
     c.smem_gbs = 31560.0 * scale;
+    c.fp64_fma_gflops = 33300.9 * scale;
+    c.fp64_tc_gflops = 66301.8 * scale;
     c.smem_measured = 1;
     for (int k = 0; k < KOPT_NCOMPUTE; k++) {
         c.gflops[k] = (1000.0 + 37.25 * k) * scale;
@@ -56,6 +58,8 @@ static void check_same(const kopt_ceilings *a, const kopt_ceilings *b)
     CHECK_NEAR(a->l2_gbs, b->l2_gbs, 1e-9);
     CHECK_EQ_INT(a->l2_measured, b->l2_measured);
     CHECK_NEAR(a->smem_gbs, b->smem_gbs, 1e-9);
+    CHECK_NEAR(a->fp64_fma_gflops, b->fp64_fma_gflops, 1e-9);
+    CHECK_NEAR(a->fp64_tc_gflops, b->fp64_tc_gflops, 1e-9);
     CHECK_EQ_INT(a->smem_measured, b->smem_measured);
     for (int k = 0; k < KOPT_NCOMPUTE; k++) {
         CHECK_NEAR(a->gflops[k], b->gflops[k], 1e-9);
