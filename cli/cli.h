@@ -21,6 +21,7 @@ int cmd_eval(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
+int cmd_llm(int argc, char **argv);
 
 /* A context whose log goes to stderr at warning level (info with verbose). */
 kopt_ctx *cli_ctx(int verbose);
@@ -54,5 +55,45 @@ int cli_parse_size(kopt_ctx *ctx, const char *verb_name, const char *arg, kopt_v
 void cli_print_json(json_t *j);
 /* Print JSON text the library made (NULL: "{}") and free it. */
 void cli_print_text(char *text);
+
+/* ---- the --llm options of every verb that talks to a model (cli/cmd_llm.c) ------------- */
+#include <stdio.h>
+enum {
+    CLI_LLM_SPEC = 0x1000, CLI_LLM_KEY_ENV, CLI_LLM_PRICES, CLI_LLM_RECORD, CLI_LLM_PARALLEL,
+    CLI_LLM_TIMEOUT, CLI_LLM_CONNECT_TIMEOUT, CLI_LLM_RETRIES, CLI_LLM_BACKOFF,
+    CLI_LLM_BACKOFF_MAX, CLI_LLM_MAX_CALLS, CLI_LLM_MAX_TOKENS_TOTAL, CLI_LLM_MAX_COST,
+};
+/* Entries for a verb's struct option table. */
+#define CLI_LLM_LONG_OPTIONS                                                                   \
+    {"llm", required_argument, NULL, CLI_LLM_SPEC},                                            \
+    {"llm-key-env", required_argument, NULL, CLI_LLM_KEY_ENV},                                 \
+    {"llm-prices", required_argument, NULL, CLI_LLM_PRICES},                                   \
+    {"llm-record", required_argument, NULL, CLI_LLM_RECORD},                                   \
+    {"llm-parallel", required_argument, NULL, CLI_LLM_PARALLEL},                               \
+    {"llm-timeout", required_argument, NULL, CLI_LLM_TIMEOUT},                                 \
+    {"llm-connect-timeout", required_argument, NULL, CLI_LLM_CONNECT_TIMEOUT},                 \
+    {"llm-retries", required_argument, NULL, CLI_LLM_RETRIES},                                 \
+    {"llm-backoff", required_argument, NULL, CLI_LLM_BACKOFF},                                 \
+    {"llm-backoff-max", required_argument, NULL, CLI_LLM_BACKOFF_MAX},                         \
+    {"max-llm-calls", required_argument, NULL, CLI_LLM_MAX_CALLS},                             \
+    {"max-tokens-total", required_argument, NULL, CLI_LLM_MAX_TOKENS_TOTAL},                   \
+    {"max-cost", required_argument, NULL, CLI_LLM_MAX_COST}
+
+typedef struct cli_llm {
+    const char *spec;            /* --llm; NULL: $KOPT_LLM */
+    const char *record_path;     /* --llm-record */
+    kopt_llm_options opts;
+    kopt_llm_client *client;     /* after cli_llm_open */
+    kopt_store *store;           /* where exchanges go; NULL with --no-store */
+    FILE *record_file;
+    int64_t last_id;             /* the last exchange stored */
+} cli_llm;
+void cli_llm_init(cli_llm *l);
+/* Handle option `c` of CLI_LLM_LONG_OPTIONS: 1 handled, 0 not ours, -1 bad value (said). */
+int cli_llm_option(cli_llm *l, const char *verb, int c, const char *arg);
+/* Open the store (db_path NULL: none), the record file and the client; prints the error
+ * and returns -1 on failure. */
+int cli_llm_open(cli_llm *l, kopt_ctx *ctx, const char *db_path);
+void cli_llm_close(cli_llm *l);
 
 #endif

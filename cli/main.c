@@ -16,6 +16,7 @@ static const verb verbs[] = {
     {"devices", cmd_devices, "list GPUs, their properties and measured ceilings"},
     {"profile", cmd_profile, "profile a correct candidate and rank what to change (micro-tools)"},
     {"tune", cmd_tune, "search a template's params for the fastest configuration (or replay)"},
+    {"llm", cmd_llm, "check a language-model setup (ping) or ask it one prompt"},
 };
 
 static void usage(FILE *f)

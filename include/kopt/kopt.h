@@ -13,5 +13,6 @@
 #include "kopt/worker.h"
 #include "kopt/tune.h"
 #include "kopt/run.h"
+#include "kopt/llm.h"
 
 #endif

@@ -10,12 +10,13 @@
 
 #include "kopt/eval.h"
 #include "kopt/tune.h"
+#include "kopt/llm.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define KOPT_STORE_SCHEMA_VERSION 4
+#define KOPT_STORE_SCHEMA_VERSION 5
 
 typedef struct kopt_store kopt_store;
 
@@ -197,6 +198,23 @@ kopt_status kopt_store_runs(kopt_store *s, kopt_ctx *ctx, const char *kind, int 
 /* Link tuning run `tune_run_id` to run `run_id`. */
 kopt_status kopt_store_tune_set_run(kopt_store *s, kopt_ctx *ctx, int64_t tune_run_id,
                                     int64_t run_id);
+
+/* ---- LLM exchanges (src/store/llm.c; schema version 5) ----------------------------------- */
+
+/* Store one exchange; *id (may be NULL) gets its row id. */
+kopt_status kopt_store_llm_put(kopt_store *s, kopt_ctx *ctx, const kopt_llm_exchange *x,
+                               int64_t *id);
+/* The record hook of an LLM client (options.record = kopt_store_llm_record,
+ * options.record_user = the store): every exchange is stored as it completes. */
+kopt_status kopt_store_llm_record(void *store, kopt_ctx *ctx, const kopt_llm_exchange *x);
+/* The replay loader of an LLM client (options.load_run = kopt_store_llm_load_run,
+ * options.load_user = the store): run `run_id`'s exchanges as JSONL, oldest first;
+ * KOPT_E_NOT_FOUND naming the run when it has none. */
+kopt_status kopt_store_llm_load_run(void *store, kopt_ctx *ctx, int64_t run_id, char **jsonl);
+/* Exchanges stored for a run (run_id < 0: all; 0: those without a run). */
+kopt_status kopt_store_llm_count(kopt_store *s, kopt_ctx *ctx, int64_t run_id, int64_t *n);
+/* The id of the newest exchange (0 when none). */
+kopt_status kopt_store_llm_last_id(kopt_store *s, kopt_ctx *ctx, int64_t *id);
 
 #ifdef __cplusplus
 }

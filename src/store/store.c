@@ -19,6 +19,8 @@ static const char *const migrations[] = {
     KOPT__STORE_TUNE_SCHEMA,
     /* 3 -> 4: runs, and the run of each evaluation, profile and tuning run (runs.c) */
     KOPT__STORE_RUNS_SCHEMA,
+    /* 4 -> 5: LLM exchanges (llm.c) */
+    KOPT__STORE_LLM_SCHEMA,
 };
 
 kopt_status kopt__store_err(kopt_store *s, kopt_ctx *ctx, const char *what)

@@ -89,5 +89,17 @@ struct kopt_store {
 kopt_status kopt__store_err(kopt_store *s, kopt_ctx *ctx, const char *what);
 void kopt__store_bind_text(sqlite3_stmt *st, int i, const char *v);
 void kopt__store_copy_col(sqlite3_stmt *st, int col, char *buf, size_t len);
+/* Migration 4 -> 5 (llm.c's table): every LLM exchange (kopt_store_llm_record). run_id is
+ * the run that asked (NULL: none, as for kopt llm ping); no API key is ever stored. */
+#define KOPT__STORE_LLM_SCHEMA                                                                 \
+    "CREATE TABLE llm_exchanges (id INTEGER PRIMARY KEY AUTOINCREMENT,"                        \
+    "  created_at TEXT DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),"                        \
+    "  run_id INTEGER, role TEXT, tag TEXT, backend TEXT NOT NULL, model TEXT,"                \
+    "  request_hash TEXT NOT NULL, request_json TEXT NOT NULL, outcome TEXT NOT NULL,"         \
+    "  reply_text TEXT, finish_reason TEXT, reply_model TEXT, error TEXT, http_status INTEGER," \
+    "  attempts INTEGER, prompt_tokens INTEGER, completion_tokens INTEGER,"                    \
+    "  cached_tokens INTEGER, latency_ms REAL, cost REAL, cost_known INTEGER);"                \
+    "CREATE INDEX llm_exchanges_by_run ON llm_exchanges(run_id, id);"                          \
+    "CREATE INDEX llm_exchanges_by_hash ON llm_exchanges(request_hash);"
 
 #endif
