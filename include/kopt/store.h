@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define KOPT_STORE_SCHEMA_VERSION 5
+#define KOPT_STORE_SCHEMA_VERSION 6
 
 typedef struct kopt_store kopt_store;
 
@@ -215,6 +215,42 @@ kopt_status kopt_store_llm_load_run(void *store, kopt_ctx *ctx, int64_t run_id, 
 kopt_status kopt_store_llm_count(kopt_store *s, kopt_ctx *ctx, int64_t run_id, int64_t *n);
 /* The id of the newest exchange (0 when none). */
 kopt_status kopt_store_llm_last_id(kopt_store *s, kopt_ctx *ctx, int64_t *id);
+
+/* ---- kopt optimize's trees (src/store/opt.c; schema version 6) --------------------------- */
+
+/* Record a search tree (once; a second call for the same id changes nothing). */
+kopt_status kopt_store_opt_tree_put(kopt_store *s, kopt_ctx *ctx, int64_t tree_id,
+                                    const char *problem_hash, const char *problem_path,
+                                    const char *options_json);
+/* A tree's problem path and options (caller-owned; NULL when not stored);
+ * KOPT_E_NOT_FOUND when there is no such tree. */
+kopt_status kopt_store_opt_tree_get(kopt_store *s, kopt_ctx *ctx, int64_t tree_id,
+                                    char **problem_path, char **options_json);
+/* Insert or replace one node (its fields as JSON; state "pending" or "done"). Each call is
+ * one transaction: a node is either stored whole or not at all. */
+kopt_status kopt_store_opt_node_put(kopt_store *s, kopt_ctx *ctx, int64_t tree_id, int node,
+                                    int parent, const char *state, const char *source_hash,
+                                    const char *verdict, const char *node_json);
+/* A tree's nodes as JSON texts in node order; *out (an array of *n strings, each and the
+ * array freed with free()) is caller-owned. */
+kopt_status kopt_store_opt_nodes(kopt_store *s, kopt_ctx *ctx, int64_t tree_id, char ***out,
+                                 int *n);
+
+/* One row of the search memory. */
+typedef struct kopt_store_opt_memory {
+    char problem_hash[65], problem[128], cls[24], plan_kind[32], tool[48], verdict[24];
+    double predicted_gain;       /* the planner's (0: none given) */
+    double realized_gain;        /* parent time / child time (0: the child failed) */
+    int64_t tree_id;
+    int node;
+} kopt_store_opt_memory;
+/* Add a row (once per tree node: a second call for the same node changes nothing). */
+kopt_status kopt_store_opt_memory_put(kopt_store *s, kopt_ctx *ctx,
+                                      const kopt_store_opt_memory *m);
+/* Rows of `problem_hash` (NULL: every problem's), newest first, at most `limit` (0: all);
+ * *out caller-owned (free()). */
+kopt_status kopt_store_opt_memory_get(kopt_store *s, kopt_ctx *ctx, const char *problem_hash,
+                                      int limit, kopt_store_opt_memory **out, int *n);
 
 #ifdef __cplusplus
 }

@@ -102,4 +102,21 @@ void kopt__store_copy_col(sqlite3_stmt *st, int col, char *buf, size_t len);
     "CREATE INDEX llm_exchanges_by_run ON llm_exchanges(run_id, id);"                          \
     "CREATE INDEX llm_exchanges_by_hash ON llm_exchanges(request_hash);"
 
+/* Migration 5 -> 6 (opt.c's tables): kopt optimize's search trees (one row per tree, one
+ * per node, the node's fields as JSON) and the search memory kept across runs. */
+#define KOPT__STORE_OPT_SCHEMA                                                                 \
+    "CREATE TABLE opt_trees (tree_id INTEGER PRIMARY KEY,"                                     \
+    "  created_at TEXT DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')),"                        \
+    "  problem_hash TEXT, problem_path TEXT, options_json TEXT);"                              \
+    "CREATE TABLE opt_nodes (tree_id INTEGER NOT NULL, node INTEGER NOT NULL,"                 \
+    "  parent INTEGER, state TEXT NOT NULL, source_hash TEXT, verdict TEXT,"                   \
+    "  updated_at TEXT DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')), node_json TEXT NOT NULL," \
+    "  PRIMARY KEY (tree_id, node));"                                                          \
+    "CREATE TABLE opt_memory (id INTEGER PRIMARY KEY AUTOINCREMENT,"                           \
+    "  created_at TEXT DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')),"                        \
+    "  problem_hash TEXT, problem TEXT, class TEXT, plan_kind TEXT, tool TEXT,"                \
+    "  predicted_gain REAL, realized_gain REAL, verdict TEXT, tree_id INTEGER, node INTEGER,"  \
+    "  UNIQUE (tree_id, node));"                                                               \
+    "CREATE INDEX opt_memory_by_problem ON opt_memory(problem_hash, class);"
+
 #endif

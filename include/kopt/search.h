@@ -1,0 +1,239 @@
+/*
+ * kopt/search.h: the search of kopt optimize. A tree whose nodes are candidates and whose
+ * edges are plans: the root is the problem's reference; a planner (kopt/agent.h) proposes a
+ * change to a node, a coder writes it as a child, an evaluator checks and times it, a
+ * debugger repairs a child that failed (a chain of at most debug_attempts repairs), and a
+ * templatizer turns a promising node into a template that the evaluator tunes.
+ *
+ * Selection is UCT over rewards normalized across the tree, with progressive widening (a
+ * node may have ceil(widen_c * visits^widen_alpha) plan children), asymmetric branching
+ * (nodes in the top quantile of the tree get top_extra more), and dead-end pruning (a node
+ * whose last prune_m plan children failed or gained less than prune_eps is closed, with the
+ * reason). Greedy, beam and best-of-n are the same loop with another selection. The raw
+ * reward of a correct node is log(reference / node) of the objective (time, energy, or
+ * both); wrong, cheating (integrity verdicts) and SUSPECT nodes score zero and keep their
+ * verdict, and never become the best.
+ *
+ * The whole tree is in the store (kopt_store_opt_*): a node is written when it is proposed
+ * (pending) and again when it is evaluated, so a search killed at any moment goes on from
+ * the store with nothing evaluated twice. The loop is a state machine over the stored tree:
+ * evaluate what is pending, repair what failed, else expand; everything it decides follows
+ * from the tree, so a replay with the recorded replies and outcomes rebuilds the same tree.
+ *
+ * Ownership: kopt_search_open gives a handle owned by the caller (kopt_search_close). The
+ * problem, store, LLM client and evaluator are borrowed and must outlive the search.
+ * Nodes returned by kopt_search_node are borrowed (valid until the next kopt_search_go or
+ * kopt_search_close). JSON and text returned through char * are caller-owned (free()).
+ */
+#ifndef KOPT_SEARCH_H
+#define KOPT_SEARCH_H
+
+#include <signal.h>
+
+#include "kopt/agent.h"
+#include "kopt/llm.h"
+#include "kopt/run.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KOPT_SEARCH_API_VERSION 1
+
+typedef enum kopt_search_policy {
+    KOPT_SEARCH_MCTS = 0, KOPT_SEARCH_GREEDY, KOPT_SEARCH_BEAM, KOPT_SEARCH_BEST_OF_N
+} kopt_search_policy;
+const char *kopt_search_policy_name(kopt_search_policy p);       /* "mcts", ... */
+int kopt_search_policy_parse(const char *s, kopt_search_policy *out);   /* 0, or -1 */
+
+/* ---- evaluation (pluggable) --------------------------------------------------------------- */
+
+/* What an evaluator says of one candidate. */
+typedef struct kopt_search_outcome {
+    kopt_verdict verdict;
+    double time_ms;             /* median (0: not timed) */
+    double energy_mj;           /* per run (0: not measured) */
+    char message[1024];
+    char *log;                  /* the compiler log or the mismatch report (owned; may be NULL) */
+    char cls[24];               /* roofline class ("memory", ...; "" unknown) */
+    char *advice;               /* the micro-tools' advice selected by the class, or raw
+                                 * metrics when tools are off (owned; may be NULL) */
+    char tool[48];              /* the tool of the first piece of advice ("" none) */
+    int64_t eval_id;            /* the stored evaluation (0: none) */
+    char *tuned_source;         /* tune: the best concrete instantiation (owned) */
+} kopt_search_outcome;
+void kopt_search_outcome_clear(kopt_search_outcome *o);
+
+/* An evaluator: a table of functions over `self`. GPU evaluations are asked for one at a
+ * time. */
+typedef struct kopt_search_evaluator {
+    int api_version;            /* KOPT_SEARCH_API_VERSION */
+    const char *name;           /* "live", "fake", "replay" */
+    void *self;
+    /* Evaluate candidate source `source` (a whole .cu file, front matter included); `tag` is
+     * the node ("n12"). KOPT_OK whenever out->verdict is set. */
+    kopt_status (*evaluate)(void *self, kopt_ctx *ctx, const char *source, const char *tag,
+                            kopt_search_outcome *out);
+    /* (optional) tune template `source` with at most `budget` evaluations; out describes the
+     * best point, out->tuned_source its concrete source. NULL: templates are not tuned. */
+    kopt_status (*tune)(void *self, kopt_ctx *ctx, const char *source, const char *tag,
+                        int budget, kopt_search_outcome *out);
+    /* (optional) release self. */
+    void (*close)(void *self);
+} kopt_search_evaluator;
+void kopt_search_evaluator_close(kopt_search_evaluator *ev);   /* NULL-safe */
+
+/* The scripted evaluator of the tests: each candidate's outcome is written in its source as
+ *     // kopt-test: verdict=OK time=0.5 energy=2 class=memory tool=NAME advice=TEXT...
+ * (keys optional; advice runs to the end of the line; `tuned=T` is the time a tune of it
+ * reaches). A source without the marker is OK at `ref_ms`, one without __global__ (nor a
+ * host entry point) is a COMPILE_ERROR. */
+kopt_status kopt_search_evaluator_fake(kopt_search_evaluator *out, kopt_ctx *ctx,
+                                       double ref_ms);
+/* Outcomes recorded in tree `tree_id` of the store, by source hash (a source the tree never
+ * evaluated is an ERROR outcome saying so). */
+kopt_status kopt_search_evaluator_replay(kopt_search_evaluator *out, kopt_ctx *ctx,
+                                         kopt_store *store, int64_t tree_id);
+/* The live evaluator: one evaluation session of the run (kopt_run_session_*), each result
+ * stored with its node tag; a correct candidate is profiled (kopt_run_profile_candidate)
+ * for its class and the micro-tools' advice unless `no_profile`; `no_tools` gives raw
+ * metrics instead of advice. Templates are tuned with kopt's tuner (kopt_run_tune_*) in
+ * `workdir`. */
+typedef struct kopt_search_live_opts {
+    int version;
+    kopt_eval_opts eval;
+    int no_profile, no_tools;
+    kopt_tune_objective objective;
+    double energy_s;            /* > 0: measure energy (objectives energy, time-energy) */
+    const char *workdir;        /* where templates are written to be tuned */
+} kopt_search_live_opts;
+#define KOPT_SEARCH_LIVE_OPTS_INIT {1, KOPT_EVAL_OPTS_INIT, 0, 0, KOPT_TUNE_TIME, 0.0, NULL}
+kopt_status kopt_search_evaluator_live(kopt_search_evaluator *out, kopt_ctx *ctx,
+                                       kopt_run *run, const kopt_problem *prob,
+                                       const kopt_search_live_opts *o);
+
+/* ---- the search ---------------------------------------------------------------------------- */
+
+typedef enum kopt_search_state {
+    KOPT_SEARCH_PENDING = 0,    /* proposed, not evaluated */
+    KOPT_SEARCH_DONE            /* evaluated, or failed before evaluation (failure set) */
+} kopt_search_state;
+
+typedef struct kopt_search_node {
+    int id, parent;             /* parent -1: the root */
+    char kind[8];               /* "root", "plan", "repair", "tune" */
+    int expansion;              /* the expansion that made it (0: root) */
+    int proposal;               /* its index in that expansion */
+    kopt_agent_plan plan;       /* the edge: the plan (a repair: the failure it fixes) */
+    char advice[512];           /* the advice the planner was shown (first finding) */
+    char advice_tool[48];
+    char *source;
+    char hash[65];
+    kopt_search_state state;
+    kopt_verdict verdict;       /* when done and no failure */
+    char failure[24];           /* an agent failure (kopt_agent_failure_name), "" none */
+    double time_ms, energy_mj;
+    char message[512];
+    char *log;                  /* compiler log, mismatch report, or the agent failure */
+    char cls[24];
+    char *findings;             /* the evaluator's advice for this node */
+    char tool[48];
+    int64_t eval_id;
+    char *tuned_from;           /* tune: the template source (the node's source is the best) */
+    /* derived from the tree (not stored) */
+    int ok;                     /* done, verdict OK, no failure */
+    double raw_reward, reward;  /* log gain; normalized to [0, 1] over the tree */
+    int visits;                 /* evaluated nodes in its subtree */
+    double value;               /* sum of normalized rewards in its subtree */
+    int plan_children, repair_depth;
+    int closed;
+    char closed_reason[160];
+} kopt_search_node;
+
+typedef void (*kopt_search_progress_fn)(void *user, const char *line);
+
+typedef struct kopt_search_opts {
+    int version;
+    kopt_search_policy policy;
+    int iterations;             /* expansions in the tree (default 10) */
+    int proposals;              /* candidates per expansion (0: 2; greedy 1) */
+    double uct_c;               /* exploration constant (default 1.0) */
+    double widen_c, widen_alpha;/* progressive widening (1.0, 0.5) */
+    double top_quantile;        /* asymmetric branching: the top share of correct nodes (0.25) */
+    int top_extra;              /* ... may have this many more children (1) */
+    int prune_m;                /* dead ends: the last m plan children (3) ... */
+    double prune_eps;           /* ... failed or gained less than eps (0.02) */
+    int debug_attempts;         /* repairs in a chain (2) */
+    int beam_width;             /* beam: the best w nodes (2) */
+    kopt_tune_objective objective;
+    int no_tools;               /* raw metrics instead of micro-tool advice in prompts */
+    int no_memory;              /* no search memory in prompts (and none written) */
+    int no_tune;                /* no templatizer */
+    int tune_budget;            /* evaluations of a tune inside a node (16) */
+    int propose_only;           /* LLM only: leave candidates pending (one round) */
+    double max_wall_s;          /* 0: none */
+    const char *manual_dir;     /* manual LLM: prompts written here, replies read from here */
+    const char *prompts_dir;    /* NULL: kopt_agent_prompts_dir */
+    double plan_temperature, code_temperature;   /* 0.8, 0.1 */
+    int max_tokens;             /* per reply (8192) */
+    kopt_search_progress_fn progress; void *progress_user;
+    volatile sig_atomic_t *stop;
+} kopt_search_opts;
+#define KOPT_SEARCH_OPTS_INIT {1, KOPT_SEARCH_MCTS, 10, 0, 1.0, 1.0, 0.5, 0.25, 1, 3, 0.02, 2, \
+    2, KOPT_TUNE_TIME, 0, 0, 0, 16, 0, 0.0, NULL, NULL, 0.8, 0.1, 8192, NULL, NULL, NULL}
+
+typedef struct kopt_search kopt_search;
+
+/* Open the search of tree `tree_id` (a run's id) in `store` (NULL: in memory only). A tree
+ * already stored is loaded (resume); else its root, the reference, is made pending. */
+kopt_status kopt_search_open(kopt_search **out, kopt_ctx *ctx, const kopt_problem *prob,
+                             kopt_store *store, int64_t tree_id, const kopt_search_opts *o);
+/* Run the loop until the budgets, a stop, or nothing to do. `llm` NULL (and no manual_dir):
+ * nothing is proposed; `ev` NULL: nothing is evaluated. LLM budgets are the client's. */
+kopt_status kopt_search_go(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm,
+                           kopt_search_evaluator *ev);
+void kopt_search_close(kopt_search *s);
+
+int kopt_search_count(const kopt_search *s);
+const kopt_search_node *kopt_search_node_at(const kopt_search *s, int i);
+/* The best node: correct (never SUSPECT), highest raw reward; NULL when none but... none. */
+const kopt_search_node *kopt_search_best(const kopt_search *s);
+
+typedef struct kopt_search_stats {
+    int expansions;             /* in the tree */
+    int evaluated;              /* evaluations made by this kopt_search_go */
+    int pending;                /* nodes left pending */
+    int llm_requests;           /* asked by this go (manual: answered) */
+    int waiting;                /* manual: prompts written and not yet answered */
+    double wall_ms, llm_ms, eval_ms;
+    double overhead_ms_per_iter;/* wall - llm - eval, per expansion or evaluation step */
+    char stop_reason[128];
+} kopt_search_stats;
+void kopt_search_get_stats(const kopt_search *s, kopt_search_stats *out);
+
+/* SHA-256 over every node's parent, kind, source hash and outcome: equal trees, equal. */
+void kopt_search_signature(const kopt_search *s, char out[65]);
+/* The tree, the best node and the path to it (each step's plan, advice, predicted against
+ * realized gain) as JSON; the path as text. */
+char *kopt_search_json(const kopt_search *s);
+char *kopt_search_path_text(const kopt_search *s);
+
+/* ---- the math (exposed for tests) --------------------------------------------------------- */
+/* ceil(c * n^alpha), at least 1. */
+int kopt_search_widen_limit(double c, double alpha, int visits);
+/* UCT score of a child: mean + c * sqrt(ln(parent_visits) / visits); +inf for no visits. */
+double kopt_search_uct(double value, int visits, int parent_visits, double c);
+/* Raw reward: log(ref / x) of the objective; 0 for a missing measurement. */
+double kopt_search_raw_reward(kopt_tune_objective obj, double ref_ms, double ms,
+                              double ref_mj, double mj);
+/* Normalize raw rewards of the correct entries (ok[i]) to 0.1 + 0.9 * (r - min) / (max -
+ * min) (all 1 when they are equal); entries not ok get 0. */
+void kopt_search_normalize(const double *raw, const int *ok, int n, double *out);
+/* Dead end: the last m of n children (gains[i]: realized speedup factor, 0 failed) all
+ * failed or gained < eps. 1 with the reason in why, else 0. */
+int kopt_search_dead_end(const double *gains, int n, int m, double eps, char *why, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,209 @@
+/* The live evaluator: candidates through one evaluation session of the run (GPU work one
+ * at a time), a correct one profiled for its roofline class and the micro-tools' advice,
+ * templates tuned by kopt's own tuner. */
+#include "search_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct live {
+    kopt_run *run;
+    kopt_ctx *ctx;
+    const kopt_problem *prob;
+    kopt_search_live_opts o;
+    kopt_run_session *session;
+    char workdir[4096];
+} live;
+
+static void live_close(void *self)
+{
+    live *l = self;
+
+    kopt_run_session_close(l->session);
+    free(l);
+}
+
+/* The candidate file of node `tag` in the work folder (written, so a person can look). */
+static kopt_status parse_candidate(live *l, kopt_ctx *ctx, const char *source, const char *tag,
+                                   const char *suffix, kopt_candidate **c, char *path,
+                                   size_t plen)
+{
+    snprintf(path, plen, "%s/%s%s.cu", l->workdir, tag, suffix);
+    kopt_file_write(ctx, path, source, strlen(source));
+    return kopt_candidate_parse(c, ctx, source, path, l->prob);
+}
+
+/* The first failing check as a mismatch report. */
+static char *mismatch_report(const kopt_eval_result *r)
+{
+    kopt_buf b = KOPT_BUF_INIT;
+
+    for (int i = 0; i < r->nchecks; i++) {
+        const kopt_check *c = &r->checks[i];
+        if (!c->mismatches)
+            continue;
+        kopt_buf_printf(&b, "tensor %s (%s sizes, %s): %lld of %lld elements differ; first at "
+                        "index %lld: got %g want %g; max abs error %g, max rel error %g (atol "
+                        "%g, rtol %g)\n", c->tensor, c->sizes_label, c->run,
+                        (long long)c->mismatches, (long long)c->count,
+                        (long long)c->first_index, c->first_got, c->first_want, c->max_abs_err,
+                        c->max_rel_err, c->atol, c->rtol);
+        if (b.len > 2000)
+            break;
+    }
+    return b.len ? kopt_buf_detach(&b) : NULL;
+}
+
+static void from_result(kopt_search_outcome *out, const kopt_eval_result *r)
+{
+    out->verdict = r->verdict;
+    out->time_ms = r->timing.median_ms;
+    out->energy_mj = r->has_energy ? r->energy_mj : 0.0;
+    out->eval_id = r->eval_id;
+    snprintf(out->message, sizeof(out->message), "%.1000s", r->message);
+    if (r->verdict == KOPT_VERDICT_WRONG)
+        out->log = mismatch_report(r);
+    else if (r->compile_log && r->compile_log[0])
+        out->log = strndup(r->compile_log, 8000);
+    else if (r->worker_log && r->worker_log[0])
+        out->log = strndup(r->worker_log, 4000);
+}
+
+/* The class and the advice (or raw metrics) of a correct candidate. */
+static void profile(live *l, kopt_ctx *ctx, const kopt_candidate *c, kopt_search_outcome *out)
+{
+    kopt_run_profile_opts po = KOPT_RUN_PROFILE_OPTS_INIT;
+    kopt_run_profile *p = NULL;
+    kopt_buf b = KOPT_BUF_INIT;
+
+    po.eval = l->o.eval;
+    if (kopt_run_profile_candidate(l->run, ctx, l->prob, c, &po, &p) != KOPT_OK || !p || !p->an) {
+        kopt_log(ctx, KOPT_LOG_WARN, "profile failed: %s", kopt_errmsg(ctx));
+        kopt_run_profile_free(p);
+        return;
+    }
+    snprintf(out->cls, sizeof(out->cls), "%s", kopt_class_name(p->an->cls.final));
+    if (l->o.no_tools) {
+        char *m = kopt_run_profile_metrics_json(p->prof);
+        kopt_buf_printf(&b, "%s", m ? m : "(no metrics)");
+        free(m);
+    } else {
+        for (int i = 0; i < p->an->findings.n && i < 5; i++) {
+            const kopt_finding *f = &p->an->findings.f[i];
+            if (i == 0)
+                snprintf(out->tool, sizeof(out->tool), "%s", f->tool);
+            kopt_buf_printf(&b, "%s: %s (saves about %.0f%% of the time)%s%s\n", f->tool,
+                            f->title, f->gain * 100, f->change ? " Change: " : "",
+                            f->change ? f->change : "");
+        }
+        if (!b.len)
+            kopt_buf_printf(&b, "no micro-tool fired; class %s: %s\n", out->cls,
+                            p->an->cls.reasoning);
+    }
+    out->advice = kopt_buf_detach(&b);
+    kopt_run_profile_free(p);
+}
+
+static kopt_status live_evaluate(void *self, kopt_ctx *ctx, const char *source, const char *tag,
+                                 kopt_search_outcome *out)
+{
+    live *l = self;
+    kopt_candidate *c = NULL;
+    kopt_eval_result *r = NULL;
+    char path[4200];
+    kopt_status rc;
+
+    memset(out, 0, sizeof(*out));
+    if (parse_candidate(l, ctx, source, tag, "", &c, path, sizeof(path)) != KOPT_OK) {
+        /* front matter kopt cannot read is the candidate's fault, as a compile error is */
+        out->verdict = KOPT_VERDICT_COMPILE_ERROR;
+        snprintf(out->message, sizeof(out->message), "%s", kopt_errmsg(ctx));
+        out->log = strdup(kopt_errmsg(ctx));
+        return KOPT_OK;
+    }
+    if (!l->session &&
+        (rc = kopt_run_session_open(&l->session, l->run, ctx, l->prob, &l->o.eval, 1)) != KOPT_OK)
+        goto out;
+    if ((rc = kopt_run_session_eval(l->session, ctx, c, tag, &r)) != KOPT_OK)
+        goto out;
+    from_result(out, r);
+    if (r->verdict == KOPT_VERDICT_OK && !l->o.no_profile)
+        profile(l, ctx, c, out);
+out:
+    kopt_eval_result_free(r);
+    kopt_candidate_free(c);
+    return rc;
+}
+
+static kopt_status live_tune(void *self, kopt_ctx *ctx, const char *source, const char *tag,
+                             int budget, kopt_search_outcome *out)
+{
+    live *l = self;
+    kopt_run_tune_opts to;
+    kopt_run_tune *t = NULL;
+    char tpath[4200], opath[4200];
+    kopt_status rc;
+
+    memset(out, 0, sizeof(*out));
+    snprintf(tpath, sizeof(tpath), "%s/%s-template.cu", l->workdir, tag);
+    snprintf(opath, sizeof(opath), "%s/%s-tuned.cu", l->workdir, tag);
+    if ((rc = kopt_file_write(ctx, tpath, source, strlen(source))) != KOPT_OK)
+        return rc;
+    kopt_run_tune_opts_default(&to);
+    to.problem_path = l->prob->path;
+    to.template_path = tpath;
+    to.budget = budget;
+    to.objective = l->o.objective;
+    to.eval.device = l->o.eval.device;
+    to.eval.arch = l->o.eval.arch;
+    to.eval.cache_dir = l->o.eval.cache_dir;
+    to.out = opath;
+    to.fresh = 1;
+    if (kopt_run_tune_open(&t, l->run, ctx, &to) != KOPT_OK || !t->has_device) {
+        out->verdict = t ? KOPT_VERDICT_SKIPPED : KOPT_VERDICT_COMPILE_ERROR;
+        snprintf(out->message, sizeof(out->message), "tune: %s",
+                 t ? t->why_no_device : kopt_errmsg(ctx));
+        out->log = strdup(out->message);
+        kopt_run_tune_free(t);
+        return KOPT_OK;
+    }
+    if (kopt_run_tune_go(t, ctx) != KOPT_OK || !t->shapes[0].final) {
+        out->verdict = KOPT_VERDICT_COMPILE_ERROR;
+        snprintf(out->message, sizeof(out->message), "tune found no working point: %s",
+                 kopt_errmsg(ctx));
+        out->log = strdup(out->message);
+        kopt_run_tune_free(t);
+        return KOPT_OK;
+    }
+    from_result(out, t->shapes[0].final);
+    kopt_run_tune_free(t);
+    if (kopt_file_read(ctx, opath, &out->tuned_source, NULL) != KOPT_OK)
+        out->verdict = KOPT_VERDICT_ERROR;
+    return KOPT_OK;
+}
+
+kopt_status kopt_search_evaluator_live(kopt_search_evaluator *out, kopt_ctx *ctx,
+                                       kopt_run *run, const kopt_problem *prob,
+                                       const kopt_search_live_opts *o)
+{
+    live *l = calloc(1, sizeof(*l));
+
+    memset(out, 0, sizeof(*out));
+    if (!l)
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "evaluator");
+    l->run = run;
+    l->ctx = ctx;
+    l->prob = prob;
+    l->o = *o;
+    l->o.eval.energy_s = o->energy_s;
+    snprintf(l->workdir, sizeof(l->workdir), "%s", o->workdir ? o->workdir : ".");
+    kopt_mkdirs(ctx, l->workdir);
+    out->api_version = KOPT_SEARCH_API_VERSION;
+    out->name = "live";
+    out->self = l;
+    out->evaluate = live_evaluate;
+    out->tune = live_tune;
+    out->close = live_close;
+    return KOPT_OK;
+}

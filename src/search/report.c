@@ -1,0 +1,127 @@
+/* What a search reports: the tree as JSON, and the path from the reference to the best
+ * node with each step's plan, the advice that led to it, and predicted against realized
+ * gain. */
+#include "search_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The path root -> best as node indices (root first); its length. */
+static int path_of(const kopt_search *s, int *out, int cap)
+{
+    int tmp[1024], k = 0, n = 0;
+
+    for (int i = s->best; i >= 0 && k < 1024; i = s->nodes[i].parent)
+        tmp[k++] = i;
+    while (k > 0 && n < cap)
+        out[n++] = tmp[--k];
+    return n;
+}
+
+static double node_speedup(const kopt_search *s, const kopt_search_node *n)
+{
+    return n->ok && s->nodes[0].ok && n->time_ms > 0 ? s->nodes[0].time_ms / n->time_ms : 0.0;
+}
+
+char *kopt_search_json(const kopt_search *s)
+{
+    json_t *o = json_object(), *nodes = json_array(), *path = json_array(), *st = json_object();
+    int p[1024], np;
+    char sig[65], *text;
+
+    json_object_set_new(o, "tree_id", json_integer(s->tree_id));
+    json_object_set_new(o, "problem", json_string(s->prob->name));
+    json_object_set_new(o, "policy", json_string(kopt_search_policy_name(s->o.policy)));
+    json_object_set_new(o, "objective",
+                        json_string(kopt_run_tune_objective_name(s->o.objective)));
+    for (int i = 0; i < s->n; i++) {
+        const kopt_search_node *n = &s->nodes[i];
+        json_t *j = kopt__search_node_to_json(n);
+        json_object_del(j, "source");
+        json_object_del(j, "log");
+        json_object_del(j, "findings");
+        json_object_del(j, "tuned_from");
+        json_object_set_new(j, "reward", json_real(n->reward));
+        json_object_set_new(j, "visits", json_integer(n->visits));
+        json_object_set_new(j, "speedup", json_real(node_speedup(s, n)));
+        if (n->closed)
+            json_object_set_new(j, "closed", json_string(n->closed_reason));
+        json_array_append_new(nodes, j);
+    }
+    json_object_set_new(o, "nodes", nodes);
+    if (s->best >= 0) {
+        const kopt_search_node *b = &s->nodes[s->best];
+        json_t *bj = json_object();
+        json_object_set_new(bj, "id", json_integer(b->id));
+        json_object_set_new(bj, "time_ms", json_real(b->time_ms));
+        json_object_set_new(bj, "speedup", json_real(node_speedup(s, b)));
+        json_object_set_new(bj, "hash", json_string(b->hash));
+        json_object_set_new(o, "best", bj);
+    }
+    np = path_of(s, p, 1024);
+    for (int k = 0; k < np; k++) {
+        const kopt_search_node *n = &s->nodes[p[k]];
+        json_t *j = json_object();
+        json_object_set_new(j, "id", json_integer(n->id));
+        json_object_set_new(j, "kind", json_string(n->kind));
+        json_object_set_new(j, "plan", json_string(n->plan.text));
+        json_object_set_new(j, "plan_kind", json_string(n->plan.kind));
+        json_object_set_new(j, "advice", json_string(n->advice));
+        json_object_set_new(j, "predicted_gain", json_real(n->plan.gain));
+        json_object_set_new(j, "realized_gain", json_real(k ? kopt__search_gain(s, p[k]) : 1.0));
+        json_object_set_new(j, "time_ms", json_real(n->time_ms));
+        json_array_append_new(path, j);
+    }
+    json_object_set_new(o, "path", path);
+    kopt_search_signature(s, sig);
+    json_object_set_new(o, "signature", json_string(sig));
+    json_object_set_new(st, "expansions", json_integer(s->st.expansions));
+    json_object_set_new(st, "evaluated", json_integer(s->st.evaluated));
+    json_object_set_new(st, "pending", json_integer(s->st.pending));
+    json_object_set_new(st, "llm_requests", json_integer(s->st.llm_requests));
+    json_object_set_new(st, "waiting", json_integer(s->st.waiting));
+    json_object_set_new(st, "wall_ms", json_real(s->st.wall_ms));
+    json_object_set_new(st, "llm_ms", json_real(s->st.llm_ms));
+    json_object_set_new(st, "eval_ms", json_real(s->st.eval_ms));
+    json_object_set_new(st, "overhead_ms_per_iter", json_real(s->st.overhead_ms_per_iter));
+    json_object_set_new(st, "stop_reason", json_string(s->st.stop_reason));
+    json_object_set_new(o, "stats", st);
+    text = json_dumps(o, JSON_INDENT(2));
+    json_decref(o);
+    return text;
+}
+
+char *kopt_search_path_text(const kopt_search *s)
+{
+    kopt_buf b = KOPT_BUF_INIT;
+    int p[1024], np = path_of(s, p, 1024);
+
+    if (np == 0) {
+        kopt_buf_printf(&b, "no correct kernel yet\n");
+        return kopt_buf_detach(&b);
+    }
+    for (int k = 0; k < np; k++) {
+        const kopt_search_node *n = &s->nodes[p[k]];
+        if (k == 0) {
+            kopt_buf_printf(&b, "n%d  reference                       %.4f ms\n", n->id,
+                            n->time_ms);
+            continue;
+        }
+        kopt_buf_printf(&b, "n%d  %-6s [%s] %.4f ms (%.2fx): %s\n", n->id, n->kind,
+                        n->plan.kind, n->time_ms, node_speedup(s, n), n->plan.text);
+        if (n->advice[0])
+            kopt_buf_printf(&b, "      advice: %s\n", n->advice);
+        if (strcmp(n->kind, "repair") == 0)
+            kopt_buf_printf(&b, "      repaired n%d (%s)\n", n->parent,
+                            s->nodes[n->parent].failure[0] ? s->nodes[n->parent].failure :
+                            kopt_verdict_name(s->nodes[n->parent].verdict));
+        else if (n->plan.gain > 0)
+            kopt_buf_printf(&b, "      gain: predicted %.2fx, realized %.2fx\n", n->plan.gain,
+                            kopt__search_gain(s, p[k]));
+        else
+            kopt_buf_printf(&b, "      gain: predicted -, realized %.2fx\n",
+                            kopt__search_gain(s, p[k]));
+    }
+    return kopt_buf_detach(&b);
+}

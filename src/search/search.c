@@ -1,0 +1,951 @@
+/* The loop of kopt optimize: evaluate what is pending, repair what failed, else select a
+ * node and expand it with the planner and the coder (or the templatizer). Every decision
+ * follows from the tree as stored, so a killed search goes on where it stopped. */
+#include "search_int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- open / close ------------------------------------------------------------------------ */
+
+static kopt_status load_tree(kopt_search *s, kopt_ctx *ctx)
+{
+    char **rows = NULL;
+    int nrows = 0;
+    kopt_status rc;
+
+    if (!s->store)
+        return KOPT_OK;
+    if ((rc = kopt_store_opt_nodes(s->store, ctx, s->tree_id, &rows, &nrows)) != KOPT_OK)
+        return rc;
+    for (int i = 0; i < nrows && rc == KOPT_OK; i++) {
+        json_t *j = json_loads(rows[i], 0, NULL);
+        kopt_search_node *n = kopt__search_add(s);
+        if (!j || !n || kopt__search_node_from_json(n, j) != 0 || n->id != i)
+            rc = kopt_seterr(ctx, KOPT_E_DB, "tree %lld: node %d is damaged in the store",
+                             (long long)s->tree_id, i);
+        json_decref(j);
+    }
+    for (int i = 0; i < nrows; i++)
+        free(rows[i]);
+    free(rows);
+    return rc;
+}
+
+kopt_status kopt_search_open(kopt_search **out, kopt_ctx *ctx, const kopt_problem *prob,
+                             kopt_store *store, int64_t tree_id, const kopt_search_opts *o)
+{
+    kopt_search *s = calloc(1, sizeof(*s));
+    kopt_status rc = KOPT_OK;
+
+    *out = NULL;
+    if (!s)
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "search");
+    s->prob = prob;
+    s->store = store;
+    s->tree_id = tree_id;
+    s->o = *o;
+    s->best = -1;
+    if (s->o.proposals <= 0)
+        s->o.proposals = s->o.policy == KOPT_SEARCH_GREEDY ? 1 : 2;
+    if (o->prompts_dir)
+        s->prompts_dir = strdup(o->prompts_dir);
+    else if ((rc = kopt_agent_prompts_dir(ctx, &s->prompts_dir)) != KOPT_OK)
+        goto fail;
+    for (int r = 0; r < KOPT_AGENT_ROLE_COUNT; r++)
+        if ((rc = kopt_agent_prompt_load(ctx, s->prompts_dir, (kopt_agent_role)r,
+                                         &s->templates[r])) != KOPT_OK)
+            goto fail;
+    if ((rc = load_tree(s, ctx)) != KOPT_OK)
+        goto fail;
+    if (s->n == 0) {
+        kopt_search_node *root = kopt__search_add(s);
+        if (!root || !(root->source = strdup(prob->ref_source ? prob->ref_source : ""))) {
+            rc = kopt_seterr(ctx, KOPT_E_NOMEM, "search root");
+            goto fail;
+        }
+        snprintf(root->kind, sizeof(root->kind), "root");
+        snprintf(root->plan.text, sizeof(root->plan.text), "the reference");
+        kopt_sha256_hex(root->source, strlen(root->source), root->hash);
+        if ((rc = kopt__search_save(s, ctx, 0)) != KOPT_OK)
+            goto fail;
+    }
+    kopt__search_derive(s);
+    *out = s;
+    return KOPT_OK;
+fail:
+    kopt_search_close(s);
+    return rc;
+}
+
+void kopt_search_close(kopt_search *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < s->n; i++)
+        kopt__search_node_clear(&s->nodes[i]);
+    free(s->nodes);
+    for (int r = 0; r < KOPT_AGENT_ROLE_COUNT; r++)
+        free(s->templates[r]);
+    free(s->prompts_dir);
+    free(s);
+}
+
+/* ---- prompts ------------------------------------------------------------------------------ */
+
+static double speedup_of(const kopt_search *s, const kopt_search_node *n)
+{
+    return n->ok && s->nodes[0].ok && n->time_ms > 0 ? s->nodes[0].time_ms / n->time_ms : 0.0;
+}
+
+static void outcome_line(const kopt_search *s, const kopt_search_node *n, kopt_buf *b)
+{
+    if (n->state != KOPT_SEARCH_DONE)
+        kopt_buf_printf(b, "pending");
+    else if (n->failure[0])
+        kopt_buf_printf(b, "%s", n->failure);
+    else if (n->ok)
+        kopt_buf_printf(b, "OK, %.4f ms, %.2fx the reference", n->time_ms, speedup_of(s, n));
+    else
+        kopt_buf_printf(b, "%s", kopt_verdict_name(n->verdict));
+}
+
+/* The search memory as planner context: per (class, plan kind), tries and realized gain. */
+static char *memory_text(kopt_search *s, kopt_ctx *ctx, const char *cls)
+{
+    kopt_store_opt_memory *m = NULL;
+    kopt_buf b = KOPT_BUF_INIT;
+    int n = 0, shown = 0;
+
+    if (s->o.no_memory || !s->store ||
+        kopt_store_opt_memory_get(s->store, ctx, s->prob->hash, 200, &m, &n) != KOPT_OK || !n) {
+        free(m);
+        return strdup(s->o.no_memory ? "(search memory is off)" : "(none yet)");
+    }
+    for (int i = 0; i < n && shown < 12; i++) {
+        int tries = 0, wins = 0, seen = 0;
+        double best = 0, sum_pred = 0;
+        for (int k = 0; k < i; k++)
+            if (strcmp(m[k].plan_kind, m[i].plan_kind) == 0 && strcmp(m[k].cls, m[i].cls) == 0)
+                seen = 1;
+        if (seen)
+            continue;
+        for (int k = i; k < n; k++) {
+            if (strcmp(m[k].plan_kind, m[i].plan_kind) != 0 || strcmp(m[k].cls, m[i].cls) != 0)
+                continue;
+            tries++;
+            wins += m[k].realized_gain > 1.0 + s->o.prune_eps;
+            best = m[k].realized_gain > best ? m[k].realized_gain : best;
+            sum_pred += m[k].predicted_gain;
+        }
+        kopt_buf_printf(&b, "- %s%s class, plan kind \"%s\": %d tries, %d gained, best "
+                        "%.2fx, predicted %.2fx on average\n",
+                        strcmp(m[i].cls, cls ? cls : "") == 0 ? "(this) " : "",
+                        m[i].cls[0] ? m[i].cls : "unknown", m[i].plan_kind, tries, wins, best,
+                        tries ? sum_pred / tries : 0.0);
+        shown++;
+    }
+    free(m);
+    return kopt_buf_detach(&b);
+}
+
+/* Plans already tried from node i, with their outcome (so the planner diversifies). */
+static char *tried_text(const kopt_search *s, int i)
+{
+    kopt_buf b = KOPT_BUF_INIT;
+
+    for (int c = i + 1; c < s->n; c++) {
+        const kopt_search_node *ch = &s->nodes[c];
+        if (ch->parent != i || strcmp(ch->kind, "repair") == 0)
+            continue;
+        kopt_buf_printf(&b, "- [%s] %s -> ", ch->plan.kind, ch->plan.text);
+        outcome_line(s, &s->nodes[kopt__search_chain_end(s, c)], &b);
+        kopt_buf_printf(&b, "\n");
+    }
+    if (!b.len)
+        kopt_buf_printf(&b, "(nothing yet)");
+    return kopt_buf_detach(&b);
+}
+
+/* The best correct nodes outside node i's path (STARK's leaderboard). */
+static char *leaders_text(const kopt_search *s, int self)
+{
+    kopt_buf b = KOPT_BUF_INIT;
+    int used[2] = {-1, -1};
+
+    for (int k = 0; k < 2; k++) {
+        int best = -1;
+        for (int i = 1; i < s->n; i++)
+            if (s->nodes[i].ok && i != self && i != used[0] &&
+                (best < 0 || s->nodes[i].raw_reward > s->nodes[best].raw_reward))
+                best = i;
+        if (best < 0)
+            break;
+        used[k] = best;
+        kopt_buf_printf(&b, "- n%d: %.4f ms (%.2fx), by \"%s\"\n", best, s->nodes[best].time_ms,
+                        speedup_of(s, &s->nodes[best]), s->nodes[best].plan.text);
+    }
+    if (!b.len)
+        kopt_buf_printf(&b, "(none yet)");
+    return kopt_buf_detach(&b);
+}
+
+static char *problem_text(const kopt_problem *p)
+{
+    kopt_buf b = KOPT_BUF_INIT;
+
+    kopt_buf_printf(&b, "%s", p->name);
+    if (p->description && p->description[0])
+        kopt_buf_printf(&b, ": %s", p->description);
+    kopt_buf_printf(&b, "\nsizes:");
+    for (int i = 0; i < p->sizes.n; i++)
+        kopt_buf_printf(&b, " %s=%lld", p->sizes.names[i], (long long)p->sizes.values[i]);
+    kopt_buf_printf(&b, "\ntensors:");
+    for (int i = 0; i < p->ntensors; i++)
+        kopt_buf_printf(&b, " %s (%s, %s)", p->tensors[i].name,
+                        kopt_dtype_name(p->tensors[i].dtype), kopt_role_name(p->tensors[i].role));
+    if (p->has_tol)
+        kopt_buf_printf(&b, "\ntolerance: atol %g, rtol %g", p->atol, p->rtol);
+    if (p->work_flops || p->work_bytes)
+        kopt_buf_printf(&b, "\nwork: flops %s, bytes %s", p->work_flops ? p->work_flops : "?",
+                        p->work_bytes ? p->work_bytes : "?");
+    return kopt_buf_detach(&b);
+}
+
+typedef struct vars {
+    kopt_agent_var v[32];
+    int n;
+    char *owned[32];
+    int nowned;
+} vars;
+
+static void var(vars *vs, const char *name, const char *value)
+{
+    if (vs->n < 32)
+        vs->v[vs->n++] = (kopt_agent_var){name, value};
+}
+
+static void var_own(vars *vs, const char *name, char *value)
+{
+    if (vs->nowned < 32)
+        vs->owned[vs->nowned++] = value;
+    var(vs, name, value);
+}
+
+static void vars_free(vars *vs)
+{
+    for (int i = 0; i < vs->nowned; i++)
+        free(vs->owned[i]);
+}
+
+static char *fmt(double a, int digits)
+{
+    char buf[64];
+    snprintf(buf, sizeof(buf), "%.*f", digits, a);
+    return strdup(buf);
+}
+
+/* The variables every role sees about node i (docs/optimize.md lists them). */
+static void node_vars(kopt_search *s, kopt_ctx *ctx, vars *vs, int i)
+{
+    const kopt_search_node *n = &s->nodes[i];
+    kopt_buf b = KOPT_BUF_INIT;
+
+    var_own(vs, "problem", problem_text(s->prob));
+    var(vs, "reference", s->prob->ref_source);
+    var(vs, "objective", kopt_run_tune_objective_name(s->o.objective));
+    var(vs, "node", NULL);
+    var(vs, "source", n->source);
+    outcome_line(s, n, &b);
+    var_own(vs, "outcome", kopt_buf_detach(&b));
+    var_own(vs, "time_ms", fmt(n->time_ms, 4));
+    var_own(vs, "speedup", fmt(speedup_of(s, n), 2));
+    var(vs, "class", n->cls[0] ? n->cls : "unknown");
+    var(vs, "advice", n->findings && n->findings[0] ? n->findings :
+        (s->o.no_tools ? "(no metrics recorded)" : "(no advice: no profile of this kernel)"));
+    var(vs, "advice_kind", s->o.no_tools ? "Raw metrics" : "Micro-tool advice (selected by "
+        "the roofline class)");
+    var_own(vs, "tried", tried_text(s, i));
+    var_own(vs, "leaders", leaders_text(s, i));
+    var_own(vs, "memory", memory_text(s, ctx, n->cls));
+}
+
+static char *render(kopt_search *s, kopt_agent_role role, vars *vs)
+{
+    return kopt_agent_render(s->templates[role], vs->v, vs->n);
+}
+
+/* ---- asking -------------------------------------------------------------------------------- */
+
+typedef struct ask {
+    kopt_llm_request rq;
+    kopt_llm_message msg;
+    char *prompt;
+    char key[64];
+    char tag[32];
+    kopt_llm_reply reply;
+    int answered;
+} ask;
+
+static void ask_clear(ask *a, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(a[i].prompt);
+        kopt_llm_reply_clear(&a[i].reply);
+    }
+}
+
+static void ask_init(kopt_search *s, ask *a, kopt_agent_role role, char *prompt, const char *key,
+                     const char *tag)
+{
+    static const char *const system =
+        "You are one role of kopt, a tool that makes CUDA kernels faster while computing the "
+        "same result. Follow the reply contract in the message exactly.";
+
+    memset(a, 0, sizeof(*a));
+    a->prompt = prompt;
+    a->msg.role = "user";
+    a->msg.content = prompt;
+    a->rq = (kopt_llm_request)KOPT_LLM_REQUEST_INIT;
+    a->rq.system = system;
+    a->rq.messages = &a->msg;
+    a->rq.nmessages = 1;
+    a->rq.max_tokens = s->o.max_tokens;
+    a->rq.temperature = role == KOPT_AGENT_PLANNER ? s->o.plan_temperature :
+                        s->o.code_temperature;
+    a->rq.role = kopt_agent_role_name(role);
+    snprintf(a->key, sizeof(a->key), "%s", key);
+    snprintf(a->tag, sizeof(a->tag), "%s", tag);
+    a->rq.tag = a->tag;
+    a->rq.run_id = s->tree_id;
+}
+
+/* Manual mode: <dir>/<key>.prompt.md written, <key>.reply.md read when it exists. The
+ * exchange is stored like a model's (backend "manual") so a replay finds it. */
+static void ask_manual(kopt_search *s, kopt_ctx *ctx, ask *a)
+{
+    char path[4096];
+    char *text = NULL;
+    struct stat st;
+
+    snprintf(path, sizeof(path), "%s/%s.reply.md", s->o.manual_dir, a->key);
+    if (stat(path, &st) == 0 && kopt_file_read(ctx, path, &text, NULL) == KOPT_OK) {
+        kopt_llm_exchange x = {0};
+        char *rj = kopt_llm_request_json(&a->rq, "manual");
+        a->reply.outcome = KOPT_LLM_OK;
+        a->reply.text = text;
+        a->reply.model = strdup("manual");
+        a->reply.finish_reason = strdup("stop");
+        kopt_llm_request_hash(&a->rq, a->reply.request_hash);
+        a->answered = 1;
+        x.run_id = s->tree_id;
+        x.role = a->rq.role;
+        x.tag = a->tag;
+        x.backend = "manual";
+        x.model = "manual";
+        x.request_json = rj;
+        x.reply = &a->reply;
+        if (s->store)
+            kopt_store_llm_put(s->store, ctx, &x, NULL);
+        free(rj);
+        return;
+    }
+    snprintf(path, sizeof(path), "%s/%s.prompt.md", s->o.manual_dir, a->key);
+    if (stat(path, &st) != 0) {
+        kopt_buf b = KOPT_BUF_INIT;
+        kopt_buf_printf(&b, "<!-- kopt optimize, manual mode: write the reply to %s.reply.md "
+                        "in this folder. Role: %s. -->\n\n%s", a->key, a->rq.role, a->prompt);
+        kopt_file_write(ctx, path, b.ptr, b.len);
+        kopt_buf_free(&b);
+    }
+    s->st.waiting++;
+}
+
+/* Ask every request; 0 when all were answered (successfully or not), 1 when manual replies
+ * are still awaited (nothing should be made of this batch yet). */
+static int ask_all(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm, ask *a, int n)
+{
+    double t0 = kopt_now_ms();
+    int waiting = 0;
+
+    if (s->o.manual_dir) {
+        kopt_mkdirs(ctx, s->o.manual_dir);
+        for (int i = 0; i < n; i++) {
+            ask_manual(s, ctx, &a[i]);
+            waiting += !a[i].answered;
+        }
+    } else {
+        kopt_llm_request rq[16];
+        kopt_llm_reply rp[16];
+        for (int i = 0; i < n; i++)
+            rq[i] = a[i].rq;
+        memset(rp, 0, sizeof(rp));
+        kopt_llm_call_many(llm, ctx, rq, n, rp);
+        for (int i = 0; i < n; i++) {
+            a[i].reply = rp[i];
+            a[i].answered = 1;
+        }
+    }
+    s->st.llm_ms += kopt_now_ms() - t0;
+    s->st.llm_requests += n - waiting;
+    return waiting ? 1 : 0;
+}
+
+static const char *reply_text(const ask *a)
+{
+    return a->reply.outcome == KOPT_LLM_OK || a->reply.outcome == KOPT_LLM_LENGTH ?
+           a->reply.text : NULL;
+}
+
+/* ---- making nodes --------------------------------------------------------------------------- */
+
+static kopt_agent_guard guard_of(const kopt_search *s)
+{
+    const char *ref = s->prob->ref_path ? strrchr(s->prob->ref_path, '/') : NULL;
+    kopt_agent_guard g = {"problem.json", ref ? ref + 1 : s->prob->ref_path, NULL};
+    return g;
+}
+
+/* A child of `parent` from a code reply: pending with its source, or done with the agent
+ * failure (its source is the base it should have changed). A source the tree already holds
+ * takes that node's outcome: nothing is evaluated twice. */
+static kopt_status add_child(kopt_search *s, kopt_ctx *ctx, int parent, const char *kind,
+                             int expansion, int proposal, const kopt_agent_plan *plan,
+                             const char *base, const ask *a, int want_template)
+{
+    kopt_agent_guard g = guard_of(s);
+    char why[512] = "", *src = NULL;
+    const char *text = reply_text(a);
+    kopt_agent_failure f;
+    kopt_search_node *n;
+    int id;
+
+    if (!text) {
+        f = KOPT_AGENT_NO_REPLY;
+        snprintf(why, sizeof(why), "the model gave no usable reply (%s%s%s)",
+                 kopt_llm_outcome_name(a->reply.outcome), a->reply.error ? ": " : "",
+                 a->reply.error ? a->reply.error : "");
+    } else {
+        f = kopt_agent_extract_code(text, base, &g, &src, why, sizeof(why));
+    }
+    if (f == KOPT_AGENT_OK && want_template && !strstr(src, "\"params\"")) {
+        f = KOPT_AGENT_NOT_TEMPLATE;
+        snprintf(why, sizeof(why), "the templatizer's kernel has no \"params\" in its front "
+                 "matter");
+        free(src);
+        src = NULL;
+    }
+    if (!(n = kopt__search_add(s))) {
+        free(src);
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "search node");
+    }
+    id = n->id;
+    n->parent = parent;
+    snprintf(n->kind, sizeof(n->kind), "%s", kind);
+    n->expansion = expansion;
+    n->proposal = proposal;
+    if (plan)
+        n->plan = *plan;
+    if (s->nodes[parent].findings) {
+        const char *nl = strchr(s->nodes[parent].findings, '\n');
+        size_t len = nl ? (size_t)(nl - s->nodes[parent].findings) : strlen(s->nodes[parent].findings);
+        snprintf(n->advice, sizeof(n->advice), "%.*s", (int)(len < 500 ? len : 500),
+                 s->nodes[parent].findings);
+        snprintf(n->advice_tool, sizeof(n->advice_tool), "%s", s->nodes[parent].tool);
+    }
+    if (f != KOPT_AGENT_OK) {
+        n->source = strdup(base ? base : "");
+        n->state = KOPT_SEARCH_DONE;
+        snprintf(n->failure, sizeof(n->failure), "%s", kopt_agent_failure_name(f));
+        snprintf(n->message, sizeof(n->message), "%s", why);
+        n->log = strdup(why);
+    } else {
+        n->source = src;
+        kopt_sha256_hex(src, strlen(src), n->hash);
+        for (int k = 0; k < id; k++) {
+            const kopt_search_node *o = &s->nodes[k];
+            if (o->state != KOPT_SEARCH_DONE || o->failure[0] || strcmp(o->hash, n->hash) != 0)
+                continue;
+            n->state = KOPT_SEARCH_DONE;
+            n->verdict = o->verdict;
+            n->time_ms = o->time_ms;
+            n->energy_mj = o->energy_mj;
+            snprintf(n->cls, sizeof(n->cls), "%s", o->cls);
+            snprintf(n->tool, sizeof(n->tool), "%s", o->tool);
+            snprintf(n->message, sizeof(n->message), "same source as n%d (not evaluated again)",
+                     k);
+            n->log = o->log ? strdup(o->log) : NULL;
+            n->findings = o->findings ? strdup(o->findings) : NULL;
+            if (o->tuned_from) {
+                free(n->source);
+                n->source = strdup(o->source);
+                n->tuned_from = strdup(o->tuned_from);
+            }
+            break;
+        }
+    }
+    return kopt__search_save(s, ctx, id);
+}
+
+/* ---- evaluation ------------------------------------------------------------------------------ */
+
+static void remember(kopt_search *s, kopt_ctx *ctx, int i)
+{
+    const kopt_search_node *n = &s->nodes[i], *base = n;
+    kopt_store_opt_memory m;
+
+    if (!s->store || strcmp(n->kind, "root") == 0)
+        return;
+    while (strcmp(base->kind, "repair") == 0 && base->parent >= 0)
+        base = &s->nodes[base->parent];
+    if (base->parent < 0)
+        return;
+    memset(&m, 0, sizeof(m));
+    snprintf(m.problem_hash, sizeof(m.problem_hash), "%s", s->prob->hash);
+    snprintf(m.problem, sizeof(m.problem), "%s", s->prob->name);
+    snprintf(m.cls, sizeof(m.cls), "%s", s->nodes[base->parent].cls);
+    snprintf(m.plan_kind, sizeof(m.plan_kind), "%s", strcmp(base->kind, "tune") == 0 ? "tune" :
+             base->plan.kind);
+    snprintf(m.tool, sizeof(m.tool), "%s", base->plan.tool[0] ? base->plan.tool :
+             base->advice_tool);
+    snprintf(m.verdict, sizeof(m.verdict), "%s", n->failure[0] ? n->failure :
+             kopt_verdict_name(n->verdict));
+    m.predicted_gain = base->plan.gain;
+    m.realized_gain = kopt__search_gain(s, i);
+    m.tree_id = s->tree_id;
+    m.node = i;
+    kopt_store_opt_memory_put(s->store, ctx, &m);
+}
+
+static kopt_status evaluate(kopt_search *s, kopt_ctx *ctx, kopt_search_evaluator *ev, int i)
+{
+    kopt_search_outcome oc;
+    kopt_search_node *n = &s->nodes[i];
+    char tag[32];
+    double t0 = kopt_now_ms();
+    kopt_status rc;
+
+    memset(&oc, 0, sizeof(oc));
+    snprintf(tag, sizeof(tag), "n%d", i);
+    if (strcmp(n->kind, "tune") == 0 && ev->tune)
+        rc = ev->tune(ev->self, ctx, n->source, tag, s->o.tune_budget, &oc);
+    else
+        rc = ev->evaluate(ev->self, ctx, n->source, tag, &oc);
+    s->st.eval_ms += kopt_now_ms() - t0;
+    if (rc != KOPT_OK) {
+        kopt_search_outcome_clear(&oc);
+        return rc;
+    }
+    n = &s->nodes[i];
+    n->state = KOPT_SEARCH_DONE;
+    n->verdict = oc.verdict;
+    n->time_ms = oc.verdict == KOPT_VERDICT_OK || oc.verdict == KOPT_VERDICT_SUSPECT ?
+                 oc.time_ms : 0.0;
+    n->energy_mj = oc.energy_mj;
+    snprintf(n->message, sizeof(n->message), "%.500s", oc.message);
+    snprintf(n->cls, sizeof(n->cls), "%s", oc.cls);
+    snprintf(n->tool, sizeof(n->tool), "%s", oc.tool);
+    n->eval_id = oc.eval_id;
+    free(n->log);
+    n->log = oc.log;
+    oc.log = NULL;
+    free(n->findings);
+    n->findings = oc.advice;
+    oc.advice = NULL;
+    if (oc.tuned_source) {
+        free(n->tuned_from);
+        n->tuned_from = n->source;
+        n->source = oc.tuned_source;
+        oc.tuned_source = NULL;
+    }
+    kopt_search_outcome_clear(&oc);
+    s->st.evaluated++;
+    if ((rc = kopt__search_save(s, ctx, i)) != KOPT_OK)
+        return rc;
+    kopt__search_derive(s);
+    remember(s, ctx, i);
+    return KOPT_OK;
+}
+
+/* ---- selection ------------------------------------------------------------------------------ */
+
+static int in_top(const kopt_search *s, int i)
+{
+    int nok = 0, better = 0;
+
+    for (int k = 0; k < s->n; k++)
+        if (s->nodes[k].ok) {
+            nok++;
+            better += s->nodes[k].raw_reward > s->nodes[i].raw_reward;
+        }
+    return nok > 1 && better < (int)ceil(s->o.top_quantile * nok);
+}
+
+static int limit_of(const kopt_search *s, int i)
+{
+    return kopt_search_widen_limit(s->o.widen_c, s->o.widen_alpha, s->nodes[i].visits) +
+           (in_top(s, i) ? s->o.top_extra : 0);
+}
+
+/* Correct and not a dead end (the root also while pending: a first --propose expands it). */
+static int open_node(const kopt_search *s, int i)
+{
+    return (s->nodes[i].ok || (i == 0 && s->nodes[0].state == KOPT_SEARCH_PENDING)) &&
+           !s->nodes[i].closed;
+}
+
+/* The open correct nodes by raw reward, best first (ties: lower id). */
+static int ranked(const kopt_search *s, int *out)
+{
+    int k = 0;
+
+    for (int i = 0; i < s->n; i++)
+        if (open_node(s, i))
+            out[k++] = i;
+    for (int a = 1; a < k; a++)
+        for (int b = a; b > 0 && s->nodes[out[b]].raw_reward > s->nodes[out[b - 1]].raw_reward;
+             b--) {
+            int t = out[b];
+            out[b] = out[b - 1];
+            out[b - 1] = t;
+        }
+    return k;
+}
+
+static int select_mcts(const kopt_search *s)
+{
+    int v = 0;
+
+    for (int depth = 0; depth < 1000; depth++) {
+        int best = -1;
+        double best_score = -INFINITY;
+        if (open_node(s, v) && s->nodes[v].plan_children < limit_of(s, v))
+            return v;
+        for (int c = v + 1; c < s->n; c++) {
+            const kopt_search_node *ch = &s->nodes[c];
+            int end;
+            double score;
+            if (ch->parent != v || strcmp(ch->kind, "repair") == 0)
+                continue;
+            end = kopt__search_chain_end(s, c);
+            if (!s->nodes[end].ok)
+                continue;
+            score = kopt_search_uct(ch->value, ch->visits, s->nodes[v].visits, s->o.uct_c);
+            if (score > best_score) {
+                best_score = score;
+                best = end;
+            }
+        }
+        if (best < 0)
+            return open_node(s, v) ? v : -1;
+        v = best;
+    }
+    return -1;
+}
+
+static int select_node(const kopt_search *s)
+{
+    int *r = malloc(((size_t)s->n + 1) * sizeof(int)), k, pick = -1;
+
+    if (!r)
+        return -1;
+    k = ranked(s, r);
+    switch (s->o.policy) {
+    case KOPT_SEARCH_MCTS:
+        pick = select_mcts(s);
+        if (pick < 0 && k)
+            pick = r[0];
+        break;
+    case KOPT_SEARCH_GREEDY:
+        pick = k ? r[0] : -1;
+        break;
+    case KOPT_SEARCH_BEAM: {
+        int w = s->o.beam_width < k ? s->o.beam_width : k;
+        for (int i = 0; i < w; i++)   /* the least expanded of the best w */
+            if (pick < 0 || s->nodes[r[i]].plan_children < s->nodes[pick].plan_children)
+                pick = r[i];
+        break;
+    }
+    case KOPT_SEARCH_BEST_OF_N:
+        pick = s->nodes[0].ok ? 0 : -1;
+        break;
+    }
+    free(r);
+    return pick;
+}
+
+/* ---- steps ------------------------------------------------------------------------------------ */
+
+static int expansions(const kopt_search *s)
+{
+    int e = 0;
+    for (int i = 0; i < s->n; i++)
+        e = s->nodes[i].expansion > e ? s->nodes[i].expansion : e;
+    return e;
+}
+
+static int needs_repair(const kopt_search *s, int i)
+{
+    const kopt_search_node *n = &s->nodes[i];
+
+    if (n->state != KOPT_SEARCH_DONE || n->ok || n->parent < 0 ||
+        n->verdict == KOPT_VERDICT_SKIPPED || n->repair_depth >= s->o.debug_attempts)
+        return 0;
+    return kopt__search_chain_end(s, i) == i;
+}
+
+/* Ask the debugger to repair every failed node that may still be repaired. 1 when some
+ * repair was asked, 0 none, -1 waiting for manual replies. */
+static int repair(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm)
+{
+    ask a[16];
+    int who[16], k = 0, w;
+
+    for (int i = 0; i < s->n && k < 16; i++) {
+        vars vs = {0};
+        const kopt_search_node *n = &s->nodes[i];
+        char key[64], tag[32];
+        if (!needs_repair(s, i))
+            continue;
+        node_vars(s, ctx, &vs, i);
+        var(&vs, "failure", n->failure[0] ? n->failure : kopt_verdict_name(n->verdict));
+        var(&vs, "message", n->message);
+        var(&vs, "log", n->log ? n->log : "(none)");
+        var(&vs, "plan", n->plan.text);
+        var(&vs, "parent_source", n->parent >= 0 ? s->nodes[n->parent].source : "");
+        snprintf(key, sizeof(key), "n%d-debugger", i);
+        snprintf(tag, sizeof(tag), "n%d", i);
+        ask_init(s, &a[k], KOPT_AGENT_DEBUGGER, render(s, KOPT_AGENT_DEBUGGER, &vs), key, tag);
+        vars_free(&vs);
+        who[k++] = i;
+    }
+    if (!k)
+        return 0;
+    if ((w = ask_all(s, ctx, llm, a, k)) == 0)
+        for (int j = 0; j < k; j++) {
+            kopt_agent_plan plan = s->nodes[who[j]].plan;
+            add_child(s, ctx, who[j], "repair", s->nodes[who[j]].expansion,
+                      s->nodes[who[j]].proposal, &plan, s->nodes[who[j]].source, &a[j],
+                      strcmp(s->nodes[who[j]].kind, "tune") == 0);
+        }
+    ask_clear(a, k);
+    kopt__search_derive(s);
+    return w ? -1 : 1;
+}
+
+/* The templatizer on the best node, once per node. 1 done, 0 not wanted, -1 waiting. */
+static int templatize(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm, int e)
+{
+    int b = s->best, w;
+    ask a;
+    vars vs = {0};
+    char key[64], tag[32];
+    kopt_agent_plan plan;
+
+    if (s->o.no_tune || b <= 0 || strcmp(s->nodes[b].kind, "tune") == 0 ||
+        s->nodes[b].tuned_from)
+        return 0;
+    for (int c = b + 1; c < s->n; c++)
+        if (s->nodes[c].parent == b && strcmp(s->nodes[c].kind, "tune") == 0)
+            return 0;
+    node_vars(s, ctx, &vs, b);
+    snprintf(key, sizeof(key), "e%d-n%d-templatizer", e, b);
+    snprintf(tag, sizeof(tag), "n%d", b);
+    ask_init(s, &a, KOPT_AGENT_TEMPLATIZER, render(s, KOPT_AGENT_TEMPLATIZER, &vs), key, tag);
+    vars_free(&vs);
+    if ((w = ask_all(s, ctx, llm, &a, 1)) == 0) {
+        memset(&plan, 0, sizeof(plan));
+        snprintf(plan.text, sizeof(plan.text), "templatize n%d and tune its params", b);
+        snprintf(plan.kind, sizeof(plan.kind), "tune");
+        add_child(s, ctx, b, "tune", e, 0, &plan, s->nodes[b].source, &a, 1);
+    }
+    ask_clear(&a, 1);
+    kopt__search_derive(s);
+    return w ? -1 : 1;
+}
+
+/* Planner then coder for `s->o.proposals` children of node v. 1 done, -1 waiting. */
+static int expand(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm, int v, int e)
+{
+    int k = s->o.proposals > 16 ? 16 : s->o.proposals, w;
+    ask pa[16], ca[16];
+    kopt_agent_plan plans[16];
+    char key[64], tag[32], prop[32];
+
+    for (int j = 0; j < k; j++) {
+        vars vs = {0};
+        node_vars(s, ctx, &vs, v);
+        snprintf(prop, sizeof(prop), "%d of %d", j + 1, k);
+        var(&vs, "proposal", prop);
+        snprintf(key, sizeof(key), "e%d-p%d-planner", e, j + 1);
+        snprintf(tag, sizeof(tag), "n%d", v);
+        ask_init(s, &pa[j], KOPT_AGENT_PLANNER, render(s, KOPT_AGENT_PLANNER, &vs), key, tag);
+        vars_free(&vs);
+    }
+    if ((w = ask_all(s, ctx, llm, pa, k)) != 0) {
+        ask_clear(pa, k);
+        return -1;
+    }
+    for (int j = 0; j < k; j++) {
+        vars vs = {0};
+        char gain[32];
+        if (kopt_agent_parse_plan(reply_text(&pa[j]), &plans[j]) != KOPT_AGENT_OK)
+            snprintf(plans[j].text, sizeof(plans[j].text), "(the planner gave no plan: %s) "
+                     "make one well-chosen optimization", kopt_llm_outcome_name(pa[j].reply.outcome));
+        node_vars(s, ctx, &vs, v);
+        snprintf(prop, sizeof(prop), "%d of %d", j + 1, k);
+        var(&vs, "proposal", prop);
+        var(&vs, "plan", plans[j].text);
+        var(&vs, "plan_kind", plans[j].kind);
+        snprintf(gain, sizeof(gain), "%.2f", plans[j].gain);
+        var(&vs, "plan_gain", gain);
+        snprintf(key, sizeof(key), "e%d-p%d-coder", e, j + 1);
+        snprintf(tag, sizeof(tag), "n%d", v);
+        ask_init(s, &ca[j], KOPT_AGENT_CODER, render(s, KOPT_AGENT_CODER, &vs), key, tag);
+        vars_free(&vs);
+    }
+    ask_clear(pa, k);
+    if ((w = ask_all(s, ctx, llm, ca, k)) == 0)
+        for (int j = 0; j < k; j++)
+            add_child(s, ctx, v, "plan", e, j + 1, &plans[j], s->nodes[v].source, &ca[j], 0);
+    ask_clear(ca, k);
+    kopt__search_derive(s);
+    return w ? -1 : 1;
+}
+
+/* ---- the loop ----------------------------------------------------------------------------------- */
+
+static void progress(kopt_search *s, kopt_llm_client *llm, const char *what)
+{
+    char line[512];
+    const kopt_search_node *b = kopt_search_best(s);
+    kopt_llm_budget_state bs;
+
+    if (!s->o.progress)
+        return;
+    memset(&bs, 0, sizeof(bs));
+    if (llm)
+        kopt_llm_budget(llm, &bs);
+    snprintf(line, sizeof(line), "iter %d/%d | %s | best %.2fx (n%d) | %lld llm calls, %lld "
+             "tokens, $%.4f | %.1f s", expansions(s), s->o.iterations, what,
+             b ? speedup_of(s, b) : 0.0, b ? b->id : 0, (long long)bs.calls,
+             (long long)bs.tokens_total, bs.cost, (kopt_now_ms() - s->t_start) / 1000.0);
+    s->o.progress(s->o.progress_user, line);
+}
+
+static int stopped(kopt_search *s, kopt_llm_client *llm)
+{
+    kopt_llm_budget_state bs;
+
+    if (s->o.stop && *s->o.stop) {
+        snprintf(s->st.stop_reason, sizeof(s->st.stop_reason), "stopped");
+        return 1;
+    }
+    if (s->o.max_wall_s > 0 && kopt_now_ms() - s->t_start > s->o.max_wall_s * 1000.0) {
+        snprintf(s->st.stop_reason, sizeof(s->st.stop_reason), "wall time %.0f s reached",
+                 s->o.max_wall_s);
+        return 1;
+    }
+    if (llm) {
+        kopt_llm_budget(llm, &bs);
+        if (bs.exhausted) {
+            snprintf(s->st.stop_reason, sizeof(s->st.stop_reason), "%s", bs.why);
+            return 2;   /* nothing more may be asked; pending nodes may still be evaluated */
+        }
+    }
+    return 0;
+}
+
+kopt_status kopt_search_go(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm,
+                           kopt_search_evaluator *ev)
+{
+    int can_ask = llm || s->o.manual_dir, proposed = 0, steps = 0;
+    kopt_status rc = KOPT_OK;
+    char what[160];
+
+    memset(&s->st, 0, sizeof(s->st));
+    s->t_start = kopt_now_ms();
+    kopt__search_derive(s);
+    for (;;) {
+        int pend = -1, st = stopped(s, llm), r, v, e;
+        if (st == 1)
+            break;
+        if (st == 2)
+            can_ask = 0;
+        for (int i = 0; i < s->n && pend < 0; i++)
+            if (s->nodes[i].state == KOPT_SEARCH_PENDING)
+                pend = i;
+        if (ev && pend >= 0) {
+            if ((rc = evaluate(s, ctx, ev, pend)) != KOPT_OK)
+                break;
+            snprintf(what, sizeof(what), "n%d %s", pend, s->nodes[pend].ok ?
+                     "OK" : (s->nodes[pend].failure[0] ? s->nodes[pend].failure :
+                             kopt_verdict_name(s->nodes[pend].verdict)));
+            progress(s, llm, what);
+            if (!s->nodes[0].ok && pend == 0) {
+                snprintf(s->st.stop_reason, sizeof(s->st.stop_reason), "the reference did not "
+                         "evaluate OK (%s)", kopt_verdict_name(s->nodes[0].verdict));
+                break;
+            }
+            continue;
+        }
+        if (!can_ask) {
+            if (!s->st.stop_reason[0])
+                snprintf(s->st.stop_reason, sizeof(s->st.stop_reason), pend >= 0 ?
+                         "candidates left pending" : "nothing left to evaluate");
+            break;
+        }
+        if (proposed && s->o.propose_only) {
+            snprintf(s->st.stop_reason, sizeof(s->st.stop_reason), "proposed: evaluate with "
+                     "--evaluate");
+            break;
+        }
+        if (!s->nodes[0].ok && !s->o.propose_only) {
+            snprintf(s->st.stop_reason, sizeof(s->st.stop_reason), "the reference has no "
+                     "outcome yet");
+            break;
+        }
+        if ((r = repair(s, ctx, llm)) != 0) {
+            if (r < 0)
+                break;
+            steps++;
+            progress(s, llm, "repairs asked");
+            if (!s->o.propose_only)
+                continue;
+        }
+        if ((e = expansions(s)) >= s->o.iterations) {
+            snprintf(s->st.stop_reason, sizeof(s->st.stop_reason), "%d iterations done",
+                     s->o.iterations);
+            break;
+        }
+        e++;
+        if ((r = templatize(s, ctx, llm, e)) == 0) {
+            if ((v = select_node(s)) < 0) {
+                snprintf(s->st.stop_reason, sizeof(s->st.stop_reason), "no node left to "
+                         "expand (all closed or failed)");
+                break;
+            }
+            r = expand(s, ctx, llm, v, e);
+        }
+        if (r < 0)
+            break;
+        steps++;
+        proposed = 1;
+        snprintf(what, sizeof(what), "expansion %d", e);
+        progress(s, llm, what);
+    }
+    if (s->st.waiting)
+        snprintf(s->st.stop_reason, sizeof(s->st.stop_reason), "waiting for %d manual "
+                 "replies in %s", s->st.waiting, s->o.manual_dir);
+    s->st.wall_ms = kopt_now_ms() - s->t_start;
+    s->st.expansions = expansions(s);
+    for (int i = 0; i < s->n; i++)
+        s->st.pending += s->nodes[i].state == KOPT_SEARCH_PENDING;
+    steps = steps > s->st.evaluated ? steps : s->st.evaluated;
+    s->st.overhead_ms_per_iter = steps ? (s->st.wall_ms - s->st.llm_ms - s->st.eval_ms) / steps
+                                       : 0.0;
+    return rc;
+}
