@@ -17,6 +17,7 @@ static const verb verbs[] = {
     {"profile", cmd_profile, "profile a correct candidate and rank what to change (micro-tools)"},
     {"tune", cmd_tune, "search a template's params for the fastest configuration (or replay)"},
     {"llm", cmd_llm, "check a language-model setup (ping) or ask it one prompt"},
+    {"optimize", cmd_optimize, "find a faster kernel: LLM agents inside a tree search"},
 };
 
 static void usage(FILE *f)

@@ -11,6 +11,10 @@ install(TARGETS kopt kopt_shared EXPORT koptTargets
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY include/kopt DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
   FILES_MATCHING PATTERN "*.h")
+# kopt optimize's prompt templates (src/agent/prompts.c finds them: $KOPT_PROMPTS, beside
+# the program or libkopt, ../share/kopt/prompts from either, this datadir, the source tree)
+install(DIRECTORY prompts/ DESTINATION ${CMAKE_INSTALL_DATADIR}/kopt/prompts
+  FILES_MATCHING PATTERN "*.md")
 
 # pkg-config: ${prefix} relative to the .pc file (pkg-config's ${pcfiledir}), so a prefix
 # given at install time (cmake --install --prefix) or a moved one is right too; libdir and

@@ -14,5 +14,7 @@
 #include "kopt/tune.h"
 #include "kopt/run.h"
 #include "kopt/llm.h"
+#include "kopt/agent.h"
+#include "kopt/search.h"
 
 #endif

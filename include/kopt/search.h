@@ -170,6 +170,8 @@ typedef struct kopt_search_opts {
     int no_memory;              /* no search memory in prompts (and none written) */
     int no_tune;                /* no templatizer */
     int tune_budget;            /* evaluations of a tune inside a node (16) */
+    int tune_after;             /* templatize the best node once it has this many plan
+                                 * children (2): the LLM's own ideas come first */
     int propose_only;           /* LLM only: leave candidates pending (one round) */
     double max_wall_s;          /* 0: none */
     const char *manual_dir;     /* manual LLM: prompts written here, replies read from here */
@@ -180,7 +182,7 @@ typedef struct kopt_search_opts {
     volatile sig_atomic_t *stop;
 } kopt_search_opts;
 #define KOPT_SEARCH_OPTS_INIT {1, KOPT_SEARCH_MCTS, 10, 0, 1.0, 1.0, 0.5, 0.25, 1, 3, 0.02, 2, \
-    2, KOPT_TUNE_TIME, 0, 0, 0, 16, 0, 0.0, NULL, NULL, 0.8, 0.1, 8192, NULL, NULL, NULL}
+    2, KOPT_TUNE_TIME, 0, 0, 0, 16, 2, 0, 0.0, NULL, NULL, 0.8, 0.1, 8192, NULL, NULL, NULL}
 
 typedef struct kopt_search kopt_search;
 

@@ -108,14 +108,21 @@ char *kopt_search_path_text(const kopt_search *s)
                             n->time_ms);
             continue;
         }
-        kopt_buf_printf(&b, "n%d  %-6s [%s] %.4f ms (%.2fx): %s\n", n->id, n->kind,
-                        n->plan.kind, n->time_ms, node_speedup(s, n), n->plan.text);
+        if (n->ok)
+            kopt_buf_printf(&b, "n%d  %-6s [%s] %.4f ms (%.2fx): %s\n", n->id, n->kind,
+                            n->plan.kind, n->time_ms, node_speedup(s, n), n->plan.text);
+        else
+            kopt_buf_printf(&b, "n%d  %-6s [%s] %s: %s\n", n->id, n->kind, n->plan.kind,
+                            n->failure[0] ? n->failure : kopt_verdict_name(n->verdict),
+                            n->plan.text);
         if (n->advice[0])
             kopt_buf_printf(&b, "      advice: %s\n", n->advice);
         if (strcmp(n->kind, "repair") == 0)
             kopt_buf_printf(&b, "      repaired n%d (%s)\n", n->parent,
                             s->nodes[n->parent].failure[0] ? s->nodes[n->parent].failure :
                             kopt_verdict_name(s->nodes[n->parent].verdict));
+        else if (!n->ok)
+            continue;
         else if (n->plan.gain > 0)
             kopt_buf_printf(&b, "      gain: predicted %.2fx, realized %.2fx\n", n->plan.gain,
                             kopt__search_gain(s, p[k]));

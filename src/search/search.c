@@ -746,7 +746,7 @@ static int templatize(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm, int e
     kopt_agent_plan plan;
 
     if (s->o.no_tune || b <= 0 || strcmp(s->nodes[b].kind, "tune") == 0 ||
-        s->nodes[b].tuned_from)
+        s->nodes[b].tuned_from || s->nodes[b].plan_children < s->o.tune_after)
         return 0;
     for (int c = b + 1; c < s->n; c++)
         if (s->nodes[c].parent == b && strcmp(s->nodes[c].kind, "tune") == 0)

@@ -1,0 +1,430 @@
+/* kopt optimize: LLM agents inside a tree search (kopt/search.h). The tree lives in the
+ * store: --resume goes on after a kill, --propose / --evaluate split the LLM and GPU
+ * steps, --llm manual talks through files in the run's folder, --replay rebuilds a
+ * recorded tree with neither GPU nor LLM. docs/optimize.md. */
+#include "cli.h"
+
+#include <getopt.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void help(FILE *f)
+{
+    fprintf(f,
+        "usage: kopt optimize PROBLEM_DIR [options]\n"
+        "       kopt optimize --resume RUN [--propose | --evaluate] [options]\n"
+        "       kopt optimize --replay RUN [--json]\n"
+        "Find a faster kernel for PROBLEM_DIR: a planner, a coder, a debugger and a\n"
+        "templatizer (prompts/*.md) inside a tree search; every node in the store.\n\n"
+        "search:\n"
+        "  --search mcts|greedy|beam|best-of-n   selection policy (mcts)\n"
+        "  --iterations N        expansions of the tree (10)\n"
+        "  --proposals K         candidates per expansion (2; greedy 1)\n"
+        "  --uct-c C             UCT exploration constant (1.0)\n"
+        "  --widen-c C, --widen-alpha A   progressive widening ceil(C*n^A) (1.0, 0.5)\n"
+        "  --top-quantile Q, --top-extra K  asymmetric branching (0.25, 1)\n"
+        "  --prune-m M, --prune-eps E       dead ends: last M children failed or < E (3, 0.02)\n"
+        "  --debug-attempts N    repairs of one failed candidate, in a chain (2)\n"
+        "  --beam-width W        beam: the best W nodes (2)\n"
+        "  --objective time|energy|time-energy  (time); --energy-s S: energy window (1)\n"
+        "  --no-tools            raw metrics instead of micro-tool advice in prompts\n"
+        "  --no-memory           no search memory in prompts\n"
+        "  --no-tune             no templatizer; --tune-budget N evaluations per tune (16)\n"
+        "  --tune-after N        templatize the best node once it has N plan children (2)\n"
+        "  --no-profile          do not profile correct candidates (no class, no advice)\n"
+        "runs:\n"
+        "  --resume RUN          go on with the tree of run RUN\n"
+        "  --propose             LLM only: one round of proposals, left pending\n"
+        "  --evaluate            GPU only: evaluate what is pending\n"
+        "  --replay RUN          re-run RUN's search from its recorded replies and outcomes\n"
+        "  --llm manual          prompts written as files in the run's folder, replies read\n"
+        "                        from there (NAME.prompt.md -> NAME.reply.md)\n"
+        "  --workdir DIR         the run's folder (kopt-optimize/RUN)\n"
+        "  --prompts DIR         prompt templates (default: found; $KOPT_PROMPTS)\n"
+        "  --evaluator live|fake  fake: outcomes scripted in the sources (tests)\n"
+        "  --fake-ref-ms MS      the fake evaluator's reference time (1.0)\n"
+        "  --max-wall S          wall-time budget in seconds\n"
+        "  --max-llm-calls N, --max-tokens-total N, --max-cost USD   LLM budgets\n"
+        "  --out FILE            write the best kernel there\n"
+        "  --db PATH, --json, -v, and the evaluation and --llm options of kopt eval / llm\n");
+}
+
+enum {
+    O_SEARCH = 0x2000, O_ITER, O_PROPOSALS, O_UCT, O_WIDEN_C, O_WIDEN_A, O_TOPQ, O_TOPX,
+    O_PRUNE_M, O_PRUNE_EPS, O_DEBUG, O_BEAM, O_OBJECTIVE, O_ENERGY_S, O_NO_TOOLS, O_NO_MEMORY,
+    O_NO_TUNE, O_TUNE_BUDGET, O_TUNE_AFTER, O_NO_PROFILE, O_RESUME, O_PROPOSE, O_EVALUATE, O_REPLAY,
+    O_WORKDIR, O_PROMPTS, O_EVALUATOR, O_FAKE_REF, O_MAX_WALL, O_OUT, O_DB, O_JSON, O_HELP
+};
+
+/* A number option into `then` (which sees it as v); a bad value ends the command. */
+#define NUM(name, min, then)                                                                   \
+    do {                                                                                       \
+        if (num(name, optarg, min, &v))                                                        \
+            return KOPT_EXIT_USAGE;                                                            \
+        then;                                                                                  \
+    } while (0)
+
+static volatile sig_atomic_t g_stop;
+
+static void on_sigint(int sig)
+{
+    static const char msg[] = "\nkopt optimize: stopping after the current step (the tree is "
+                              "stored; --resume goes on)\n";
+    (void)sig;
+    if (g_stop)
+        _exit(130);
+    g_stop = 1;
+    if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)
+        g_stop = 1;
+}
+
+static void on_progress(void *user, const char *line)
+{
+    int tty = *(int *)user;
+
+    if (tty)
+        fprintf(stderr, "\r\033[K%s", line);
+    else
+        fprintf(stderr, "%s\n", line);
+}
+
+static int num(const char *name, const char *arg, double min, double *out)
+{
+    char *end;
+    double v = strtod(arg, &end);
+
+    if (end == arg || *end || !(v >= min)) {
+        fprintf(stderr, "kopt optimize: --%s %s: want a number >= %g\n", name, arg, min);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* The search options that shape a tree, as stored with it (a resume or replay uses them). */
+static char *options_json(const kopt_search_opts *o)
+{
+    json_t *j = json_pack("{s:s,s:i,s:i,s:f,s:f,s:f,s:f,s:i,s:i,s:f,s:i,s:i,s:s,s:b,s:b,s:b,"
+                          "s:i,s:i}",
+        "search", kopt_search_policy_name(o->policy), "iterations", o->iterations,
+        "proposals", o->proposals, "uct_c", o->uct_c, "widen_c", o->widen_c,
+        "widen_alpha", o->widen_alpha, "top_quantile", o->top_quantile,
+        "top_extra", o->top_extra, "prune_m", o->prune_m, "prune_eps", o->prune_eps,
+        "debug_attempts", o->debug_attempts, "beam_width", o->beam_width,
+        "objective", kopt_run_tune_objective_name(o->objective), "no_tools", o->no_tools,
+        "no_memory", o->no_memory, "no_tune", o->no_tune, "tune_budget", o->tune_budget, "tune_after", o->tune_after);
+    char *t = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    return t;
+}
+
+static void options_load(kopt_search_opts *o, const char *text, int keep_iterations)
+{
+    json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+
+    if (!j)
+        return;
+    kopt_search_policy_parse(json_string_value(json_object_get(j, "search")), &o->policy);
+    if (!keep_iterations)
+        o->iterations = (int)json_integer_value(json_object_get(j, "iterations"));
+    o->proposals = (int)json_integer_value(json_object_get(j, "proposals"));
+    o->uct_c = json_number_value(json_object_get(j, "uct_c"));
+    o->widen_c = json_number_value(json_object_get(j, "widen_c"));
+    o->widen_alpha = json_number_value(json_object_get(j, "widen_alpha"));
+    o->top_quantile = json_number_value(json_object_get(j, "top_quantile"));
+    o->top_extra = (int)json_integer_value(json_object_get(j, "top_extra"));
+    o->prune_m = (int)json_integer_value(json_object_get(j, "prune_m"));
+    o->prune_eps = json_number_value(json_object_get(j, "prune_eps"));
+    o->debug_attempts = (int)json_integer_value(json_object_get(j, "debug_attempts"));
+    o->beam_width = (int)json_integer_value(json_object_get(j, "beam_width"));
+    kopt_run_tune_objective_parse(json_string_value(json_object_get(j, "objective")),
+                                  &o->objective);
+    o->no_tools = json_is_true(json_object_get(j, "no_tools"));
+    o->no_memory = json_is_true(json_object_get(j, "no_memory"));
+    o->no_tune = json_is_true(json_object_get(j, "no_tune"));
+    o->tune_budget = (int)json_integer_value(json_object_get(j, "tune_budget"));
+    o->tune_after = (int)json_integer_value(json_object_get(j, "tune_after"));
+    json_decref(j);
+}
+
+int cmd_optimize(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"search", required_argument, NULL, O_SEARCH},
+        {"iterations", required_argument, NULL, O_ITER},
+        {"proposals", required_argument, NULL, O_PROPOSALS},
+        {"uct-c", required_argument, NULL, O_UCT},
+        {"widen-c", required_argument, NULL, O_WIDEN_C},
+        {"widen-alpha", required_argument, NULL, O_WIDEN_A},
+        {"top-quantile", required_argument, NULL, O_TOPQ},
+        {"top-extra", required_argument, NULL, O_TOPX},
+        {"prune-m", required_argument, NULL, O_PRUNE_M},
+        {"prune-eps", required_argument, NULL, O_PRUNE_EPS},
+        {"debug-attempts", required_argument, NULL, O_DEBUG},
+        {"beam-width", required_argument, NULL, O_BEAM},
+        {"objective", required_argument, NULL, O_OBJECTIVE},
+        {"energy-s", required_argument, NULL, O_ENERGY_S},
+        {"no-tools", no_argument, NULL, O_NO_TOOLS},
+        {"no-memory", no_argument, NULL, O_NO_MEMORY},
+        {"no-tune", no_argument, NULL, O_NO_TUNE},
+        {"tune-budget", required_argument, NULL, O_TUNE_BUDGET},
+        {"tune-after", required_argument, NULL, O_TUNE_AFTER},
+        {"no-profile", no_argument, NULL, O_NO_PROFILE},
+        {"resume", required_argument, NULL, O_RESUME},
+        {"propose", no_argument, NULL, O_PROPOSE},
+        {"evaluate", no_argument, NULL, O_EVALUATE},
+        {"replay", required_argument, NULL, O_REPLAY},
+        {"workdir", required_argument, NULL, O_WORKDIR},
+        {"prompts", required_argument, NULL, O_PROMPTS},
+        {"evaluator", required_argument, NULL, O_EVALUATOR},
+        {"fake-ref-ms", required_argument, NULL, O_FAKE_REF},
+        {"max-wall", required_argument, NULL, O_MAX_WALL},
+        {"out", required_argument, NULL, O_OUT},
+        {"db", required_argument, NULL, O_DB},
+        {"json", no_argument, NULL, O_JSON},
+        {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, O_HELP},
+        CLI_EVAL_LONG_OPTIONS,
+        CLI_LLM_LONG_OPTIONS,
+        {NULL, 0, NULL, 0}};
+    kopt_search_opts so = KOPT_SEARCH_OPTS_INIT;
+    kopt_search_live_opts lo = KOPT_SEARCH_LIVE_OPTS_INIT;
+    kopt_run_opts ro = KOPT_RUN_OPTS_INIT;
+    kopt_search_evaluator ev;
+    kopt_search *search = NULL;
+    kopt_problem *prob = NULL;
+    kopt_run *run = NULL;
+    kopt_store *store = NULL;
+    kopt_ctx *ctx = NULL;
+    cli_llm llm;
+    const char *db_path = cli_default_db(), *workdir = NULL, *evaluator = "live", *out = NULL;
+    const char *problem_arg = NULL;
+    char *stored_problem = NULL, *stored_opts = NULL, *opts_text = NULL, wd[4096], spec[64];
+    long long resume = 0, replay = 0;
+    int json = 0, verbose = 0, propose = 0, evaluate_only = 0, iterations_given = 0, c, idx;
+    int code = KOPT_EXIT_ERROR, tty = isatty(STDERR_FILENO), manual = 0, have_ev = 0;
+    double v, fake_ref = 1.0;
+    int64_t tree_id;
+
+    memset(&ev, 0, sizeof(ev));
+    cli_llm_init(&llm);
+    lo.energy_s = 0.0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "v", longopts, &idx)) != -1) {
+        int r;
+        switch (c) {
+        case O_SEARCH:
+            if (kopt_search_policy_parse(optarg, &so.policy)) {
+                fprintf(stderr, "kopt optimize: --search %s: want mcts, greedy, beam or "
+                        "best-of-n\n", optarg);
+                return KOPT_EXIT_USAGE;
+            }
+            break;
+        case O_ITER: NUM("iterations", 0, so.iterations = (int)v; iterations_given = 1); break;
+        case O_PROPOSALS: NUM("proposals", 1, so.proposals = (int)(v > 16 ? 16 : v)); break;
+        case O_UCT: NUM("uct-c", 0, so.uct_c = v); break;
+        case O_WIDEN_C: NUM("widen-c", 0.01, so.widen_c = v); break;
+        case O_WIDEN_A: NUM("widen-alpha", 0, so.widen_alpha = v); break;
+        case O_TOPQ: NUM("top-quantile", 0, so.top_quantile = v); break;
+        case O_TOPX: NUM("top-extra", 0, so.top_extra = (int)v); break;
+        case O_PRUNE_M: NUM("prune-m", 0, so.prune_m = (int)v); break;
+        case O_PRUNE_EPS: NUM("prune-eps", 0, so.prune_eps = v); break;
+        case O_DEBUG: NUM("debug-attempts", 0, so.debug_attempts = (int)v); break;
+        case O_BEAM: NUM("beam-width", 1, so.beam_width = (int)v); break;
+        case O_OBJECTIVE:
+            if (kopt_run_tune_objective_parse(optarg, &so.objective) < 0) {
+                fprintf(stderr, "kopt optimize: --objective %s: want time, energy or "
+                        "time-energy\n", optarg);
+                return KOPT_EXIT_USAGE;
+            }
+            break;
+        case O_ENERGY_S: NUM("energy-s", 0, lo.energy_s = v); break;
+        case O_NO_TOOLS: so.no_tools = lo.no_tools = 1; break;
+        case O_NO_MEMORY: so.no_memory = 1; break;
+        case O_NO_TUNE: so.no_tune = 1; break;
+        case O_TUNE_BUDGET: NUM("tune-budget", 1, so.tune_budget = (int)v); break;
+        case O_TUNE_AFTER: NUM("tune-after", 0, so.tune_after = (int)v); break;
+        case O_NO_PROFILE: lo.no_profile = 1; break;
+        case O_RESUME: resume = atoll(optarg); break;
+        case O_PROPOSE: propose = 1; break;
+        case O_EVALUATE: evaluate_only = 1; break;
+        case O_REPLAY: replay = atoll(optarg); break;
+        case O_WORKDIR: workdir = optarg; break;
+        case O_PROMPTS: so.prompts_dir = optarg; break;
+        case O_EVALUATOR: evaluator = optarg; break;
+        case O_FAKE_REF: NUM("fake-ref-ms", 0.000001, fake_ref = v); break;
+        case O_MAX_WALL: NUM("max-wall", 0, so.max_wall_s = v); break;
+        case O_OUT: out = optarg; break;
+        case O_DB: db_path = optarg; break;
+        case O_JSON: json = 1; break;
+        case 'v': verbose = 1; break;
+        case O_HELP: help(stdout); return 0;
+        case CLI_EVAL_OPTION:
+            if (cli_eval_option(longopts[idx].name, optarg, &lo.eval) < 0)
+                return KOPT_EXIT_USAGE;
+            break;
+        default:
+            if ((r = cli_llm_option(&llm, "optimize", c, optarg)) < 0)
+                return KOPT_EXIT_USAGE;
+            if (r == 0) {
+                help(stderr);
+                return KOPT_EXIT_USAGE;
+            }
+        }
+    }
+    if (optind < argc)
+        problem_arg = argv[optind];
+    if ((resume && replay) || (propose && evaluate_only) || (!resume && !replay && !problem_arg) ||
+        (strcmp(evaluator, "live") != 0 && strcmp(evaluator, "fake") != 0) ||
+        ((propose || evaluate_only) && replay)) {
+        help(stderr);
+        return KOPT_EXIT_USAGE;
+    }
+    manual = llm.spec && strcmp(llm.spec, "manual") == 0;
+    if (so.objective != KOPT_TUNE_TIME && lo.energy_s <= 0)
+        lo.energy_s = 1.0;
+    lo.objective = so.objective;
+
+    ctx = cli_ctx(verbose);
+    ro.kind = KOPT_RUN_OPTIMIZE;
+    ro.db_path = db_path;
+    ro.parent_id = resume ? resume : replay;
+    ro.device = lo.eval.device;
+    ro.cache_dir = lo.eval.cache_dir;
+    cli_run_command(&ro);
+    if (kopt_run_open(&run, ctx, &ro) != KOPT_OK) {
+        cli_error(ctx);
+        goto done;
+    }
+    store = kopt_run_store(run);
+    tree_id = resume ? resume : kopt_run_id(run);
+    if (resume || replay) {
+        if (kopt_store_opt_tree_get(store, ctx, resume ? resume : replay, &stored_problem,
+                                    &stored_opts) != KOPT_OK) {
+            cli_error(ctx);
+            code = KOPT_EXIT_INVALID;
+            goto done;
+        }
+        options_load(&so, stored_opts, iterations_given);
+        if (!problem_arg)
+            problem_arg = stored_problem;
+    }
+    if (kopt_problem_load(&prob, ctx, problem_arg) != KOPT_OK) {
+        cli_error(ctx);
+        code = KOPT_EXIT_INVALID;
+        goto done;
+    }
+    opts_text = options_json(&so);
+    if (kopt_store_opt_tree_put(store, ctx, tree_id, prob->hash, prob->path, opts_text) != KOPT_OK) {
+        cli_error(ctx);
+        goto done;
+    }
+    snprintf(wd, sizeof(wd), "%s", workdir ? workdir : "");
+    if (!workdir)
+        snprintf(wd, sizeof(wd), "kopt-optimize/%lld", (long long)tree_id);
+    if (kopt_mkdirs(ctx, wd) != KOPT_OK) {
+        cli_error(ctx);
+        goto done;
+    }
+    lo.workdir = wd;
+
+    /* the model: none (--evaluate), manual files, the recorded replies (--replay), or --llm */
+    if (manual && !evaluate_only) {
+        so.manual_dir = wd;
+    } else if (!evaluate_only) {
+        if (replay && !llm.spec) {
+            snprintf(spec, sizeof(spec), "replay:%lld", replay);
+            llm.spec = spec;
+        }
+        if (cli_llm_open(&llm, ctx, db_path) != 0)
+            goto done;
+    }
+    /* the evaluator: none (--propose), the recorded outcomes (--replay), scripted, live */
+    if (!propose) {
+        kopt_status rc;
+        if (replay)
+            rc = kopt_search_evaluator_replay(&ev, ctx, store, replay);
+        else if (strcmp(evaluator, "fake") == 0)
+            rc = kopt_search_evaluator_fake(&ev, ctx, fake_ref);
+        else
+            rc = kopt_search_evaluator_live(&ev, ctx, run, prob, &lo);
+        if (rc != KOPT_OK) {
+            cli_error(ctx);
+            goto done;
+        }
+        have_ev = 1;
+    }
+    so.propose_only = propose;
+    so.stop = &g_stop;
+    if (tty || verbose) {
+        so.progress = on_progress;
+        so.progress_user = &tty;
+    }
+    signal(SIGINT, on_sigint);
+    if (kopt_search_open(&search, ctx, prob, store, tree_id, &so) != KOPT_OK) {
+        cli_error(ctx);
+        goto done;
+    }
+    if (kopt_search_go(search, ctx, llm.client, have_ev ? &ev : NULL) != KOPT_OK) {
+        cli_error(ctx);
+        if (tty)
+            fprintf(stderr, "\n");
+        kopt_run_finish(run, ctx, KOPT_RUN_FAILED, NULL);
+        goto done;
+    }
+    if (tty && so.progress)
+        fprintf(stderr, "\n");
+    {
+        const kopt_search_node *b = kopt_search_best(search);
+        kopt_search_stats st;
+        char summary[512], sig[65];
+        kopt_search_get_stats(search, &st);
+        kopt_search_signature(search, sig);
+        if (out && b && kopt_file_write(ctx, out, b->source, strlen(b->source)) != KOPT_OK)
+            cli_error(ctx);
+        if (json) {
+            cli_print_text(kopt_search_json(search));
+        } else {
+            char *path = kopt_search_path_text(search);
+            printf("kopt optimize %s: run %lld, tree %lld, %d nodes, %d expansions, %d "
+                   "evaluated now, %d pending\n", prob->name, (long long)kopt_run_id(run),
+                   (long long)tree_id, kopt_search_count(search), st.expansions, st.evaluated,
+                   st.pending);
+            printf("stop: %s\n", st.stop_reason);
+            if (b && kopt_search_node_at(search, 0)->time_ms > 0)
+                printf("best: n%d, %.4f ms, %.2fx the reference\n", b->id, b->time_ms,
+                       kopt_search_node_at(search, 0)->time_ms / b->time_ms);
+            printf("path:\n%s", path);
+            printf("kopt overhead: %.2f ms per iteration (wall %.0f ms, LLM %.0f ms, evaluation "
+                   "%.0f ms)\n", st.overhead_ms_per_iter, st.wall_ms, st.llm_ms, st.eval_ms);
+            printf("signature: %s\n", sig);
+            if (st.waiting)
+                printf("manual: %d prompts in %s are waiting for replies (NAME.prompt.md -> "
+                       "NAME.reply.md); then: kopt optimize --resume %lld --llm manual\n",
+                       st.waiting, wd, (long long)tree_id);
+            if (propose)
+                printf("next: kopt optimize --resume %lld --evaluate\n", (long long)tree_id);
+            free(path);
+        }
+        snprintf(summary, sizeof(summary), "tree %lld: %d nodes, best %s; %s",
+                 (long long)tree_id, kopt_search_count(search),
+                 b ? b->hash : "none", st.stop_reason);
+        kopt_run_finish(run, ctx, g_stop ? KOPT_RUN_INTERRUPTED : KOPT_RUN_OK, summary);
+    }
+    code = 0;
+done:
+    kopt_search_close(search);
+    kopt_search_evaluator_close(have_ev ? &ev : NULL);
+    cli_llm_close(&llm);
+    kopt_problem_free(prob);
+    kopt_run_close(run);
+    kopt_ctx_free(ctx);
+    free(stored_problem);
+    free(stored_opts);
+    free(opts_text);
+    return code;
+}

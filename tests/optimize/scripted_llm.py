@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""A scripted LLM for kopt optimize's tests (the `command:` backend, or manual mode).
+
+It answers from a fixed list of kernels in a folder (tests/optimize/<example>/):
+N.cu is stage N of the optimization; a kernel that fails names its repair with a line
+`kopt-fix: FILE`; template.cu is the templatizer's answer. Every kernel carries
+`kopt-step: NAME` (which file it is) and, for the fake evaluator, `kopt-test: ...`.
+What it answers depends only on the prompt (the marker of the kernel in it), so the same
+tree asks the same questions and gets the same answers: a killed search resumes to the
+same tree.
+
+  command:  python3 scripted_llm.py DIR            (request JSON on stdin, reply on stdout)
+  manual:   python3 scripted_llm.py DIR --answer MANUAL_DIR   (writes every missing reply)
+Environment: KOPT_SCRIPT_SLEEP=seconds to wait before answering (kill tests).
+"""
+import json
+import os
+import re
+import sys
+import time
+
+
+def load(d, name):
+    p = os.path.join(d, name)
+    return open(p).read() if os.path.exists(p) else None
+
+
+def marker(text, key):
+    m = re.search(r"kopt-%s: (\S+)" % key, text)
+    return m.group(1) if m else None
+
+
+def line_value(src, key, default=""):
+    m = re.search(r"kopt-%s: (.*)" % key, src)
+    return m.group(1).strip() if m else default
+
+
+def vary(src, j):
+    """Proposal j > 1: the same kernel, a little slower (fake times), marked as a variant."""
+    def slower(m):
+        return "time=%.4f" % (float(m.group(1)) * (1.0 + 0.1 * (j - 1)))
+    return re.sub(r"time=([0-9.]+)", slower, src, count=1) + "\n// variant %d\n" % j
+
+
+def fenced(src, prose=True):
+    head = "Here is the kernel.\n\n" if prose else ""
+    return head + "```cuda\n" + src + "```\n" + ("\nIt follows the plan.\n" if prose else "")
+
+
+def answer(d, role, text):
+    cur = marker(text, "step") or "0"
+    k = int(re.match(r"\d+", cur).group(0)) if re.match(r"\d+", cur) else 0
+    prop = re.search(r"proposal (\d+) of", text)
+    j = int(prop.group(1)) if prop else 1
+    nxt = load(d, "%d.cu" % (k + 1))
+    if role == "planner":
+        if nxt is None:
+            return "PLAN: polish the kernel further (no better idea)\nKIND: other\nTOOL: none\nGAIN: 1.05\n"
+        return ("Looking at the advice, the best next step is clear.\n\n"
+                "**PLAN:** stage %d: %s\n**KIND:** %s\n**TOOL:** %s\n**GAIN:** %s\n"
+                % (k + 1, line_value(nxt, "plan", "next stage"), line_value(nxt, "kind", "other"),
+                   line_value(nxt, "tool", "none"), line_value(nxt, "gain", "1.5")))
+    if role == "coder":
+        if nxt is None:
+            cur_src = load(d, "template.cu" if cur.endswith("t") else "%s.cu" % cur) or ""
+            return fenced(vary(cur_src, j + 1))
+        out = nxt if j == 1 else vary(nxt, j)
+        m = re.search(r"## The current kernel\n```cuda\n(.*?)\n```\n\n## The plan", text, re.S)
+        if k == 1 and j == 1 and m:
+            # stage 2 as a grounded edit: the whole current kernel replaced
+            return ("<<<<<<< SEARCH\n" + m.group(1) + "\n=======\n" + out.rstrip("\n") +
+                    "\n>>>>>>> REPLACE\n")
+        return fenced(out)
+    if role == "debugger":
+        m = re.search(r"## The failed candidate\n```cuda\n(.*?)\n```", text, re.S)
+        failed = m.group(1) + "\n" if m else ""
+        fix = marker(failed, "fix")
+        src = load(d, fix) if fix else None
+        return fenced(src if src is not None else failed, prose=False)
+    if role == "templatizer":
+        t = load(d, "template.cu")
+        return fenced(t) if t else "I cannot make a template of this kernel."
+    return "unknown role"
+
+
+def main():
+    d = sys.argv[1]
+    if len(sys.argv) > 3 and sys.argv[2] == "--answer":
+        md, n = sys.argv[3], 0
+        for f in sorted(os.listdir(md)):
+            if not f.endswith(".prompt.md"):
+                continue
+            key = f[:-len(".prompt.md")]
+            reply = os.path.join(md, key + ".reply.md")
+            if os.path.exists(reply):
+                continue
+            role = key.rsplit("-", 1)[1]
+            text = open(os.path.join(md, f)).read()
+            open(reply, "w").write(answer(d, role, text))
+            n += 1
+        print(n)
+        return
+    req = json.load(sys.stdin)
+    delay = float(os.environ.get("KOPT_SCRIPT_SLEEP", "0") or 0)
+    if delay:
+        time.sleep(delay)
+    text = "\n".join(m["content"] for m in req.get("messages", []))
+    out = answer(d, req.get("role", ""), text)
+    print(json.dumps({"text": out, "finish_reason": "stop", "model": "scripted",
+                      "usage": {"prompt_tokens": len(text) // 4, "completion_tokens": len(out) // 4}}))
+
+
+if __name__ == "__main__":
+    main()
