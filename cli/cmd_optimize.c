@@ -359,6 +359,7 @@ int cmd_optimize(int argc, char **argv)
         have_ev = 1;
     }
     so.propose_only = propose;
+    so.memory_as_of = replay ? replay : 0;
     so.stop = &g_stop;
     if (tty || verbose) {
         so.progress = on_progress;

@@ -167,7 +167,9 @@ typedef struct kopt_search_opts {
     int beam_width;             /* beam: the best w nodes (2) */
     kopt_tune_objective objective;
     int no_tools;               /* raw metrics instead of micro-tool advice in prompts */
-    int no_memory;              /* no search memory in prompts (and none written) */
+    int no_memory;              /* no search memory in prompts */
+    int64_t memory_as_of;       /* memory from trees before this one (0: this tree); a
+                                 * replay gives the replayed tree, to see what it saw */
     int no_tune;                /* no templatizer */
     int tune_budget;            /* evaluations of a tune inside a node (16) */
     int tune_after;             /* templatize the best node once it has this many plan
@@ -182,7 +184,7 @@ typedef struct kopt_search_opts {
     volatile sig_atomic_t *stop;
 } kopt_search_opts;
 #define KOPT_SEARCH_OPTS_INIT {1, KOPT_SEARCH_MCTS, 10, 0, 1.0, 1.0, 0.5, 0.25, 1, 3, 0.02, 2, \
-    2, KOPT_TUNE_TIME, 0, 0, 0, 16, 2, 0, 0.0, NULL, NULL, 0.8, 0.1, 8192, NULL, NULL, NULL}
+    2, KOPT_TUNE_TIME, 0, 0, 0, 0, 16, 2, 0, 0.0, NULL, NULL, 0.8, 0.1, 8192, NULL, NULL, NULL}
 
 typedef struct kopt_search kopt_search;
 

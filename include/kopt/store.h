@@ -247,10 +247,13 @@ typedef struct kopt_store_opt_memory {
 /* Add a row (once per tree node: a second call for the same node changes nothing). */
 kopt_status kopt_store_opt_memory_put(kopt_store *s, kopt_ctx *ctx,
                                       const kopt_store_opt_memory *m);
-/* Rows of `problem_hash` (NULL: every problem's), newest first, at most `limit` (0: all);
- * *out caller-owned (free()). */
+/* Rows of `problem_hash` (NULL: every problem's) from trees before `before_tree` and from
+ * tree `tree_id` (what a search knew when it began, plus its own; a replay passes the
+ * replayed tree as before_tree and so sees what the original saw), newest first, at most
+ * `limit` (0: all); *out caller-owned (free()). */
 kopt_status kopt_store_opt_memory_get(kopt_store *s, kopt_ctx *ctx, const char *problem_hash,
-                                      int limit, kopt_store_opt_memory **out, int *n);
+                                      int64_t before_tree, int64_t tree_id, int limit,
+                                      kopt_store_opt_memory **out, int *n);
 
 #ifdef __cplusplus
 }

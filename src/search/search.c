@@ -121,7 +121,9 @@ static char *memory_text(kopt_search *s, kopt_ctx *ctx, const char *cls)
     int n = 0, shown = 0;
 
     if (s->o.no_memory || !s->store ||
-        kopt_store_opt_memory_get(s->store, ctx, s->prob->hash, 200, &m, &n) != KOPT_OK || !n) {
+        kopt_store_opt_memory_get(s->store, ctx, s->prob->hash,
+                                  s->o.memory_as_of ? s->o.memory_as_of : s->tree_id,
+                                  s->tree_id, 200, &m, &n) != KOPT_OK || !n) {
         free(m);
         return strdup(s->o.no_memory ? "(search memory is off)" : "(none yet)");
     }
@@ -409,6 +411,40 @@ static kopt_agent_guard guard_of(const kopt_search *s)
     return g;
 }
 
+/* Node i takes the outcome of an evaluated node with the same source, if there is one:
+ * nothing is evaluated twice. 1 when it did. */
+static int reuse(kopt_search *s, int i)
+{
+    kopt_search_node *n = &s->nodes[i];
+
+    for (int k = 0; k < s->n; k++) {
+        const kopt_search_node *o = &s->nodes[k];
+        if (k == i || o->state != KOPT_SEARCH_DONE || o->failure[0] ||
+            strcmp(o->hash, n->hash) != 0)
+            continue;
+        n->state = KOPT_SEARCH_DONE;
+        n->verdict = o->verdict;
+        n->time_ms = o->time_ms;
+        n->energy_mj = o->energy_mj;
+        n->eval_id = o->eval_id;
+        snprintf(n->cls, sizeof(n->cls), "%s", o->cls);
+        snprintf(n->tool, sizeof(n->tool), "%s", o->tool);
+        snprintf(n->message, sizeof(n->message), "same source as n%d (not evaluated again)", k);
+        free(n->log);
+        n->log = o->log ? strdup(o->log) : NULL;
+        free(n->findings);
+        n->findings = o->findings ? strdup(o->findings) : NULL;
+        if (o->tuned_from) {
+            free(n->source);
+            n->source = strdup(o->source);
+            free(n->tuned_from);
+            n->tuned_from = strdup(o->tuned_from);
+        }
+        return 1;
+    }
+    return 0;
+}
+
 /* A child of `parent` from a code reply: pending with its source, or done with the agent
  * failure (its source is the base it should have changed). A source the tree already holds
  * takes that node's outcome: nothing is evaluated twice. */
@@ -465,27 +501,7 @@ static kopt_status add_child(kopt_search *s, kopt_ctx *ctx, int parent, const ch
     } else {
         n->source = src;
         kopt_sha256_hex(src, strlen(src), n->hash);
-        for (int k = 0; k < id; k++) {
-            const kopt_search_node *o = &s->nodes[k];
-            if (o->state != KOPT_SEARCH_DONE || o->failure[0] || strcmp(o->hash, n->hash) != 0)
-                continue;
-            n->state = KOPT_SEARCH_DONE;
-            n->verdict = o->verdict;
-            n->time_ms = o->time_ms;
-            n->energy_mj = o->energy_mj;
-            snprintf(n->cls, sizeof(n->cls), "%s", o->cls);
-            snprintf(n->tool, sizeof(n->tool), "%s", o->tool);
-            snprintf(n->message, sizeof(n->message), "same source as n%d (not evaluated again)",
-                     k);
-            n->log = o->log ? strdup(o->log) : NULL;
-            n->findings = o->findings ? strdup(o->findings) : NULL;
-            if (o->tuned_from) {
-                free(n->source);
-                n->source = strdup(o->source);
-                n->tuned_from = strdup(o->tuned_from);
-            }
-            break;
-        }
+        reuse(s, id);
     }
     return kopt__search_save(s, ctx, id);
 }
@@ -530,6 +546,13 @@ static kopt_status evaluate(kopt_search *s, kopt_ctx *ctx, kopt_search_evaluator
 
     memset(&oc, 0, sizeof(oc));
     snprintf(tag, sizeof(tag), "n%d", i);
+    if (reuse(s, i)) {   /* a twin proposed in the same batch was evaluated first */
+        kopt__search_derive(s);
+        if ((rc = kopt__search_save(s, ctx, i)) != KOPT_OK)
+            return rc;
+        remember(s, ctx, i);
+        return KOPT_OK;
+    }
     if (strcmp(n->kind, "tune") == 0 && ev->tune)
         rc = ev->tune(ev->self, ctx, n->source, tag, s->o.tune_budget, &oc);
     else

@@ -153,7 +153,8 @@ kopt_status kopt_store_opt_memory_put(kopt_store *s, kopt_ctx *ctx,
 }
 
 kopt_status kopt_store_opt_memory_get(kopt_store *s, kopt_ctx *ctx, const char *problem_hash,
-                                      int limit, kopt_store_opt_memory **out, int *n)
+                                      int64_t before_tree, int64_t tree_id, int limit,
+                                      kopt_store_opt_memory **out, int *n)
 {
     sqlite3_stmt *st = NULL;
     kopt_store_opt_memory *v = NULL;
@@ -164,11 +165,14 @@ kopt_status kopt_store_opt_memory_get(kopt_store *s, kopt_ctx *ctx, const char *
     *n = 0;
     if (sqlite3_prepare_v2(s->db, "SELECT problem_hash, problem, class, plan_kind, tool, "
                            "verdict, predicted_gain, realized_gain, tree_id, node FROM "
-                           "opt_memory WHERE (?1 IS NULL OR problem_hash=?1) ORDER BY id DESC "
-                           "LIMIT ?2", -1, &st, NULL) != SQLITE_OK)
+                           "opt_memory WHERE (?1 IS NULL OR problem_hash=?1) AND (tree_id < ?3 OR "
+                           "tree_id = ?4) ORDER BY (tree_id = ?4) DESC, id DESC LIMIT ?2", -1, &st,
+                           NULL) != SQLITE_OK)
         return kopt__store_err(s, ctx, "read search memory");
     kopt__store_bind_text(st, 1, problem_hash);
     sqlite3_bind_int(st, 2, limit > 0 ? limit : -1);
+    sqlite3_bind_int64(st, 3, before_tree);
+    sqlite3_bind_int64(st, 4, tree_id);
     while (sqlite3_step(st) == SQLITE_ROW) {
         kopt_store_opt_memory *m;
         if (len == cap) {

@@ -1,0 +1,228 @@
+"""kopt optimize end to end on the CPU: a scripted `command:` LLM (scripted_llm.py, answering
+from tests/optimize/<example>/: a compile error first, then a wrong kernel, then correct
+ones of increasing speed) and the scripted evaluator (outcomes written in the kernels).
+
+Checks: the debugger repairs the broken kernels and the search reaches the last stage;
+greedy, beam, best-of-n and the ablation switches run; kill -9 in the middle then --resume
+gives the same tree with nothing evaluated twice; a propose/evaluate round trip; a manual
+round trip (prompt files answered by the script); --replay rebuilds the tree; kopt's own
+overhead per iteration (printed; must be <= 50 ms).
+
+Usage: python3 test_optimize.py KOPT   (exit 1 on a failure)
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+KOPT = os.path.abspath(sys.argv[1])
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+TMP = tempfile.mkdtemp(prefix="kopt-optimize-test-")
+FAILED = []
+PASSED = [0]
+
+
+def check(cond, what):
+    if cond:
+        PASSED[0] += 1
+        print("ok   " + what)
+    else:
+        FAILED.append(what)
+        print("FAIL " + what)
+
+
+def llm(example):
+    return "command:%s %s %s" % (sys.executable, os.path.join(HERE, "scripted_llm.py"),
+                                 os.path.join(HERE, example))
+
+
+def kopt(db, *args, env=None, cwd=TMP):
+    e = dict(os.environ, KOPT_PROMPTS=os.path.join(ROOT, "prompts"))
+    e.update(env or {})
+    p = subprocess.run([KOPT, "optimize", "--db", db, *args], capture_output=True, text=True,
+                       env=e, cwd=cwd, timeout=300)
+    doc = {}
+    if "--json" in args:
+        try:
+            doc = json.loads(p.stdout)
+        except ValueError:
+            print(p.stdout[-2000:], p.stderr[-2000:])
+    return p, doc
+
+
+def fresh_db(name):
+    return os.path.join(TMP, name + ".db")
+
+
+def verdicts(doc):
+    return [n.get("verdict") for n in doc.get("nodes", [])]
+
+
+def best_speedup(doc):
+    return (doc.get("best") or {}).get("speedup", 0.0)
+
+
+def test_mcts_repairs():
+    db = fresh_db("mcts")
+    p, doc = kopt(db, os.path.join(ROOT, "examples/softmax"), "--evaluator", "fake", "--llm",
+                  llm("softmax"), "--iterations", "10", "--json")
+    check(p.returncode == 0, "mcts run exits 0 (%s)" % p.stderr.strip()[-300:])
+    v = verdicts(doc)
+    check("COMPILE_ERROR" in v and "WRONG" in v, "mcts: the compile error and the wrong kernel "
+          "are in the tree with their verdicts")
+    repaired = [n for n in doc.get("nodes", []) if n["kind"] == "repair" and n.get("verdict") == "OK"]
+    check(len(repaired) >= 1, "mcts: the debugger repaired a broken kernel into a correct one")
+    check(best_speedup(doc) >= 2.8, "mcts: reaches the last stage (best %.2fx >= 2.8x)"
+          % best_speedup(doc))
+    path = doc.get("path", [])
+    check(len(path) >= 3 and path[0]["kind"] == "root" and
+          any(s.get("predicted_gain", 0) > 0 and s.get("realized_gain", 0) > 1 for s in path),
+          "mcts: the path has plans with predicted and realized gains")
+    oh = doc.get("stats", {}).get("overhead_ms_per_iter", 1e9)
+    print("     kopt overhead per iteration: %.2f ms (wall %.0f ms, LLM %.0f ms)" %
+          (oh, doc["stats"]["wall_ms"], doc["stats"]["llm_ms"]))
+    check(0 < oh <= 50, "overhead per iteration %.2f ms <= 50 ms" % oh)
+    # a second run on the same store sees the search memory of the first
+    p2, doc2 = kopt(db, os.path.join(ROOT, "examples/softmax"), "--evaluator", "fake", "--llm",
+                    llm("softmax"), "--iterations", "1", "--json")
+    prompts = subprocess.run(["sqlite3", db, "SELECT count(*) FROM opt_memory"],
+                             capture_output=True, text=True).stdout.strip()
+    check(p2.returncode == 0 and prompts.isdigit() and int(prompts) > 3,
+          "search memory rows kept in the store across runs (%s)" % prompts)
+    return db, doc
+
+
+def test_policies():
+    for pol in ("greedy", "beam", "best-of-n"):
+        p, doc = kopt(fresh_db(pol), os.path.join(ROOT, "examples/softmax"), "--evaluator",
+                      "fake", "--llm", llm("softmax"), "--search", pol, "--iterations", "6",
+                      "--json")
+        check(p.returncode == 0 and doc.get("policy") == pol and best_speedup(doc) > 1.0,
+              "--search %s runs and improves (%.2fx)" % (pol, best_speedup(doc)))
+    p, doc = kopt(fresh_db("ablate"), os.path.join(ROOT, "examples/softmax"), "--evaluator",
+                  "fake", "--llm", llm("softmax"), "--search", "greedy", "--no-tools",
+                  "--no-memory", "--no-tune", "--iterations", "8", "--json")
+    check(p.returncode == 0 and not any(n["kind"] == "tune" for n in doc.get("nodes", [])),
+          "--no-tools --no-memory --no-tune run, and no tune node is made")
+    p, doc = kopt(fresh_db("tune"), os.path.join(ROOT, "examples/softmax"), "--evaluator",
+                  "fake", "--llm", llm("softmax"), "--search", "greedy", "--iterations", "12",
+                  "--tune-after", "1", "--json")
+    tunes = [n for n in doc.get("nodes", []) if n["kind"] == "tune"]
+    check(p.returncode == 0 and tunes and tunes[0].get("verdict") == "OK",
+          "the templatizer makes a tune node that is tuned and evaluated")
+    p, doc = kopt(fresh_db("va"), os.path.join(ROOT, "examples/vector_add"), "--evaluator",
+                  "fake", "--llm", llm("vector_add"), "--search", "greedy", "--iterations", "5",
+                  "--no-tune", "--json")
+    check(p.returncode == 0 and best_speedup(doc) >= 1.08,
+          "vector_add: greedy reaches the fast kernel (%.2fx)" % best_speedup(doc))
+    p, _ = kopt(fresh_db("bad"), os.path.join(ROOT, "examples/softmax"), "--search", "nope")
+    check(p.returncode == 2, "a bad --search is a usage error")
+
+
+def test_replay(db, doc):
+    p, rdoc = kopt(db, "--replay", str(doc["tree_id"]), "--json")
+    check(p.returncode == 0 and rdoc.get("signature") == doc.get("signature") and
+          rdoc.get("tree_id") != doc.get("tree_id"),
+          "--replay rebuilds the same tree (signature %s)" % (rdoc.get("signature", "")[:12]))
+
+
+def test_kill_resume():
+    args = [os.path.join(ROOT, "examples/softmax"), "--evaluator", "fake", "--llm",
+            llm("softmax"), "--iterations", "6"]
+    ref_db = fresh_db("ref")
+    _, ref = kopt(ref_db, *args, "--json")
+    db = fresh_db("killed")
+    log = os.path.join(TMP, "evals.log")
+    env = dict(os.environ, KOPT_PROMPTS=os.path.join(ROOT, "prompts"), KOPT_SCRIPT_SLEEP="0.1",
+               KOPT_FAKE_EVAL_LOG=log)
+    kills = 0
+    tree = None
+    for delay in (0.8, 1.3, 1.9):
+        cmd = [KOPT, "optimize", "--db", db] + (["--resume", str(tree), "--evaluator", "fake",
+                                                  "--llm", llm("softmax")] if tree else args)
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                env=env, cwd=TMP)
+        time.sleep(delay)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            kills += 1
+        proc.wait()
+        tree = tree or 1
+    p, res = kopt(db, "--resume", "1", "--evaluator", "fake", "--llm", llm("softmax"), "--json",
+                  env={"KOPT_FAKE_EVAL_LOG": log})
+    check(kills >= 1, "the search was killed with SIGKILL %d times mid-run" % kills)
+    check(p.returncode == 0 and res.get("signature") == ref.get("signature"),
+          "kill -9 + --resume: the same final tree as an uninterrupted run")
+    lines = [l.split() for l in open(log)] if os.path.exists(log) else []
+    hashes = [l[1] for l in lines]
+    check(len(hashes) > 0 and len(hashes) == len(set(hashes)),
+          "no candidate evaluated twice across kills (%d evaluations)" % len(hashes))
+
+
+def test_propose_evaluate():
+    db = fresh_db("split")
+    base = [os.path.join(ROOT, "examples/softmax"), "--llm", llm("softmax")]
+    p, doc = kopt(db, *base, "--propose", "--json")
+    pend = doc.get("stats", {}).get("pending", 0)
+    check(p.returncode == 0 and pend >= 2 and doc["stats"]["evaluated"] == 0,
+          "--propose leaves candidates pending and evaluates nothing (%d pending)" % pend)
+    for _ in range(5):
+        p, doc = kopt(db, "--resume", "1", "--evaluate", "--evaluator", "fake", "--json")
+        if p.returncode != 0 or doc["stats"]["pending"] != 0:
+            break
+        p, doc = kopt(db, "--resume", "1", "--propose", "--llm", llm("softmax"), "--json")
+    p, doc = kopt(db, "--resume", "1", "--evaluate", "--evaluator", "fake", "--json")
+    check(p.returncode == 0 and doc["stats"]["pending"] == 0 and doc["stats"]["llm_requests"] == 0
+          and best_speedup(doc) > 1.2,
+          "propose/evaluate round trips: evaluated, improved (%.2fx)" % best_speedup(doc))
+
+
+def test_manual():
+    db = fresh_db("manual")
+    wd = os.path.join(TMP, "manual-run")
+    base = ["--llm", "manual", "--evaluator", "fake", "--workdir", wd]
+    p, doc = kopt(db, os.path.join(ROOT, "examples/softmax"), *base, "--iterations", "4", "--json")
+    first = doc.get("stats", {}).get("waiting", 0)
+    check(p.returncode == 0 and first >= 1 and
+          os.path.exists(os.path.join(wd, "e1-p1-planner.prompt.md")),
+          "manual: prompts written as files in the run's folder (%d waiting)" % first)
+    rounds = 0
+    while doc.get("stats", {}).get("waiting", 0) and rounds < 40:
+        subprocess.run([sys.executable, os.path.join(HERE, "scripted_llm.py"),
+                        os.path.join(HERE, "softmax"), "--answer", wd], check=True,
+                       capture_output=True)
+        p, doc = kopt(db, "--resume", "1", *base, "--json")
+        rounds += 1
+    replies = [f for f in os.listdir(wd) if f.endswith(".reply.md")]
+    check(p.returncode == 0 and not doc["stats"]["waiting"] and best_speedup(doc) > 1.2,
+          "manual round trip: %d rounds, %d replies, best %.2fx" % (rounds, len(replies),
+                                                                    best_speedup(doc)))
+    p, rdoc = kopt(db, "--replay", "1", "--json")
+    check(p.returncode == 0 and rdoc.get("signature") == doc.get("signature"),
+          "--replay of a manual run rebuilds its tree")
+
+
+def main():
+    try:
+        db, doc = test_mcts_repairs()
+        test_replay(db, doc)
+        test_policies()
+        test_kill_resume()
+        test_propose_evaluate()
+        test_manual()
+    finally:
+        if not FAILED:
+            shutil.rmtree(TMP, ignore_errors=True)
+        else:
+            print("kept " + TMP)
+    print("%d passed, %d failed" % (PASSED[0], len(FAILED)))
+    sys.exit(1 if FAILED else 0)
+
+
+if __name__ == "__main__":
+    main()
