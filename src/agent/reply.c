@@ -204,13 +204,15 @@ static kopt_agent_failure apply_edits(const char *reply, const char *parent,
                      "be changed", prot);
             goto out;
         }
+        /* from the newline that ends the SEARCH line, so an empty SEARCH text is seen */
         if (!s0 || !(sep = strstr(s0, "\n" EDIT_SEP)) || !(end = strstr(sep, "\n" EDIT_END))) {
             f = fail(KOPT_AGENT_EDIT_MALFORMED, why, n, "edit block %s has no '=======' "
                      "separator or no '>>>>>>> REPLACE' end", num);
             goto out;
         }
+        slen = (size_t)(sep - s0);   /* s0 is the newline: the text is (s0, sep) */
         s0++;
-        slen = (size_t)(sep - s0);
+        slen = slen ? slen - 1 : 0;
         r0 = sep + 1 + strlen(EDIT_SEP);
         if (*r0 == '\n')
             r0++;
@@ -237,7 +239,7 @@ static kopt_agent_failure apply_edits(const char *reply, const char *parent,
         }
         kopt_buf_append(&b, cur, (size_t)(hit - cur));
         if (end > r0)
-            kopt_buf_append(&b, r0, (size_t)(end - r0) + 1);   /* keeps the last newline */
+            kopt_buf_append(&b, r0, (size_t)(end - r0));
         kopt_buf_append(&b, hit + slen, strlen(hit + slen));
         free(cur);
         cur = kopt_buf_detach(&b);

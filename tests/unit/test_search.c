@@ -1,0 +1,161 @@
+/* The search's math (widening, UCT, rewards, normalization, dead ends) and its loop in
+ * process: manual mode with replies written by the test, the scripted evaluator, no store. */
+#include <dirent.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kopt/kopt.h"
+#include "ktest.h"
+
+static void test_widening(void)
+{
+    CHECK_EQ_INT(kopt_search_widen_limit(1.0, 0.5, 0), 1);
+    CHECK_EQ_INT(kopt_search_widen_limit(1.0, 0.5, 1), 1);
+    CHECK_EQ_INT(kopt_search_widen_limit(1.0, 0.5, 4), 2);
+    CHECK_EQ_INT(kopt_search_widen_limit(1.0, 0.5, 5), 3);
+    CHECK_EQ_INT(kopt_search_widen_limit(1.5, 0.5, 9), 5);
+    CHECK_EQ_INT(kopt_search_widen_limit(2.0, 0.0, 100), 2);
+    CHECK_EQ_INT(kopt_search_widen_limit(1.0, 1.0, 7), 7);
+}
+
+static void test_uct(void)
+{
+    CHECK(isinf(kopt_search_uct(0, 0, 10, 1.0)));
+    CHECK_NEAR(kopt_search_uct(2.0, 4, 16, 1.0), 0.5 + sqrt(log(16.0) / 4), 1e-12);
+    CHECK_NEAR(kopt_search_uct(2.0, 4, 16, 0.0), 0.5, 1e-12);
+    CHECK_NEAR(kopt_search_uct(1.0, 1, 1, 1.0), 1.0, 1e-12);   /* ln 1 = 0 */
+    /* fewer visits explore more at equal means */
+    CHECK(kopt_search_uct(1.0, 2, 20, 1.0) > kopt_search_uct(5.0, 10, 20, 1.0));
+}
+
+static void test_rewards(void)
+{
+    double raw[5] = {0, log(2.0), log(4.0), 123.0, log(2.0)}, out[5];
+    int ok[5] = {1, 1, 1, 0, 1};
+
+    CHECK_NEAR(kopt_search_raw_reward(KOPT_TUNE_TIME, 2.0, 1.0, 0, 0), log(2.0), 1e-12);
+    CHECK_NEAR(kopt_search_raw_reward(KOPT_TUNE_TIME, 1.0, 2.0, 0, 0), -log(2.0), 1e-12);
+    CHECK_NEAR(kopt_search_raw_reward(KOPT_TUNE_TIME, 1.0, 0.0, 0, 0), 0.0, 0);
+    CHECK_NEAR(kopt_search_raw_reward(KOPT_TUNE_ENERGY, 1.0, 0.5, 4.0, 1.0), log(4.0), 1e-12);
+    CHECK_NEAR(kopt_search_raw_reward(KOPT_TUNE_TIME_ENERGY, 1.0, 0.5, 4.0, 1.0), log(8.0),
+               1e-12);
+    kopt_search_normalize(raw, ok, 5, out);
+    CHECK_NEAR(out[0], 0.1, 1e-12);
+    CHECK_NEAR(out[1], 0.55, 1e-12);
+    CHECK_NEAR(out[2], 1.0, 1e-12);
+    CHECK_NEAR(out[3], 0.0, 0);          /* wrong: zero, whatever its raw value */
+    CHECK_NEAR(out[4], 0.55, 1e-12);
+    ok[1] = ok[2] = ok[4] = 0;
+    kopt_search_normalize(raw, ok, 5, out);
+    CHECK_NEAR(out[0], 1.0, 0);          /* one correct node: full reward */
+}
+
+static void test_dead_end(void)
+{
+    double g1[] = {2.0, 0.0, 1.01, 0.0}, g2[] = {0.0, 0.0, 1.5}, g3[] = {0.0, 0.0};
+    char why[160] = "";
+
+    CHECK_EQ_INT(kopt_search_dead_end(g1, 4, 3, 0.02, why, sizeof(why)), 1);
+    CHECK_EQ_STR(why, "last 3 children: 2 failed, 1 gained < 2%");
+    CHECK_EQ_INT(kopt_search_dead_end(g2, 3, 3, 0.02, why, sizeof(why)), 0);
+    CHECK_EQ_INT(kopt_search_dead_end(g3, 2, 3, 0.02, why, sizeof(why)), 0);
+    CHECK_EQ_INT(kopt_search_dead_end(g1, 4, 0, 0.02, why, sizeof(why)), 0);
+}
+
+static void test_policy_names(void)
+{
+    kopt_search_policy p;
+    CHECK_EQ_INT(kopt_search_policy_parse("best-of-n", &p), 0);
+    CHECK_EQ_INT(p, KOPT_SEARCH_BEST_OF_N);
+    CHECK_EQ_STR(kopt_search_policy_name(KOPT_SEARCH_BEAM), "beam");
+    CHECK_EQ_INT(kopt_search_policy_parse("mcts ", &p), -1);
+}
+
+/* Answer every prompt in `dir` that has no reply yet: plans, and kernels as fast as the
+ * reference (so every child is flat and the root becomes a dead end). */
+static int answer_all(const char *dir, int *counter)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+
+    while (d && (e = readdir(d))) {
+        char key[256], reply[512], text[512];
+        const char *suffix = strstr(e->d_name, ".prompt.md");
+        if (!suffix)
+            continue;
+        snprintf(key, sizeof(key), "%.*s", (int)(suffix - e->d_name), e->d_name);
+        snprintf(reply, sizeof(reply), "%s/%s.reply.md", dir, key);
+        if (access(reply, F_OK) == 0)
+            continue;
+        if (strstr(key, "planner"))
+            snprintf(text, sizeof(text), "PLAN: unroll by %d\nKIND: unroll\nGAIN: 1.3\n",
+                     ++*counter);
+        else
+            snprintf(text, sizeof(text), "```cuda\n__global__ void k() {}\n// kopt-test: "
+                     "verdict=OK time=1.0 (%d)\n```\n", ++*counter);
+        free(ktest_write_file(dir, strrchr(reply, '/') + 1, text));
+        n++;
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static void test_loop_manual_prunes(void)
+{
+    kopt_ctx *ctx = kopt_ctx_new();
+    kopt_problem *prob = NULL;
+    kopt_search *s = NULL;
+    kopt_search_evaluator ev;
+    kopt_search_opts o = KOPT_SEARCH_OPTS_INIT;
+    kopt_search_stats st;
+    char *dir = ktest_tmpdir("search"), *json;
+    int counter = 0, rounds = 0;
+    const kopt_search_node *root;
+
+    CHECK_EQ_INT(kopt_problem_load(&prob, ctx, KOPT_EXAMPLES_DIR "/softmax"), KOPT_OK);
+    o.policy = KOPT_SEARCH_GREEDY;
+    o.iterations = 4;
+    o.no_tune = 1;
+    o.manual_dir = dir;
+    o.prompts_dir = KOPT_TEST_DATA_DIR "/../../prompts";
+    CHECK_EQ_INT(kopt_search_evaluator_fake(&ev, ctx, 1.0), KOPT_OK);
+    CHECK_EQ_INT(kopt_search_open(&s, ctx, prob, NULL, 1, &o), KOPT_OK);
+    if (!s)
+        goto out;
+    for (;;) {
+        CHECK_EQ_INT(kopt_search_go(s, ctx, NULL, &ev), KOPT_OK);
+        kopt_search_get_stats(s, &st);
+        if (!st.waiting || ++rounds > 20)
+            break;
+        CHECK(answer_all(dir, &counter) > 0);
+    }
+    CHECK_STR_CONTAINS(st.stop_reason, "4 iterations done");
+    root = kopt_search_node_at(s, 0);
+    CHECK(root->ok);
+    CHECK_EQ_INT(root->closed, 1);
+    CHECK_EQ_STR(root->closed_reason, "last 3 children: 0 failed, 3 gained < 2%");
+    CHECK_EQ_INT(kopt_search_count(s), 5);    /* root, 3 children, then one of a child */
+    CHECK_EQ_INT(kopt_search_node_at(s, 4)->parent, 1);
+    CHECK(kopt_search_best(s) != NULL);
+    json = kopt_search_json(s);
+    CHECK_STR_CONTAINS(json, "\"closed\": \"last 3 children");
+    free(json);
+out:
+    kopt_search_close(s);
+    kopt_search_evaluator_close(&ev);
+    kopt_problem_free(prob);
+    kopt_ctx_free(ctx);
+    ktest_rmtree(dir);
+    free(dir);
+}
+
+int main(int argc, char **argv)
+{
+    static const ktest_case cases[] = {
+        KTEST(test_widening), KTEST(test_uct), KTEST(test_rewards), KTEST(test_dead_end),
+        KTEST(test_policy_names), KTEST(test_loop_manual_prunes)};
+    return ktest_main(argc, argv, cases, KTEST_COUNT(cases));
+}
