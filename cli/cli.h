@@ -57,6 +57,12 @@ void cli_print_json(json_t *j);
 /* Print JSON text the library made (NULL: "{}") and free it. */
 void cli_print_text(char *text);
 
+/* ---- Ctrl-C (cli/sigint.c) -------------------------------------------------------------- */
+#include <signal.h>
+/* The first Ctrl-C sets *flag (the library stops after its current step) and writes `msg`
+ * to stderr; a second exits at once (130). *old (may be NULL) gets the previous action. */
+void cli_sigint_stop(volatile sig_atomic_t *flag, const char *msg, struct sigaction *old);
+
 /* ---- the --llm options of every verb that talks to a model (cli/cmd_llm.c) ------------- */
 #include <stdio.h>
 enum {

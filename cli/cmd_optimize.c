@@ -70,18 +70,6 @@ enum {
 
 static volatile sig_atomic_t g_stop;
 
-static void on_sigint(int sig)
-{
-    static const char msg[] = "\nkopt optimize: stopping after the current step (the tree is "
-                              "stored; --resume goes on)\n";
-    (void)sig;
-    if (g_stop)
-        _exit(130);
-    g_stop = 1;
-    if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)
-        g_stop = 1;
-}
-
 static void on_progress(void *user, const char *line)
 {
     int tty = *(int *)user;
@@ -365,7 +353,8 @@ int cmd_optimize(int argc, char **argv)
         so.progress = on_progress;
         so.progress_user = &tty;
     }
-    signal(SIGINT, on_sigint);
+    cli_sigint_stop(&g_stop, "\nkopt optimize: stopping after the current step (the tree is "
+                    "stored; --resume goes on; Ctrl-C again to quit now)\n", NULL);
     if (kopt_search_open(&search, ctx, prob, store, tree_id, &so) != KOPT_OK) {
         cli_error(ctx);
         goto done;

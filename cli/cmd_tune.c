@@ -126,17 +126,8 @@ static void resume_command(const tune_args *a, char *buf, size_t n)
 
 static volatile sig_atomic_t g_stop;
 
-static void on_sigint(int sig)
-{
-    static const char msg[] = "\nkopt tune: stopping after the current evaluation "
-                              "(Ctrl-C again to quit now; everything evaluated is stored)\n";
-    (void)sig;
-    if (g_stop)
-        _exit(130);
-    g_stop = 1;
-    if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)
-        g_stop = 1;
-}
+static const char stop_msg[] = "\nkopt tune: stopping after the current evaluation "
+                               "(Ctrl-C again to quit now; everything evaluated is stored)\n";
 
 /* ---- progress ------------------------------------------------------------------------------- */
 
@@ -548,7 +539,7 @@ int cmd_tune(int argc, char **argv)
     kopt_ctx *ctx = cli_ctx(0);
     progress_state ps;
     int code = 0, npos, interrupted = 0;
-    struct sigaction sa, old_sa;
+    struct sigaction old_sa;
     const char *delay = getenv("KOPT_TUNE_REPLAY_DELAY_MS");
 
     memset(&a, 0, sizeof(a));
@@ -629,10 +620,7 @@ int cmd_tune(int argc, char **argv)
     }
 
     /* tune each shape in turn; Ctrl-C stops the current one and skips the rest */
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_sigint;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_sa);
+    cli_sigint_stop(&g_stop, stop_msg, &old_sa);
     ps.t = t;
     ps.enabled = a.progress;
     ps.tty = isatty(STDERR_FILENO);

@@ -20,9 +20,23 @@ import sys
 import time
 
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
 def load(d, name):
+    """A kernel of the list. A stub with `kopt-from: PATH` (relative to the repository) is
+    that file with the stub's marker lines put after its front matter."""
     p = os.path.join(d, name)
-    return open(p).read() if os.path.exists(p) else None
+    if not os.path.exists(p):
+        return None
+    text = open(p).read()
+    src = marker(text, "from")
+    if not src:
+        return text
+    body = open(os.path.join(ROOT, src)).read()
+    marks = "".join(l + "\n" for l in text.splitlines() if "kopt-from:" not in l)
+    at = body.index("*/") + 3 if body.startswith("/*@kopt") else 0
+    return body[:at] + marks + body[at:]
 
 
 def marker(text, key):
