@@ -45,6 +45,7 @@ static void help(FILE *f)
         "                        from there (NAME.prompt.md -> NAME.reply.md)\n"
         "  --workdir DIR         the run's folder (kopt-optimize/RUN)\n"
         "  --prompts DIR         prompt templates (default: found; $KOPT_PROMPTS)\n"
+        "  --max-reply-tokens N  max_tokens of each request (8192)\n"
         "  --evaluator live|fake  fake: outcomes scripted in the sources (tests)\n"
         "  --fake-ref-ms MS      the fake evaluator's reference time (1.0)\n"
         "  --max-wall S          wall-time budget in seconds\n"
@@ -57,7 +58,7 @@ enum {
     O_SEARCH = 0x2000, O_ITER, O_PROPOSALS, O_UCT, O_WIDEN_C, O_WIDEN_A, O_TOPQ, O_TOPX,
     O_PRUNE_M, O_PRUNE_EPS, O_DEBUG, O_BEAM, O_OBJECTIVE, O_ENERGY_S, O_NO_TOOLS, O_NO_MEMORY,
     O_NO_TUNE, O_TUNE_BUDGET, O_TUNE_AFTER, O_NO_PROFILE, O_RESUME, O_PROPOSE, O_EVALUATE, O_REPLAY,
-    O_WORKDIR, O_PROMPTS, O_EVALUATOR, O_FAKE_REF, O_MAX_WALL, O_OUT, O_DB, O_JSON, O_HELP
+    O_WORKDIR, O_PROMPTS, O_MAX_REPLY, O_EVALUATOR, O_FAKE_REF, O_MAX_WALL, O_OUT, O_DB, O_JSON, O_HELP
 };
 
 /* A number option into `then` (which sees it as v); a bad value ends the command. */
@@ -168,6 +169,7 @@ int cmd_optimize(int argc, char **argv)
         {"replay", required_argument, NULL, O_REPLAY},
         {"workdir", required_argument, NULL, O_WORKDIR},
         {"prompts", required_argument, NULL, O_PROMPTS},
+        {"max-reply-tokens", required_argument, NULL, O_MAX_REPLY},
         {"evaluator", required_argument, NULL, O_EVALUATOR},
         {"fake-ref-ms", required_argument, NULL, O_FAKE_REF},
         {"max-wall", required_argument, NULL, O_MAX_WALL},
@@ -243,6 +245,7 @@ int cmd_optimize(int argc, char **argv)
         case O_REPLAY: replay = atoll(optarg); break;
         case O_WORKDIR: workdir = optarg; break;
         case O_PROMPTS: so.prompts_dir = optarg; break;
+        case O_MAX_REPLY: NUM("max-reply-tokens", 16, so.max_tokens = (int)v); break;
         case O_EVALUATOR: evaluator = optarg; break;
         case O_FAKE_REF: NUM("fake-ref-ms", 0.000001, fake_ref = v); break;
         case O_MAX_WALL: NUM("max-wall", 0, so.max_wall_s = v); break;

@@ -27,7 +27,7 @@ from llmtest import Checks
 
 KOPT = os.path.abspath(sys.argv[1])
 FAKE_KEY = "sk-kopt-FAKE-llama-91b2c3d4e5f6a7b8"
-LIFETIME_S = 420          # the server is killed after this whatever happens
+LIFETIME_S = 540          # the server is killed after this whatever happens
 check = Checks()
 
 
@@ -174,11 +174,44 @@ def run_cases(port, db, record):
     check(p.returncode == 0 and len(reps) == 3 and all(x.get("text") for x in reps),
           "3 requests at once: %s" % [x.get("outcome") for x in reps])
 
+    run_optimize(spec, db)
+
     p = kopt("llm", "ping", *common, "--json", key="sk-kopt-wrong-key-000000")
     r, _ = reply_of(p)
     check(p.returncode == 10 and r.get("outcome") == "http_error" and r.get("http_status") ==
           401 and r.get("attempts") == 1, "a wrong key: a real 401, not retried: %s" % r)
     check("openai: HTTP 401" in p.stderr, "401 message: " + p.stderr)
+
+
+def run_optimize(spec, db):
+    """kopt optimize with the real small model in the loop (scripted evaluator): 10
+    iterations without a crash, every failure recorded in the tree with its type."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    wd = os.path.join(os.path.dirname(db), "optimize")
+    t0 = time.monotonic()
+    try:
+        p = check.kopt(KOPT, ["optimize", os.path.join(root, "examples", "vector_add"), "--llm",
+                              spec, "--db", db, "--llm-timeout", "120", "--evaluator", "fake",
+                              "--iterations", "10", "--proposals", "1", "--debug-attempts", "0",
+                              "--prune-m", "0", "--no-tune", "--max-reply-tokens", "96",
+                              "-v", "--workdir", wd, "--json"], {"OPENAI_API_KEY": FAKE_KEY},
+                       timeout=300)
+        doc = json.loads(p.stdout)
+    except (subprocess.TimeoutExpired, ValueError) as e:
+        check(False, "optimize with the real model: %s" % str(e)[-300:])
+        return
+    nodes = doc.get("nodes", [])
+    failed = [n for n in nodes if n.get("state") == "done" and n.get("verdict") != "OK"]
+    kinds = sorted(set(n.get("verdict") for n in failed))
+    print("optimize with smollm2: %d nodes, %d failed (%s), best %.2fx, %.0f s" %
+          (len(nodes), len(failed), ", ".join(kinds), (doc.get("best") or {}).get("speedup", 0),
+           time.monotonic() - t0), flush=True)
+    check(p.returncode == 0 and doc.get("stats", {}).get("expansions") == 10,
+          "optimize: 10 iterations with the real model without a crash: %s" %
+          (doc.get("stats", {}).get("stop_reason"), ))
+    check(all(n.get("verdict") for n in failed) and
+          all(n.get("message") for n in failed if n.get("failure")),
+          "optimize: every failure recorded with its type and why")
 
 
 def finish(t0):
