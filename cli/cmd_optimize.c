@@ -372,7 +372,7 @@ int cmd_optimize(int argc, char **argv)
     if (tty && so.progress)
         fprintf(stderr, "\n");
     {
-        const kopt_search_node *b = kopt_search_best(search);
+        const kopt_search_node *b = kopt_search_best(search), *root;
         kopt_search_stats st;
         char summary[512], sig[65];
         kopt_search_get_stats(search, &st);
@@ -406,6 +406,14 @@ int cmd_optimize(int argc, char **argv)
         snprintf(summary, sizeof(summary), "tree %lld: %d nodes, best %s; %s",
                  (long long)tree_id, kopt_search_count(search),
                  b ? b->hash : "none", st.stop_reason);
+        root = kopt_search_node_at(search, 0);
+        if (root->state == KOPT_SEARCH_DONE && !root->ok) {
+            /* no GPU (SKIPPED), or a reference that does not run: nothing to search from */
+            kopt_run_finish(run, ctx, root->verdict == KOPT_VERDICT_SKIPPED ? KOPT_RUN_SKIPPED :
+                            KOPT_RUN_FAILED, summary);
+            code = kopt_verdict_exit_code(root->failure[0] ? KOPT_VERDICT_ERROR : root->verdict);
+            goto done;
+        }
         kopt_run_finish(run, ctx, g_stop ? KOPT_RUN_INTERRUPTED : KOPT_RUN_OK, summary);
     }
     code = 0;

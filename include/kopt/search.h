@@ -80,6 +80,11 @@ typedef struct kopt_search_evaluator {
                         int budget, kopt_search_outcome *out);
     /* (optional) release self. */
     void (*close)(void *self);
+    /* (optional) get n candidates (sources[i], node tags[i]) ready before they are
+     * evaluated one by one (the live evaluator compiles them in parallel into the compile
+     * cache). Failures are left for evaluate to report. */
+    void (*prepare)(void *self, kopt_ctx *ctx, const char *const *sources,
+                    const char *const *tags, int n);
 } kopt_search_evaluator;
 void kopt_search_evaluator_close(kopt_search_evaluator *ev);   /* NULL-safe */
 

@@ -3,6 +3,7 @@
  * templates tuned by kopt's own tuner. */
 #include "search_int.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@ typedef struct live {
     kopt_search_live_opts o;
     kopt_run_session *session;
     char workdir[4096];
+    char arch[24];              /* what the session compiles for (known after the first) */
 } live;
 
 static void live_close(void *self)
@@ -115,7 +117,11 @@ static kopt_status live_evaluate(void *self, kopt_ctx *ctx, const char *source, 
     kopt_status rc;
 
     memset(out, 0, sizeof(*out));
-    if (parse_candidate(l, ctx, source, tag, "", &c, path, sizeof(path)) != KOPT_OK) {
+    /* the root is the reference itself: its own launch plan, options and mode */
+    if (l->prob->ref_source && strcmp(source, l->prob->ref_source) == 0) {
+        if ((rc = kopt_candidate_from_reference(&c, ctx, l->prob)) != KOPT_OK)
+            return rc;
+    } else if (parse_candidate(l, ctx, source, tag, "", &c, path, sizeof(path)) != KOPT_OK) {
         /* front matter kopt cannot read is the candidate's fault, as a compile error is */
         out->verdict = KOPT_VERDICT_COMPILE_ERROR;
         snprintf(out->message, sizeof(out->message), "%s", kopt_errmsg(ctx));
@@ -128,6 +134,8 @@ static kopt_status live_evaluate(void *self, kopt_ctx *ctx, const char *source, 
     if ((rc = kopt_run_session_eval(l->session, ctx, c, tag, &r)) != KOPT_OK)
         goto out;
     from_result(out, r);
+    if (r->arch[0])
+        snprintf(l->arch, sizeof(l->arch), "%s", r->arch);
     if (r->verdict == KOPT_VERDICT_OK && !l->o.no_profile)
         profile(l, ctx, c, out);
 out:
@@ -183,6 +191,62 @@ static kopt_status live_tune(void *self, kopt_ctx *ctx, const char *source, cons
     return KOPT_OK;
 }
 
+/* ---- compiling ahead, in parallel ---------------------------------------------------------- */
+
+typedef struct prep {
+    live *l;
+    const char *const *sources, *const *tags;
+    int n, next;
+    pthread_mutex_t lock;
+} prep;
+
+static void *prep_worker(void *arg)
+{
+    prep *p = arg;
+    kopt_ctx *ctx = kopt_ctx_new();
+
+    for (;;) {
+        kopt_candidate *c = NULL;
+        kopt_compiled *comp = NULL;
+        kopt_compile_opts co = KOPT_COMPILE_OPTS_INIT;
+        char path[4200];
+        int i;
+        pthread_mutex_lock(&p->lock);
+        i = p->next++;
+        pthread_mutex_unlock(&p->lock);
+        if (i >= p->n || !ctx)
+            break;
+        co.arch = p->l->arch;
+        co.cache_dir = p->l->o.eval.cache_dir;
+        /* the file evaluate will write and parse, so the compile cache key is the same */
+        if (parse_candidate(p->l, ctx, p->sources[i], p->tags[i], "", &c, path,
+                            sizeof(path)) == KOPT_OK &&
+            !c->host_mode && !c->ntemplate_params)
+            kopt_compile(&comp, ctx, c, &co);   /* into the cache; errors come with the eval */
+        kopt_compiled_free(comp);
+        kopt_candidate_free(c);
+    }
+    kopt_ctx_free(ctx);
+    return NULL;
+}
+
+static void live_prepare(void *self, kopt_ctx *ctx, const char *const *sources,
+                         const char *const *tags, int n)
+{
+    live *l = self;
+    prep p = {l, sources, tags, n, 0, PTHREAD_MUTEX_INITIALIZER};
+    pthread_t th[8];
+    int nt = n < 8 ? n : 8, started = 0;
+
+    (void)ctx;
+    if (!l->arch[0])
+        return;
+    for (int i = 0; i < nt; i++)
+        started += pthread_create(&th[started], NULL, prep_worker, &p) == 0;
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+}
+
 kopt_status kopt_search_evaluator_live(kopt_search_evaluator *out, kopt_ctx *ctx,
                                        kopt_run *run, const kopt_problem *prob,
                                        const kopt_search_live_opts *o)
@@ -205,5 +269,6 @@ kopt_status kopt_search_evaluator_live(kopt_search_evaluator *out, kopt_ctx *ctx
     out->evaluate = live_evaluate;
     out->tune = live_tune;
     out->close = live_close;
+    out->prepare = live_prepare;
     return KOPT_OK;
 }

@@ -593,6 +593,29 @@ static kopt_status evaluate(kopt_search *s, kopt_ctx *ctx, kopt_search_evaluator
     return KOPT_OK;
 }
 
+/* Hand the pending candidates not yet prepared to the evaluator at once (the live one
+ * compiles them in parallel while GPU evaluations stay one at a time). */
+static void prepare(kopt_search *s, kopt_ctx *ctx, kopt_search_evaluator *ev)
+{
+    const char *src[64], *tags[64];
+    char names[64][16];
+    int n = 0;
+    double t0 = kopt_now_ms();
+
+    if (!ev->prepare || s->prepared >= s->n || !s->nodes[0].ok)
+        return;
+    for (int i = s->prepared; i < s->n && n < 64; i++)
+        if (s->nodes[i].state == KOPT_SEARCH_PENDING && strcmp(s->nodes[i].kind, "tune") != 0) {
+            snprintf(names[n], sizeof(names[n]), "n%d", i);
+            tags[n] = names[n];
+            src[n++] = s->nodes[i].source;
+        }
+    s->prepared = s->n;
+    if (n > 1)
+        ev->prepare(ev->self, ctx, src, tags, n);
+    s->st.eval_ms += kopt_now_ms() - t0;
+}
+
 /* ---- selection ------------------------------------------------------------------------------ */
 
 static int in_top(const kopt_search *s, int i)
@@ -902,6 +925,7 @@ kopt_status kopt_search_go(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm,
             if (s->nodes[i].state == KOPT_SEARCH_PENDING)
                 pend = i;
         if (ev && pend >= 0) {
+            prepare(s, ctx, ev);
             if ((rc = evaluate(s, ctx, ev, pend)) != KOPT_OK)
                 break;
             snprintf(what, sizeof(what), "n%d %s", pend, s->nodes[pend].ok ?

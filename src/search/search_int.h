@@ -16,6 +16,7 @@ struct kopt_search {
     kopt_search_node *nodes;
     int n, cap;
     int best;                   /* index; -1 none */
+    int prepared;               /* nodes below this index were handed to ev->prepare */
     kopt_search_stats st;
     double t_start;
 };
