@@ -61,6 +61,9 @@ typedef struct kopt_search_outcome {
     char tool[48];              /* the tool of the first piece of advice ("" none) */
     int64_t eval_id;            /* the stored evaluation (0: none) */
     char *tuned_source;         /* tune: the best concrete instantiation (owned) */
+    char *facts;                /* resources (registers, shared memory, spills), roofline
+                                 * position, the device's measured ceilings (owned; may be
+                                 * NULL) */
 } kopt_search_outcome;
 void kopt_search_outcome_clear(kopt_search_outcome *o);
 
@@ -142,6 +145,7 @@ typedef struct kopt_search_node {
     char *log;                  /* compiler log, mismatch report, or the agent failure */
     char cls[24];
     char *findings;             /* the evaluator's advice for this node */
+    char *facts;                /* the evaluator's resources / roofline / ceilings text */
     char tool[48];
     int64_t eval_id;
     char *tuned_from;           /* tune: the template source (the node's source is the best) */

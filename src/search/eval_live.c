@@ -57,8 +57,39 @@ static char *mismatch_report(const kopt_eval_result *r)
     return b.len ? kopt_buf_detach(&b) : NULL;
 }
 
+/* Resources of each kernel, the roofline position and the device's ceilings, for the
+ * planner. */
+static char *facts_of(const kopt_eval_result *r)
+{
+    kopt_buf b = KOPT_BUF_INIT;
+    const kopt_ceilings *c = &r->ceilings;
+
+    for (int i = 0; i < r->nkernels && i < 8; i++) {
+        const kopt_kernel_resources *k = &r->kernels[i];
+        kopt_buf_printf(&b, "kernel %s: %d registers/thread, %d B static shared memory, "
+                        "%d B stack, spills: %d stores %d loads\n", k->name, k->registers,
+                        k->static_smem, k->stack_frame, k->spill_stores, k->spill_loads);
+    }
+    if (r->roofline.valid)
+        kopt_buf_printf(&b, "roofline: %.1f%% of the %s bound (%.4f ms); %.0f GB/s, %.0f "
+                        "GFLOP/s achieved\n", r->roofline.pct_of_bound,
+                        r->roofline.limiter ? r->roofline.limiter : "?", r->roofline.bound_ms,
+                        r->roofline.achieved_gbs, r->roofline.achieved_gflops);
+    if (r->has_device)
+        kopt_buf_printf(&b, "device: %s (sm_%d%d, %d SMs)", r->device.name,
+                        r->device.cc_major, r->device.cc_minor, r->device.sm_count);
+    if (c->valid)
+        kopt_buf_printf(&b, "; measured DRAM copy %.0f GB/s, FP32 %.0f GFLOP/s%s, L2 %.0f "
+                        "GB/s, shared memory %.0f GB/s", c->dram_copy_gbs,
+                        c->gflops[KOPT_COMPUTE_FP32],
+                        c->measured[KOPT_COMPUTE_FP32] ? "" : " (spec)", c->l2_gbs,
+                        c->smem_gbs);
+    return b.len ? kopt_buf_detach(&b) : NULL;
+}
+
 static void from_result(kopt_search_outcome *out, const kopt_eval_result *r)
 {
+    out->facts = facts_of(r);
     out->verdict = r->verdict;
     out->time_ms = r->timing.median_ms;
     out->energy_mj = r->has_energy ? r->energy_mj : 0.0;

@@ -181,6 +181,7 @@ static kopt_status replay_lookup(replay *r, const char *source, const char *tag,
         snprintf(out->tool, sizeof(out->tool), "%s", n->tool);
         out->log = n->log ? strdup(n->log) : NULL;
         out->advice = n->findings ? strdup(n->findings) : NULL;
+        out->facts = n->facts ? strdup(n->facts) : NULL;
         out->eval_id = n->eval_id;
         if (n->tuned_from)
             out->tuned_source = strdup(n->source);

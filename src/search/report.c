@@ -41,6 +41,7 @@ char *kopt_search_json(const kopt_search *s)
         json_object_del(j, "source");
         json_object_del(j, "log");
         json_object_del(j, "findings");
+        json_object_del(j, "facts");
         json_object_del(j, "tuned_from");
         json_object_set_new(j, "reward", json_real(n->reward));
         json_object_set_new(j, "visits", json_integer(n->visits));

@@ -268,6 +268,7 @@ static void node_vars(kopt_search *s, kopt_ctx *ctx, vars *vs, int i)
     var(vs, "class", n->cls[0] ? n->cls : "unknown");
     var(vs, "advice", n->findings && n->findings[0] ? n->findings :
         (s->o.no_tools ? "(no metrics recorded)" : "(no advice: no profile of this kernel)"));
+    var(vs, "facts", n->facts && n->facts[0] ? n->facts : "(not known)");
     var(vs, "advice_kind", s->o.no_tools ? "Raw metrics" : "Micro-tool advice (selected by "
         "the roofline class)");
     var_own(vs, "tried", tried_text(s, i));
@@ -434,6 +435,8 @@ static int reuse(kopt_search *s, int i)
         n->log = o->log ? strdup(o->log) : NULL;
         free(n->findings);
         n->findings = o->findings ? strdup(o->findings) : NULL;
+        free(n->facts);
+        n->facts = o->facts ? strdup(o->facts) : NULL;
         if (o->tuned_from) {
             free(n->source);
             n->source = strdup(o->source);
@@ -578,6 +581,9 @@ static kopt_status evaluate(kopt_search *s, kopt_ctx *ctx, kopt_search_evaluator
     free(n->findings);
     n->findings = oc.advice;
     oc.advice = NULL;
+    free(n->facts);
+    n->facts = oc.facts;
+    oc.facts = NULL;
     if (oc.tuned_source) {
         free(n->tuned_from);
         n->tuned_from = n->source;

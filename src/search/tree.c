@@ -101,6 +101,7 @@ void kopt__search_node_clear(kopt_search_node *n)
     free(n->source);
     free(n->log);
     free(n->findings);
+    free(n->facts);
     free(n->tuned_from);
     memset(n, 0, sizeof(*n));
 }
@@ -159,6 +160,7 @@ json_t *kopt__search_node_to_json(const kopt_search_node *n)
     set_str(o, "source", n->source);
     set_str(o, "log", n->log);
     set_str(o, "findings", n->findings);
+    set_str(o, "facts", n->facts);
     set_str(o, "tuned_from", n->tuned_from);
     return o;
 }
@@ -210,6 +212,7 @@ int kopt__search_node_from_json(kopt_search_node *n, const json_t *o)
     n->source = get_dup(o, "source");
     n->log = get_dup(o, "log");
     n->findings = get_dup(o, "findings");
+    n->facts = get_dup(o, "facts");
     n->tuned_from = get_dup(o, "tuned_from");
     return n->source ? 0 : -1;
 }
@@ -400,6 +403,7 @@ void kopt_search_outcome_clear(kopt_search_outcome *o)
     free(o->log);
     free(o->advice);
     free(o->tuned_source);
+    free(o->facts);
     memset(o, 0, sizeof(*o));
 }
 

@@ -120,6 +120,13 @@ def test_policies():
                   "--no-tune", "--json")
     check(p.returncode == 0 and best_speedup(doc) >= 1.08,
           "vector_add: greedy reaches the fast kernel (%.2fx)" % best_speedup(doc))
+    p, doc = kopt(fresh_db("budget"), os.path.join(ROOT, "examples/softmax"), "--evaluator",
+                  "fake", "--llm", llm("softmax"), "--max-llm-calls", "3", "--json")
+    st = doc.get("stats", {})
+    check(p.returncode == 0 and "max-llm-calls" in st.get("stop_reason", "") and
+          st.get("pending") == 0 and st.get("llm_requests", 99) <= 4,
+          "an LLM budget stops the search, what was proposed is still evaluated (%s)" %
+          st.get("stop_reason"))
     p, _ = kopt(fresh_db("bad"), os.path.join(ROOT, "examples/softmax"), "--search", "nope")
     check(p.returncode == 2, "a bad --search is a usage error")
 

@@ -74,6 +74,9 @@ static void test_policy_names(void)
 
 /* Answer every prompt in `dir` that has no reply yet: plans, and kernels as fast as the
  * reference (so every child is flat and the root becomes a dead end). */
+static const char *g_kernel_marker = "verdict=OK time=1.0";   /* odd replies */
+static const char *g_alt_marker = "verdict=OK time=1.0";      /* even replies */
+
 static int answer_all(const char *dir, int *counter)
 {
     DIR *d = opendir(dir);
@@ -92,9 +95,12 @@ static int answer_all(const char *dir, int *counter)
         if (strstr(key, "planner"))
             snprintf(text, sizeof(text), "PLAN: unroll by %d\nKIND: unroll\nGAIN: 1.3\n",
                      ++*counter);
-        else
+        else {
+            ++*counter;
             snprintf(text, sizeof(text), "```cuda\n__global__ void k() {}\n// kopt-test: "
-                     "verdict=OK time=1.0 (%d)\n```\n", ++*counter);
+                     "%s (%d)\n```\n", *counter % 2 ? g_kernel_marker : g_alt_marker,
+                     *counter);
+        }
         free(ktest_write_file(dir, strrchr(reply, '/') + 1, text));
         n++;
     }
@@ -152,10 +158,64 @@ out:
     free(dir);
 }
 
+/* A SUSPECT kernel (faster than the physical bound) scores zero and is never the best,
+ * however fast it claims to be; a cheating verdict is kept. */
+static void test_suspect_never_best(void)
+{
+    kopt_ctx *ctx = kopt_ctx_new();
+    kopt_problem *prob = NULL;
+    kopt_search *s = NULL;
+    kopt_search_evaluator ev;
+    kopt_search_opts o = KOPT_SEARCH_OPTS_INIT;
+    kopt_search_stats st;
+    char *dir = ktest_tmpdir("suspect");
+    int counter = 0, rounds = 0, suspects = 0;
+    const kopt_search_node *b;
+
+    CHECK_EQ_INT(kopt_problem_load(&prob, ctx, KOPT_EXAMPLES_DIR "/softmax"), KOPT_OK);
+    o.policy = KOPT_SEARCH_BEST_OF_N;
+    o.iterations = 4;
+    o.proposals = 2;
+    o.no_tune = 1;
+    o.debug_attempts = 0;
+    o.manual_dir = dir;
+    o.prompts_dir = KOPT_TEST_DATA_DIR "/../../prompts";
+    g_kernel_marker = "verdict=SUSPECT time=0.001";
+    g_alt_marker = "verdict=OK time=0.8";
+    CHECK_EQ_INT(kopt_search_evaluator_fake(&ev, ctx, 1.0), KOPT_OK);
+    CHECK_EQ_INT(kopt_search_open(&s, ctx, prob, NULL, 1, &o), KOPT_OK);
+    if (!s)
+        goto out;
+    do {
+        CHECK_EQ_INT(kopt_search_go(s, ctx, NULL, &ev), KOPT_OK);
+        kopt_search_get_stats(s, &st);
+    } while (st.waiting && answer_all(dir, &counter) > 0 && ++rounds < 20);
+    for (int i = 0; i < kopt_search_count(s); i++) {
+        const kopt_search_node *n = kopt_search_node_at(s, i);
+        if (n->verdict == KOPT_VERDICT_SUSPECT) {
+            suspects++;
+            CHECK_NEAR(n->reward, 0.0, 0);
+        }
+    }
+    CHECK(suspects >= 2);
+    b = kopt_search_best(s);
+    CHECK(b && b->verdict == KOPT_VERDICT_OK);
+    CHECK(b && fabs(b->time_ms - 0.8) < 1e-9);
+out:
+    g_kernel_marker = g_alt_marker = "verdict=OK time=1.0";
+    kopt_search_close(s);
+    kopt_search_evaluator_close(&ev);
+    kopt_problem_free(prob);
+    kopt_ctx_free(ctx);
+    ktest_rmtree(dir);
+    free(dir);
+}
+
 int main(int argc, char **argv)
 {
     static const ktest_case cases[] = {
         KTEST(test_widening), KTEST(test_uct), KTEST(test_rewards), KTEST(test_dead_end),
-        KTEST(test_policy_names), KTEST(test_loop_manual_prunes)};
+        KTEST(test_policy_names), KTEST(test_loop_manual_prunes),
+        KTEST(test_suspect_never_best)};
     return ktest_main(argc, argv, cases, KTEST_COUNT(cases));
 }
