@@ -11,13 +11,13 @@
 #   5 --replay rebuilds the tree without GPU or LLM (same signature)
 #   7 kopt's own overhead per iteration (outside LLM and GPU time)
 # Usage: bench/optimize_session.sh [EXAMPLE...]   (default: softmax vector_add)
-# Env: OPT_ITERS (8), OPT_KILL_AFTER (seconds, 25), OPT_EVALUATOR=fake for a dry run of the
+# Env: OPT_ITERS (10), OPT_KILL_AFTER (seconds, 25), OPT_EVALUATOR=fake for a dry run of the
 # script on a CPU (kernels' scripted outcomes). Outputs and a summary table go to $OUT.
 set -u
 K=${KOPT_BIN:-$PWD/${KOPT_BUILD:-build}/kopt}
 FINAL=${OUT:-/tmp/kopt-out}; O=$FINAL/optimize; mkdir -p "$O"
 export KOPT_CACHE_DIR=/tmp/kopt-cache KOPT_PROMPTS=$PWD/prompts
-ITERS=${OPT_ITERS:-8}
+ITERS=${OPT_ITERS:-10}
 EV=${OPT_EVALUATOR:+--evaluator $OPT_EVALUATOR}
 EXAMPLES=${*:-softmax vector_add}
 SCRIPT=tests/optimize/scripted_llm.py

@@ -57,7 +57,9 @@ kopt_status kopt_agent_prompts_dir(kopt_ctx *ctx, char **out)
 
     *out = NULL;
     if (env && env[0]) {
-        if (!(found = look(&looked, env, NULL)))
+        found = look(&looked, env, NULL);
+        kopt_buf_free(&looked);
+        if (!found)
             return kopt_seterr(ctx, KOPT_E_NOT_FOUND, "KOPT_PROMPTS=%s holds no planner.md",
                                env);
         *out = found;

@@ -768,6 +768,8 @@ static int repair(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm)
         var(&vs, "log", n->log ? n->log : "(none)");
         var(&vs, "plan", n->plan.text);
         var(&vs, "parent_source", n->parent >= 0 ? s->nodes[n->parent].source : "");
+        /* STARK's debugger window: what its siblings tried and how that went */
+        var_own(&vs, "siblings", tried_text(s, n->parent));
         snprintf(key, sizeof(key), "n%d-debugger", i);
         snprintf(tag, sizeof(tag), "n%d", i);
         ask_init(s, &a[k], KOPT_AGENT_DEBUGGER, render(s, KOPT_AGENT_DEBUGGER, &vs), key, tag);

@@ -109,106 +109,105 @@ static int answer_all(const char *dir, int *counter)
     return n;
 }
 
+/* A search of examples/softmax in manual mode (no store), its prompts answered by
+ * answer_all until it waits for nothing; the caller checks the tree, then frees it all
+ * with manual_done. */
+typedef struct manual_run {
+    kopt_ctx *ctx;
+    kopt_problem *prob;
+    kopt_search *s;
+    kopt_search_evaluator ev;
+    kopt_search_stats st;
+    char *dir;
+} manual_run;
+
+static int manual_go(manual_run *m, kopt_search_opts *o)
+{
+    int counter = 0, rounds = 0;
+
+    memset(m, 0, sizeof(*m));
+    m->ctx = kopt_ctx_new();
+    m->dir = ktest_tmpdir("search");
+    o->manual_dir = m->dir;
+    o->prompts_dir = KOPT_TEST_DATA_DIR "/../../prompts";
+    o->no_tune = 1;
+    CHECK_EQ_INT(kopt_problem_load(&m->prob, m->ctx, KOPT_EXAMPLES_DIR "/softmax"), KOPT_OK);
+    CHECK_EQ_INT(kopt_search_evaluator_fake(&m->ev, m->ctx, 1.0), KOPT_OK);
+    CHECK_EQ_INT(kopt_search_open(&m->s, m->ctx, m->prob, NULL, 1, o), KOPT_OK);
+    if (!m->s)
+        return -1;
+    do {
+        CHECK_EQ_INT(kopt_search_go(m->s, m->ctx, NULL, &m->ev), KOPT_OK);
+        kopt_search_get_stats(m->s, &m->st);
+    } while (m->st.waiting && answer_all(m->dir, &counter) > 0 && ++rounds < 20);
+    return 0;
+}
+
+static void manual_done(manual_run *m)
+{
+    kopt_search_close(m->s);
+    kopt_search_evaluator_close(&m->ev);
+    kopt_problem_free(m->prob);
+    kopt_ctx_free(m->ctx);
+    ktest_rmtree(m->dir);
+    free(m->dir);
+}
+
 static void test_loop_manual_prunes(void)
 {
-    kopt_ctx *ctx = kopt_ctx_new();
-    kopt_problem *prob = NULL;
-    kopt_search *s = NULL;
-    kopt_search_evaluator ev;
     kopt_search_opts o = KOPT_SEARCH_OPTS_INIT;
-    kopt_search_stats st;
-    char *dir = ktest_tmpdir("search"), *json;
-    int counter = 0, rounds = 0;
+    manual_run m;
     const kopt_search_node *root;
+    char *json;
 
-    CHECK_EQ_INT(kopt_problem_load(&prob, ctx, KOPT_EXAMPLES_DIR "/softmax"), KOPT_OK);
     o.policy = KOPT_SEARCH_GREEDY;
     o.iterations = 4;
-    o.no_tune = 1;
-    o.manual_dir = dir;
-    o.prompts_dir = KOPT_TEST_DATA_DIR "/../../prompts";
-    CHECK_EQ_INT(kopt_search_evaluator_fake(&ev, ctx, 1.0), KOPT_OK);
-    CHECK_EQ_INT(kopt_search_open(&s, ctx, prob, NULL, 1, &o), KOPT_OK);
-    if (!s)
-        goto out;
-    for (;;) {
-        CHECK_EQ_INT(kopt_search_go(s, ctx, NULL, &ev), KOPT_OK);
-        kopt_search_get_stats(s, &st);
-        if (!st.waiting || ++rounds > 20)
-            break;
-        CHECK(answer_all(dir, &counter) > 0);
+    if (manual_go(&m, &o) == 0) {
+        CHECK_STR_CONTAINS(m.st.stop_reason, "4 iterations done");
+        root = kopt_search_node_at(m.s, 0);
+        CHECK(root->ok);
+        CHECK_EQ_INT(root->closed, 1);
+        CHECK_EQ_STR(root->closed_reason, "last 3 children: 0 failed, 3 gained < 2%");
+        CHECK_EQ_INT(kopt_search_count(m.s), 5);   /* root, 3 children, one of a child */
+        CHECK_EQ_INT(kopt_search_node_at(m.s, 4)->parent, 1);
+        CHECK(kopt_search_best(m.s) != NULL);
+        json = kopt_search_json(m.s);
+        CHECK_STR_CONTAINS(json, "\"closed\": \"last 3 children");
+        free(json);
     }
-    CHECK_STR_CONTAINS(st.stop_reason, "4 iterations done");
-    root = kopt_search_node_at(s, 0);
-    CHECK(root->ok);
-    CHECK_EQ_INT(root->closed, 1);
-    CHECK_EQ_STR(root->closed_reason, "last 3 children: 0 failed, 3 gained < 2%");
-    CHECK_EQ_INT(kopt_search_count(s), 5);    /* root, 3 children, then one of a child */
-    CHECK_EQ_INT(kopt_search_node_at(s, 4)->parent, 1);
-    CHECK(kopt_search_best(s) != NULL);
-    json = kopt_search_json(s);
-    CHECK_STR_CONTAINS(json, "\"closed\": \"last 3 children");
-    free(json);
-out:
-    kopt_search_close(s);
-    kopt_search_evaluator_close(&ev);
-    kopt_problem_free(prob);
-    kopt_ctx_free(ctx);
-    ktest_rmtree(dir);
-    free(dir);
+    manual_done(&m);
 }
 
 /* A SUSPECT kernel (faster than the physical bound) scores zero and is never the best,
  * however fast it claims to be; a cheating verdict is kept. */
 static void test_suspect_never_best(void)
 {
-    kopt_ctx *ctx = kopt_ctx_new();
-    kopt_problem *prob = NULL;
-    kopt_search *s = NULL;
-    kopt_search_evaluator ev;
     kopt_search_opts o = KOPT_SEARCH_OPTS_INIT;
-    kopt_search_stats st;
-    char *dir = ktest_tmpdir("suspect");
-    int counter = 0, rounds = 0, suspects = 0;
+    manual_run m;
     const kopt_search_node *b;
+    int suspects = 0;
 
-    CHECK_EQ_INT(kopt_problem_load(&prob, ctx, KOPT_EXAMPLES_DIR "/softmax"), KOPT_OK);
     o.policy = KOPT_SEARCH_BEST_OF_N;
     o.iterations = 4;
     o.proposals = 2;
-    o.no_tune = 1;
     o.debug_attempts = 0;
-    o.manual_dir = dir;
-    o.prompts_dir = KOPT_TEST_DATA_DIR "/../../prompts";
     g_kernel_marker = "verdict=SUSPECT time=0.001";
     g_alt_marker = "verdict=OK time=0.8";
-    CHECK_EQ_INT(kopt_search_evaluator_fake(&ev, ctx, 1.0), KOPT_OK);
-    CHECK_EQ_INT(kopt_search_open(&s, ctx, prob, NULL, 1, &o), KOPT_OK);
-    if (!s)
-        goto out;
-    do {
-        CHECK_EQ_INT(kopt_search_go(s, ctx, NULL, &ev), KOPT_OK);
-        kopt_search_get_stats(s, &st);
-    } while (st.waiting && answer_all(dir, &counter) > 0 && ++rounds < 20);
-    for (int i = 0; i < kopt_search_count(s); i++) {
-        const kopt_search_node *n = kopt_search_node_at(s, i);
-        if (n->verdict == KOPT_VERDICT_SUSPECT) {
-            suspects++;
-            CHECK_NEAR(n->reward, 0.0, 0);
+    if (manual_go(&m, &o) == 0) {
+        for (int i = 0; i < kopt_search_count(m.s); i++) {
+            const kopt_search_node *n = kopt_search_node_at(m.s, i);
+            if (n->verdict == KOPT_VERDICT_SUSPECT) {
+                suspects++;
+                CHECK_NEAR(n->reward, 0.0, 0);
+            }
         }
+        CHECK(suspects >= 2);
+        b = kopt_search_best(m.s);
+        CHECK(b && b->verdict == KOPT_VERDICT_OK);
+        CHECK(b && fabs(b->time_ms - 0.8) < 1e-9);
     }
-    CHECK(suspects >= 2);
-    b = kopt_search_best(s);
-    CHECK(b && b->verdict == KOPT_VERDICT_OK);
-    CHECK(b && fabs(b->time_ms - 0.8) < 1e-9);
-out:
     g_kernel_marker = g_alt_marker = "verdict=OK time=1.0";
-    kopt_search_close(s);
-    kopt_search_evaluator_close(&ev);
-    kopt_problem_free(prob);
-    kopt_ctx_free(ctx);
-    ktest_rmtree(dir);
-    free(dir);
+    manual_done(&m);
 }
 
 int main(int argc, char **argv)
