@@ -27,4 +27,7 @@ void kopt__hash_headers(kopt_hash *h, const char *dir);
 /* kopt's public include folder (for candidate.h), found next to the executable. */
 const char *kopt__include_dir(void);
 
+/* kopt's runtime kernels' source (runtime_kernels.c), for the build's prebuilt cubins. */
+const char *kopt__runtime_source(void);
+
 #endif
