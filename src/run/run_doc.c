@@ -226,9 +226,11 @@ kopt_status kopt_run_import_device(kopt_run *run, kopt_ctx *ctx, const char *pat
     memset(&dev, 0, sizeof(dev));
     if ((rc = kopt_file_read(ctx, path, &text, NULL)) != KOPT_OK)
         return kopt__run_fail(run, KOPT_RUN_FAULT_INPUT, rc);
-    if ((rc = kopt_ceilings_parse(ctx, text, &c)) != KOPT_OK)
-        goto done;
     root = json_loads(text, 0, NULL);
+    free(text);
+    text = json_dumps(json_object_get(root, "ceilings"), JSON_COMPACT);   /* NULL: none */
+    if ((rc = kopt_ceilings_parse(ctx, text ? text : "", &c)) != KOPT_OK)
+        goto done;
     d = json_object_get(root, "device");
     if (!json_is_object(d) || !json_string_value(json_object_get(d, "uuid"))) {
         rc = kopt_seterr(ctx, KOPT_E_INVALID, "%s: no \"device\" object with a \"uuid\"", path);
