@@ -343,8 +343,8 @@ kopt_status kopt_run_last(kopt_ctx *ctx, const char *db_path, const char *kind, 
  * "device" and "ceilings", as tests/data/ceilings/ records): stored, spec rates filling the
  * rest, and noted as the run's device (name, UUID, cc, driver, clocks). */
 kopt_status kopt_run_import_device(kopt_run *run, kopt_ctx *ctx, const char *worker_result_path);
-/* The evaluation of a report recorded elsewhere (kopt profile --json's or kopt eval --json's
- * verdict, median and roofline) stored as this run's, tagged "imported"; `cand` NULL: the
+/* The evaluation of a report recorded elsewhere (kopt profile --json's verdict, median and
+ * roofline) stored as this run's, tagged "imported"; `cand` NULL: the
  * reference. Needs a store; no GPU. *eval_id may be NULL. */
 kopt_status kopt_run_import_eval(kopt_run *run, kopt_ctx *ctx, const kopt_problem *prob,
                                  const kopt_candidate *cand, const char *report_path,
