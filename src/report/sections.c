@@ -17,6 +17,14 @@
 static const char *const compute_names[] = {"fp32", "fp64", "fp16", "bf16", "tf32", "fp8",
                                             "int"};
 
+/* A number cell: <td class="n">value</td>. */
+static void num_cell(kopt_buf *b, json_t *v, int decimals, const char *suffix)
+{
+    kopt_buf_printf(b, "<td class=\"n\">");
+    num(b, v, decimals, suffix);
+    kopt_buf_printf(b, "</td>");
+}
+
 /* ---- environment ------------------------------------------------------------------------ */
 
 static void row(kopt_buf *b, const char *name, const char *value)
@@ -343,6 +351,19 @@ void kopt__report_roofline(kopt_buf *b, json_t *doc)
     free(pts);
 }
 
+/* A table row's start: its id (PREFIX-ID, what roofline points name), the item's id,
+ * problem and candidate cells. */
+static void row_start(kopt_buf *b, const char *prefix, json_t *e)
+{
+    long long id = (long long)json_integer_value(json_object_get(e, "id"));
+
+    kopt_buf_printf(b, "<tr id=\"%s-%lld\"><td>%lld</td><td>", prefix, id, id);
+    esc(b, str(e, "problem"));
+    kopt_buf_printf(b, "</td><td>");
+    esc(b, cand_name(e));
+    kopt_buf_printf(b, "</td>");
+}
+
 /* ---- evaluations and profiles ----------------------------------------------------------- */
 
 int kopt__report_has_evals(json_t *doc)
@@ -363,26 +384,17 @@ void kopt__report_evals(kopt_buf *b, json_t *doc)
                         "bound</th><th>GB/s</th><th>GFLOP/s</th><th>tag</th></tr>\n");
         json_array_foreach(evs, i, e) {
             const char *v = str(e, "verdict");
-            kopt_buf_printf(b, "<tr id=\"eval-%lld\"><td>%lld</td><td>",
-                            (long long)json_integer_value(json_object_get(e, "id")),
-                            (long long)json_integer_value(json_object_get(e, "id")));
-            esc(b, str(e, "problem"));
-            kopt_buf_printf(b, "</td><td>");
-            esc(b, cand_name(e));
-            kopt_buf_printf(b, "</td><td class=\"%s\">", strcmp(v, "OK") == 0 ? "ok" :
+            row_start(b, "eval", e);
+            kopt_buf_printf(b, "<td class=\"%s\">", strcmp(v, "OK") == 0 ? "ok" :
                             strcmp(v, "SKIPPED") == 0 ? "" : "bad");
             esc(b, v);
-            kopt_buf_printf(b, "</td><td class=\"n\">");
-            num(b, json_object_get(e, "median_ms"), 4, "");
-            kopt_buf_printf(b, "</td><td class=\"n\">");
-            num(b, json_object_get(e, "speedup"), 2, "x");
-            kopt_buf_printf(b, "</td><td class=\"n\">");
-            num(b, json_object_get(e, "pct_of_bound"), 1, "");
-            kopt_buf_printf(b, "</td><td class=\"n\">");
-            num(b, json_object_get(e, "achieved_gbs"), 0, "");
-            kopt_buf_printf(b, "</td><td class=\"n\">");
-            num(b, json_object_get(e, "achieved_gflops"), 1, "");
-            kopt_buf_printf(b, "</td><td>");
+            kopt_buf_printf(b, "</td>");
+            num_cell(b, json_object_get(e, "median_ms"), 4, "");
+            num_cell(b, json_object_get(e, "speedup"), 2, "x");
+            num_cell(b, json_object_get(e, "pct_of_bound"), 1, "");
+            num_cell(b, json_object_get(e, "achieved_gbs"), 0, "");
+            num_cell(b, json_object_get(e, "achieved_gflops"), 1, "");
+            kopt_buf_printf(b, "<td>");
             esc(b, str(e, "tag"));
             kopt_buf_printf(b, "</td></tr>\n");
         }
@@ -393,13 +405,8 @@ void kopt__report_evals(kopt_buf *b, json_t *doc)
                         "problem</th><th>candidate</th><th>metrics</th><th>median ms</th><th>"
                         "kernel launches</th><th>findings</th><th>evaluation</th></tr>\n");
         json_array_foreach(pfs, i, e) {
-            kopt_buf_printf(b, "<tr id=\"prof-%lld\"><td>%lld</td><td>",
-                            (long long)json_integer_value(json_object_get(e, "id")),
-                            (long long)json_integer_value(json_object_get(e, "id")));
-            esc(b, str(e, "problem"));
-            kopt_buf_printf(b, "</td><td>");
-            esc(b, cand_name(e));
-            kopt_buf_printf(b, "</td><td>");
+            row_start(b, "prof", e);
+            kopt_buf_printf(b, "<td>");
             esc(b, str(e, "source"));
             kopt_buf_printf(b, "</td><td class=\"n\">");
             num(b, json_object_get(e, "median_ms"), 4, "");

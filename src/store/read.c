@@ -98,38 +98,33 @@ kopt_status kopt_store_evals_json(kopt_store *s, kopt_ctx *ctx, int64_t run_id, 
     return rc ? rc : dump_to(arr, out, ctx);
 }
 
-kopt_status kopt_store_profiles_json(kopt_store *s, kopt_ctx *ctx, int64_t run_id,
-                                     int64_t profile_id, char **out)
+/* For each row of `arr`, the rows of `sql` (its ?1 bound to the row's id) under `key`. */
+static kopt_status add_children(kopt_store *s, kopt_ctx *ctx, json_t *arr, const char *key,
+                                const char *sql)
 {
-    json_t *arr = NULL, *v;
+    json_t *v, *kids;
     size_t i;
-    kopt_status rc = rows_json(s, ctx,
-        "SELECT f.id, f.created_at, f.run_id, f.problem_hash, p.name AS problem,"
-        " f.candidate_hash, c.path AS candidate_path, c.is_reference, f.eval_id, f.source,"
-        " f.median_ms, f.collect_ms, f.passes, f.metrics_json"
-        " FROM profiles f LEFT JOIN problems p ON p.hash = f.problem_hash"
-        " LEFT JOIN candidates c ON c.hash = f.candidate_hash"
-        " WHERE (?1 != 0 AND f.run_id = ?1) OR (?2 != 0 AND f.id = ?2) ORDER BY f.id",
-        run_id, profile_id, NULL, &arr);
+    kopt_status rc;
+
+    json_array_foreach(arr, i, v) {
+        if ((rc = rows_json(s, ctx, sql, json_integer_value(json_object_get(v, "id")), 0, NULL,
+                            &kids)) != KOPT_OK)
+            return rc;
+        json_object_set_new(v, key, kids);
+    }
+    return KOPT_OK;
+}
+
+/* rows_json, then add_children for each (key, sql) pair given (NULL-terminated), dumped. */
+static kopt_status rows_with_children(kopt_store *s, kopt_ctx *ctx, const char *sql, int64_t a,
+                                      int64_t b, char **out, const char *const *children)
+{
+    json_t *arr = NULL;
+    kopt_status rc = rows_json(s, ctx, sql, a, b, NULL, &arr);
 
     *out = NULL;
-    json_array_foreach(arr, i, v) {
-        int64_t id = json_integer_value(json_object_get(v, "id"));
-        json_t *fs = NULL, *rs = NULL;
-        if (!rc)
-            rc = rows_json(s, ctx, "SELECT tool, kernel, title, gain, confidence FROM findings"
-                           " WHERE profile_id = ?1 AND ?2 = ?2 ORDER BY gain DESC, id",
-                           id, 0, NULL, &fs);
-        if (!rc)
-            rc = rows_json(s, ctx, "SELECT r.tool, r.earlier_candidate, c.path AS"
-                           " earlier_path, r.earlier_profile, r.predicted_gain,"
-                           " r.realized_gain, r.earlier_ms, r.later_ms FROM resolutions r"
-                           " LEFT JOIN candidates c ON c.hash = r.earlier_candidate"
-                           " WHERE r.later_profile = ?1 AND ?2 = ?2 ORDER BY r.id",
-                           id, 0, NULL, &rs);
-        json_object_set_new(v, "findings", fs ? fs : json_array());
-        json_object_set_new(v, "resolutions", rs ? rs : json_array());
-    }
+    for (int i = 0; !rc && children[i]; i += 2)
+        rc = add_children(s, ctx, arr, children[i], children[i + 1]);
     if (rc) {
         json_decref(arr);
         return rc;
@@ -137,33 +132,44 @@ kopt_status kopt_store_profiles_json(kopt_store *s, kopt_ctx *ctx, int64_t run_i
     return dump_to(arr, out, ctx);
 }
 
+kopt_status kopt_store_profiles_json(kopt_store *s, kopt_ctx *ctx, int64_t run_id,
+                                     int64_t profile_id, char **out)
+{
+    static const char *const children[] = {
+        "findings", "SELECT tool, kernel, title, gain, confidence FROM findings"
+                    " WHERE profile_id = ?1 AND ?2 = ?2 ORDER BY gain DESC, id",
+        "resolutions", "SELECT r.tool, r.earlier_candidate, c.path AS earlier_path,"
+                       " r.earlier_profile, r.predicted_gain, r.realized_gain, r.earlier_ms,"
+                       " r.later_ms FROM resolutions r"
+                       " LEFT JOIN candidates c ON c.hash = r.earlier_candidate"
+                       " WHERE r.later_profile = ?1 AND ?2 = ?2 ORDER BY r.id",
+        NULL};
+
+    return rows_with_children(s, ctx,
+        "SELECT f.id, f.created_at, f.run_id, f.problem_hash, p.name AS problem,"
+        " f.candidate_hash, c.path AS candidate_path, c.is_reference, f.eval_id, f.source,"
+        " f.median_ms, f.collect_ms, f.passes, f.metrics_json"
+        " FROM profiles f LEFT JOIN problems p ON p.hash = f.problem_hash"
+        " LEFT JOIN candidates c ON c.hash = f.candidate_hash"
+        " WHERE (?1 != 0 AND f.run_id = ?1) OR (?2 != 0 AND f.id = ?2) ORDER BY f.id",
+        run_id, profile_id, out, children);
+}
+
 kopt_status kopt_store_tune_runs_json(kopt_store *s, kopt_ctx *ctx, int64_t run_id,
                                       int64_t tune_run_id, char **out)
 {
-    json_t *arr = NULL, *v;
-    size_t i;
-    kopt_status rc = rows_json(s, ctx,
+    static const char *const children[] = {
+        "evals", "SELECT id, label, state, time_ms, energy_mj, power_w, compile_ms, eval_ms,"
+                 " registers, spill_bytes, smem_bytes, verdict, message FROM tune_evals"
+                 " WHERE run_id = ?1 AND ?2 = ?2 ORDER BY id",
+        NULL};
+
+    return rows_with_children(s, ctx,
         "SELECT id, created_at, run_id, key_hash, problem, problem_hash, template_hash, sizes,"
         " device, device_uuid, template_path, strategy, options, seed, objective, max_evals,"
         " finished, finished_at, stop, best_label, best_value FROM tune_runs"
         " WHERE (?1 != 0 AND run_id = ?1) OR (?2 != 0 AND id = ?2) ORDER BY id",
-        run_id, tune_run_id, NULL, &arr);
-
-    *out = NULL;
-    json_array_foreach(arr, i, v) {
-        json_t *evs = NULL;
-        if (!rc)
-            rc = rows_json(s, ctx, "SELECT id, label, state, time_ms, energy_mj, power_w,"
-                           " compile_ms, eval_ms, registers, spill_bytes, smem_bytes, verdict,"
-                           " message FROM tune_evals WHERE run_id = ?1 AND ?2 = ?2 ORDER BY id",
-                           json_integer_value(json_object_get(v, "id")), 0, NULL, &evs);
-        json_object_set_new(v, "evals", evs ? evs : json_array());
-    }
-    if (rc) {
-        json_decref(arr);
-        return rc;
-    }
-    return dump_to(arr, out, ctx);
+        run_id, tune_run_id, out, children);
 }
 
 kopt_status kopt_store_devices_json(kopt_store *s, kopt_ctx *ctx, const char *uuid, char **out)
