@@ -22,6 +22,8 @@ int cmd_devices(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
 int cmd_llm(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_mcp(int argc, char **argv);
 
 /* A context whose log goes to stderr at warning level (info with verbose). */
 kopt_ctx *cli_ctx(int verbose);

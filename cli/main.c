@@ -17,6 +17,8 @@ static const verb verbs[] = {
     {"profile", cmd_profile, "profile a correct candidate and rank what to change (micro-tools)"},
     {"tune", cmd_tune, "search a template's params for the fastest configuration (or replay)"},
     {"llm", cmd_llm, "check a language-model setup (ping) or ask it one prompt"},
+    {"report", cmd_report, "write a stored run as one self-contained HTML page"},
+    {"mcp", cmd_mcp, "serve kopt's tools to coding agents (Model Context Protocol, stdio)"},
 };
 
 static void usage(FILE *f)
