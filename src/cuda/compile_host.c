@@ -91,7 +91,7 @@ static const char *find_nvcc(void)
 }
 
 kopt_status kopt__compile_host(kopt_compiled **out, kopt_ctx *ctx, const kopt_candidate *cand,
-                               const kopt_compile_opts *o)
+                               const kopt_compile_opts *o, const kopt_cutlass *cl)
 {
     kopt_compiled *c = calloc(1, sizeof(*c));
     const char *nvcc = find_nvcc();
@@ -115,6 +115,10 @@ kopt_status kopt__compile_host(kopt_compiled **out, kopt_ctx *ctx, const kopt_ca
     kopt_hash_add_str(h, "kopt-host-v1");
     kopt_hash_add_str(h, cand->source);
     kopt_hash_add_str(h, c->arch);
+    if (cl) {
+        kopt_hash_add_str(h, "cutlass");
+        kopt_hash_add_str(h, cl->version);
+    }
     if (stat(nvcc, &st) == 0) {
         char v[64];
         snprintf(v, sizeof(v), "%lld:%lld", (long long)st.st_size, (long long)st.st_mtime);
@@ -167,7 +171,7 @@ kopt_status kopt__compile_host(kopt_compiled **out, kopt_ctx *ctx, const kopt_ca
     /* every argument is an owned string: as many params, options, include folders and
      * libraries as the front matter gives */
     argv = calloc((size_t)(cand->params.n + cand->noptions + cand->nincludes +
-                           cand->nlibraries) + 16, sizeof(char *));
+                           cand->nlibraries) + 20, sizeof(char *));
     if (!argv) {
         rc = kopt_seterr(ctx, KOPT_E_NOMEM, "nvcc arguments");
         goto cleanup;
@@ -182,6 +186,10 @@ kopt_status kopt__compile_host(kopt_compiled **out, kopt_ctx *ctx, const kopt_ca
                        c->arch) >= 0;
         ok &= asprintf(&argv[argc++], "-I%s", kopt__include_dir()) >= 0;
         ok &= asprintf(&argv[argc++], "-I%s", cand->dir) >= 0;
+        if (cl) {   /* CuTe's constexpr helpers are called from device code */
+            ok &= asprintf(&argv[argc++], "-I%s", cl->include_dir) >= 0;
+            ok &= (argv[argc++] = strdup("--expt-relaxed-constexpr")) != NULL;
+        }
         for (int i = 0; i < cand->nincludes; i++) {
             char *inc = kopt_path_join(cand->dir, cand->includes[i]);
             ok &= inc && asprintf(&argv[argc++], "-I%s", inc) >= 0;
