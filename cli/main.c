@@ -17,6 +17,7 @@ static const verb verbs[] = {
     {"profile", cmd_profile, "profile a correct candidate and rank what to change (micro-tools)"},
     {"tune", cmd_tune, "search a template's params for the fastest configuration (or replay)"},
     {"llm", cmd_llm, "check a language-model setup (ping) or ask it one prompt"},
+    {"cute", cmd_cute, "which CUTLASS kopt uses; search its CuTe/CUTLASS code (info, search)"},
 };
 
 static void usage(FILE *f)
@@ -111,6 +112,8 @@ int cli_eval_option(const char *name, const char *arg, kopt_eval_opts *eo)
         eo->arch = arg;
     } else if (strcmp(name, "cache-dir") == 0) {
         eo->cache_dir = arg;
+    } else if (strcmp(name, "cutlass") == 0) {   /* the compile finds it there first */
+        return setenv("CUTLASS_PATH", arg, 1);
     } else {
         return -1;
     }
