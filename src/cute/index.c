@@ -373,11 +373,12 @@ kopt_status kopt_cute_index_open(kopt_cute_index **out, kopt_ctx *ctx, const kop
     }
 ready:
     if (sqlite3_prepare_v2(ix->db,
-                           "SELECT f.rel, f.kind, c.line0, c.line1, c.text,"
-                           " bm25(fts, 3.0, 10.0, 1.0) AS s"
-                           " FROM fts JOIN chunks c ON c.id = fts.rowid"
-                           " JOIN files f ON f.id = c.file"
-                           " WHERE fts MATCH ? ORDER BY s LIMIT 200", -1, &ix->query, NULL) !=
+                           /* rank the FTS rows alone, then fetch text for the best */
+                           "SELECT f.rel, f.kind, c.line0, c.line1, c.text, r.s"
+                           " FROM (SELECT rowid AS id, bm25(fts, 3.0, 10.0, 1.0) AS s FROM fts"
+                           "       WHERE fts MATCH ? ORDER BY s LIMIT 200) r"
+                           " JOIN chunks c ON c.id = r.id JOIN files f ON f.id = c.file"
+                           " ORDER BY r.s", -1, &ix->query, NULL) !=
         SQLITE_OK) {
         rc = sql_err(ctx, ix->db, "query");
         goto cleanup;
@@ -472,6 +473,14 @@ static char *snippet(const char *text, int line0, char **terms, int nterms, int 
     return strndup(start, (size_t)(end - start > max ? max : end - start));
 }
 
+static size_t trailing_blanks(const char *s)
+{
+    size_t n = strlen(s), k = 0;
+    while (k < n && s[n - 1 - k] == ' ')
+        k++;
+    return k;
+}
+
 kopt_status kopt_cute_search(kopt_cute_hits **out, kopt_ctx *ctx, kopt_cute_index *ix,
                              const char *query, const kopt_cute_search_opts *o)
 {
@@ -507,13 +516,19 @@ kopt_status kopt_cute_search(kopt_cute_hits **out, kopt_ctx *ctx, kopt_cute_inde
         tv[nt++] = tok;
         kopt_buf_printf(&match, "%s\"%s\"", match.len ? " OR " : "", tok);
     }
-    /* each identifier in the query, exactly as written, may name a definition */
+    /* each identifier in the query, exactly as written, may name a definition: a word
+     * with '_' or inner capitals, or the query's only word (plain words like "mma" would
+     * pull in whatever happens to define a function of that name) */
     for (const char *p = query; *p;) {
-        size_t n = 0;
+        size_t n = 0, inner_caps = 0, under = 0;
         char exact[24];
-        while (p[n] && (isalnum((unsigned char)p[n]) || p[n] == '_'))
+        while (p[n] && (isalnum((unsigned char)p[n]) || p[n] == '_')) {
+            inner_caps += n > 0 && isupper((unsigned char)p[n]);
+            under += p[n] == '_';
             n++;
-        if (n >= 3 && !isdigit((unsigned char)p[0])) {
+        }
+        if (n >= 3 && !isdigit((unsigned char)p[0]) &&
+            (inner_caps || under || strspn(query, " ") + n == strlen(query) - trailing_blanks(query))) {
             kopt__cute_exact_term(p, n, exact);
             kopt_buf_printf(&match, "%s\"%s\"", match.len ? " OR " : "", exact);
         }
