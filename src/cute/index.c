@@ -11,6 +11,7 @@
 
 #include <ctype.h>
 #include <ftw.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,7 +57,8 @@ typedef struct file_list {
     int n, cap;
 } file_list;
 
-static file_list *g_walk;   /* nftw has no user pointer; builds are serialized below */
+static file_list *g_walk;   /* nftw has no user pointer: builds hold g_build_lock */
+static pthread_mutex_t g_build_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int walk_cb(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
@@ -311,6 +313,9 @@ cleanup:
     if (rc != KOPT_OK) {
         sqlite3_close(ix->db);
         ix->db = NULL;
+        free(ix->root);
+        free(ix->version);
+        ix->root = ix->version = NULL;
     }
     free(schema);
     free(files);
@@ -352,7 +357,10 @@ kopt_status kopt_cute_index_open(kopt_cute_index **out, kopt_ctx *ctx, const kop
     {
         double t0 = kopt_now_ms();
         unlink(tmp);
-        if ((rc = build(ctx, tmp, cl, root, &ix->files, &ix->chunks)) != KOPT_OK) {
+        pthread_mutex_lock(&g_build_lock);
+        rc = build(ctx, tmp, cl, root, &ix->files, &ix->chunks);
+        pthread_mutex_unlock(&g_build_lock);
+        if (rc != KOPT_OK) {
             unlink(tmp);
             goto cleanup;
         }
