@@ -65,7 +65,8 @@ kopt_status kopt_cutlass_version(kopt_ctx *ctx, const char *include_dir, char ou
         rc = kopt_seterr(ctx, KOPT_E_INVALID, "%s: no CUTLASS_MAJOR/MINOR/PATCH defines", path);
         goto cleanup;
     }
-    snprintf(out, 32, "%d.%d.%d", major, minor, patch);
+    snprintf(out, 32, "%u.%u.%u", (unsigned)major % 10000u, (unsigned)minor % 10000u,
+             (unsigned)patch % 10000u);
 cleanup:
     free(path);
     free(text);
