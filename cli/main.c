@@ -19,6 +19,7 @@ static const verb verbs[] = {
     {"llm", cmd_llm, "check a language-model setup (ping) or ask it one prompt"},
     {"report", cmd_report, "write a stored run as one self-contained HTML page"},
     {"mcp", cmd_mcp, "serve kopt's tools to coding agents (Model Context Protocol, stdio)"},
+    {"cute", cmd_cute, "which CUTLASS kopt uses; search its CuTe/CUTLASS code (info, search)"},
 };
 
 static void usage(FILE *f)
@@ -113,6 +114,8 @@ int cli_eval_option(const char *name, const char *arg, kopt_eval_opts *eo)
         eo->arch = arg;
     } else if (strcmp(name, "cache-dir") == 0) {
         eo->cache_dir = arg;
+    } else if (strcmp(name, "cutlass") == 0) {   /* the compile finds it there first */
+        return setenv("CUTLASS_PATH", arg, 1);
     } else {
         return -1;
     }

@@ -14,5 +14,6 @@
 #include "kopt/tune.h"
 #include "kopt/run.h"
 #include "kopt/llm.h"
+#include "kopt/cute.h"
 
 #endif
