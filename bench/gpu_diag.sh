@@ -58,6 +58,12 @@ for sec in ${*:-env evalcost}; do
     KOPT_INSTALL_WORK=$B/install-check KOPT_BUILD_WORKER=$PWD/$B/kopt-worker \
       bash tests/install/test_install.sh "$B" . > "$O/install.log" 2>&1
     say "install test (prebuilt programs) exit $?"; grep -E "path:|skipped|^ok|FAIL|verdict|ktest" "$O/install.log" | tee -a "$S";;
+  quickcost)  # softmax: one warm and one cold-cache kopt eval, process wall and steps
+    for k in warm cold; do
+      [ $k = cold ] && rm -rf /tmp/kopt-cold && export KOPT_CACHE_DIR=/tmp/kopt-cold
+      s=$(date +%s%N); $K eval examples/softmax examples/softmax/fast.cu --json > "$O/q_$k.json" 2>/dev/null
+      say "softmax $k: process wall $(( ($(date +%s%N) - s) / 1000000 )) ms"; steps "$O/q_$k.json" | tee -a "$S"
+    done;;
   unit)
     ctest --test-dir "$B" -L 'unit|cli' -j8 --timeout 300 --output-on-failure > "$O/test_unit_cli.log" 2>&1
     say "unit+cli exit $?"; grep -E "tests passed|Failed|\*\*\*" "$O/test_unit_cli.log" | head -20 | tee -a "$S";;

@@ -23,6 +23,9 @@ int cmd_profile(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
 int cmd_llm(int argc, char **argv);
 int cmd_optimize(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_mcp(int argc, char **argv);
+int cmd_cute(int argc, char **argv);
 
 /* A context whose log goes to stderr at warning level (info with verbose). */
 kopt_ctx *cli_ctx(int verbose);
@@ -34,7 +37,8 @@ void cli_run_command(kopt_run_opts *ro);
 const char *cli_default_db(void);
 /* The evaluation options every evaluating verb takes (getopt_long value CLI_EVAL_OPTION,
  * told apart by name): --trials, --budget-ms, --precision, --reps, --no-flush, --no-check-sizes,
- * --timeout, --device, --arch, --cache-dir. -1 for a bad value. */
+ * --timeout, --device, --arch, --cache-dir, --cutlass (sets $CUTLASS_PATH for the compile).
+ * -1 for a bad value. */
 #define CLI_EVAL_OPTION 1900
 #define CLI_EVAL_LONG_OPTIONS                                                                  \
     {"trials", required_argument, NULL, CLI_EVAL_OPTION},                                      \
@@ -46,7 +50,8 @@ const char *cli_default_db(void);
     {"timeout", required_argument, NULL, CLI_EVAL_OPTION},                                     \
     {"device", required_argument, NULL, CLI_EVAL_OPTION},                                      \
     {"arch", required_argument, NULL, CLI_EVAL_OPTION},                                        \
-    {"cache-dir", required_argument, NULL, CLI_EVAL_OPTION}
+    {"cache-dir", required_argument, NULL, CLI_EVAL_OPTION},                                   \
+    {"cutlass", required_argument, NULL, CLI_EVAL_OPTION}
 int cli_eval_option(const char *name, const char *arg, kopt_eval_opts *eo);
 /* --size K=V into `sizes`; on a bad value prints "kopt VERB: --size ..." and returns -1. */
 int cli_parse_size(kopt_ctx *ctx, const char *verb_name, const char *arg, kopt_vars *sizes);

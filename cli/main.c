@@ -18,6 +18,9 @@ static const verb verbs[] = {
     {"tune", cmd_tune, "search a template's params for the fastest configuration (or replay)"},
     {"llm", cmd_llm, "check a language-model setup (ping) or ask it one prompt"},
     {"optimize", cmd_optimize, "find a faster kernel: LLM agents inside a tree search"},
+    {"report", cmd_report, "write a stored run as one self-contained HTML page"},
+    {"mcp", cmd_mcp, "serve kopt's tools to coding agents (Model Context Protocol, stdio)"},
+    {"cute", cmd_cute, "which CUTLASS kopt uses; search its CuTe/CUTLASS code (info, search)"},
 };
 
 static void usage(FILE *f)
@@ -112,6 +115,8 @@ int cli_eval_option(const char *name, const char *arg, kopt_eval_opts *eo)
         eo->arch = arg;
     } else if (strcmp(name, "cache-dir") == 0) {
         eo->cache_dir = arg;
+    } else if (strcmp(name, "cutlass") == 0) {   /* the compile finds it there first */
+        return setenv("CUTLASS_PATH", arg, 1);
     } else {
         return -1;
     }

@@ -5,8 +5,9 @@
  * candidate's options and include folders), with the kernels' resource use (registers,
  * shared memory, stack frame, spills) read from ptxas' verbose report, so it is known
  * without a GPU. Host mode: nvcc into a shared object exporting kopt_candidate_run.
- * Results are cached on disk by content (source, options, architecture, compiler version),
- * so a repeated evaluation skips compilation.
+ * Results are cached on disk by content (source, options, architecture, compiler version,
+ * and the CUTLASS version for sources that include CuTe/CUTLASS headers, which are compiled
+ * with its include folder: kopt/cute.h), so a repeated evaluation skips compilation.
  *
  * Ownership: kopt_compile() returns a kopt_compiled owned by the caller
  * (kopt_compiled_free). On KOPT_E_COMPILE the compiler log, with the offending source
@@ -49,8 +50,10 @@ typedef struct kopt_compile_opts {
     const char *arch;        /* NULL: "sm_90a" */
     const char *cache_dir;   /* NULL: kopt_cache_dir() */
     int no_cache;            /* compile even when cached */
+    const char *cutlass_dir; /* NULL: $CUTLASS_PATH, then the Python package (kopt/cute.h);
+                              * used only by sources that include <cute/...>/<cutlass/...> */
 } kopt_compile_opts;
-#define KOPT_COMPILE_OPTS_INIT {1, NULL, NULL, 0}
+#define KOPT_COMPILE_OPTS_INIT {1, NULL, NULL, 0, NULL}
 
 /* The architecture to build for a compute capability: "sm_90a" for 9.0, "sm_80", ... */
 void kopt_arch_for_cc(int major, int minor, char out[24]);

@@ -16,5 +16,6 @@
 #include "kopt/llm.h"
 #include "kopt/agent.h"
 #include "kopt/search.h"
+#include "kopt/cute.h"
 
 #endif

@@ -320,6 +320,44 @@ kopt_status kopt_run_tune_list(kopt_ctx *ctx, const char *db_path, kopt_store_tu
 kopt_status kopt_run_tool_stats(kopt_ctx *ctx, const char *db_path, kopt_tool_stats **out,
                                 int *n);
 
+/* ---- stored runs as documents, and recorded work imported (src/run/run_doc.c) ------------ */
+
+/* Everything stored of run `id` as one JSON object (compact text, caller frees): "run" (its
+ * row: kind, status, command, started/finished, kopt_version, host, "device" {name, uuid,
+ * cc, driver_version, nvrtc_version, clock_khz, mem_clock_khz}, counts), "evaluations",
+ * "profiles", "tune_runs" (as kopt_store_evals_json, _profiles_json, _tune_runs_json),
+ * "devices" (those its rows name, with their stored ceilings) and "reader" {kopt_version}.
+ * kopt report and kopt mcp's kopt://run/ID read this. KOPT_E_NOT_FOUND naming the id. */
+kopt_status kopt_run_document_json(kopt_ctx *ctx, const char *db_path, int64_t id, char **out);
+/* One stored item as a JSON object: `what` is "evaluation", "profile" or "tune_run".
+ * KOPT_E_NOT_FOUND when there is none, KOPT_E_INVALID for another `what`. */
+kopt_status kopt_run_item_json(kopt_ctx *ctx, const char *db_path, const char *what, int64_t id,
+                               char **out);
+/* kopt_run_list as a JSON array of rows (as "run" above). */
+kopt_status kopt_run_list_json(kopt_ctx *ctx, const char *db_path, const char *kind, int limit,
+                               char **out);
+/* The newest run's id (kind NULL: any kind); KOPT_E_NOT_FOUND when there is none. */
+kopt_status kopt_run_last(kopt_ctx *ctx, const char *db_path, const char *kind, int64_t *id);
+
+/* A device and its measured ceilings from a measuring worker's answer (a "result" line with
+ * "device" and "ceilings", as tests/data/ceilings/ records): stored, spec rates filling the
+ * rest, and noted as the run's device (name, UUID, cc, driver, clocks). */
+kopt_status kopt_run_import_device(kopt_run *run, kopt_ctx *ctx, const char *worker_result_path);
+/* The evaluation of a report recorded elsewhere (kopt profile --json's verdict, median and
+ * roofline) stored as this run's, tagged "imported"; `cand` NULL: the
+ * reference. Needs a store; no GPU. *eval_id may be NULL. */
+kopt_status kopt_run_import_eval(kopt_run *run, kopt_ctx *ctx, const kopt_problem *prob,
+                                 const kopt_candidate *cand, const char *report_path,
+                                 int64_t *eval_id);
+/* A profile recorded elsewhere (kopt profile --json's report, as tests/data/cupti/ records)
+ * stored as this run's: an evaluation with the report's verdict, median and roofline
+ * (tagged "imported"), the per-kernel metrics and the findings, and resolutions against
+ * `parent` (NULL: the problem's last profiled candidate) as kopt_run_profile_candidate
+ * records them. `cand` NULL: the reference. Needs a store; no GPU. *profile_id may be NULL. */
+kopt_status kopt_run_import_profile(kopt_run *run, kopt_ctx *ctx, const kopt_problem *prob,
+                                    const kopt_candidate *cand, const kopt_candidate *parent,
+                                    const char *report_path, int64_t *profile_id);
+
 #ifdef __cplusplus
 }
 #endif

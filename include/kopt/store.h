@@ -199,6 +199,27 @@ kopt_status kopt_store_runs(kopt_store *s, kopt_ctx *ctx, const char *kind, int 
 kopt_status kopt_store_tune_set_run(kopt_store *s, kopt_ctx *ctx, int64_t tune_run_id,
                                     int64_t run_id);
 
+/* ---- reading back (src/store/read.c): rows as JSON for reports and MCP ---------------- */
+/* Each gives a JSON array (compact text, caller frees) of row objects named as the columns;
+ * a column "x_json" is parsed into "x"; NULL columns are null.
+ * Evaluations, oldest first: of run `run_id`, or the one evaluation `eval_id` (the other
+ * 0); with the problem's name and path and the candidate's path; "result" is the stored
+ * kopt_eval_result_json. */
+kopt_status kopt_store_evals_json(kopt_store *s, kopt_ctx *ctx, int64_t run_id, int64_t eval_id,
+                                  char **out);
+/* Profiles (of run `run_id`, or profile `profile_id`), each with "metrics" (per kernel),
+ * "findings" (tool, kernel, title, gain, confidence; highest gain first) and "resolutions"
+ * (earlier findings this profile resolved: tool, earlier candidate, predicted_gain,
+ * realized_gain, earlier_ms, later_ms). */
+kopt_status kopt_store_profiles_json(kopt_store *s, kopt_ctx *ctx, int64_t run_id,
+                                     int64_t profile_id, char **out);
+/* Tuning runs (of run `run_id`, or tuning run `tune_run_id`), each with "evals": every
+ * outcome it recorded, in order (label, state, time_ms, energy_mj, verdict, ...). */
+kopt_status kopt_store_tune_runs_json(kopt_store *s, kopt_ctx *ctx, int64_t run_id,
+                                      int64_t tune_run_id, char **out);
+/* Devices with their "ceilings" (uuid NULL: all). */
+kopt_status kopt_store_devices_json(kopt_store *s, kopt_ctx *ctx, const char *uuid, char **out);
+
 /* ---- LLM exchanges (src/store/llm.c; schema version 5) ----------------------------------- */
 
 /* Store one exchange; *id (may be NULL) gets its row id. */

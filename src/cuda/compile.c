@@ -286,7 +286,7 @@ kopt_status kopt__compile_nvrtc(kopt_compiled **out, kopt_ctx *ctx, const kopt__
         return kopt_adderr(ctx, rc, "NVRTC");
     nv->nvrtcVersion(&major, &minor);
     c = calloc(1, sizeof(*c));
-    argv = calloc((size_t)job->noptions + (size_t)job->nincludes + (size_t)job->params->n + 8,
+    argv = calloc((size_t)job->noptions + (size_t)job->nincludes + (size_t)job->params->n + 12,
                   sizeof(char *));
     if (!c || !argv) {
         rc = kopt_seterr(ctx, KOPT_E_NOMEM, "compile");
@@ -315,6 +315,19 @@ kopt_status kopt__compile_nvrtc(kopt_compiled **out, kopt_ctx *ctx, const kopt__
     }
     if (job->dir && asprintf(&argv[argc++], "-I%s", job->dir) < 0)
         goto nomem;
+    if (job->cutlass_include) {
+        /* CuTe includes <cuda/std/...>, which CUDA 13 keeps in include/cccl (nvcc adds it,
+         * NVRTC does not), and leaves constexpr helpers unannotated (host-only in NVRTC
+         * unless -default-device): docs/cute.md */
+        char *cccl = inc ? kopt_path_join(inc, "cccl") : NULL;
+        struct stat cst;
+        int ok = asprintf(&argv[argc++], "-I%s", job->cutlass_include) >= 0;
+        if (ok && cccl && stat(cccl, &cst) == 0)
+            ok = asprintf(&argv[argc++], "-I%s", cccl) >= 0;
+        free(cccl);
+        if (!ok || !(argv[argc++] = strdup("-default-device")))
+            goto nomem;
+    }
     for (int i = 0; i < job->noptions; i++)
         argv[argc++] = strdup(job->options[i]);
 
@@ -327,6 +340,8 @@ kopt_status kopt__compile_nvrtc(kopt_compiled **out, kopt_ctx *ctx, const kopt__
         kopt_hash_add_str(h, argv[i]);
     for (int i = 0; i < job->nnames; i++)
         kopt_hash_add_str(h, job->names[i]);
+    if (job->cutlass_version)
+        kopt_hash_add_str(h, job->cutlass_version);
     kopt__hash_headers(h, job->dir);
     for (int i = 0; i < job->nincludes; i++) {
         char *p = kopt_path_join(job->dir, job->includes[i]);
@@ -447,20 +462,38 @@ kopt_status kopt_compile_nvrtc_version(kopt_ctx *ctx, int *major, int *minor)
     return KOPT_OK;
 }
 
+kopt_status kopt__cutlass_for(kopt_ctx *ctx, const char *source, const kopt_compile_opts *o,
+                              kopt_cutlass *cl, int *used)
+{
+    kopt_status rc;
+
+    *used = kopt_cutlass_used(source);
+    if (!*used)
+        return KOPT_OK;
+    if ((rc = kopt_cutlass_find(cl, ctx, o ? o->cutlass_dir : NULL)) != KOPT_OK)
+        return kopt_adderr(ctx, rc, "the candidate includes CuTe/CUTLASS headers");
+    kopt_log(ctx, KOPT_LOG_INFO, "CUTLASS %s from %s (%s)", cl->version, cl->include_dir,
+             cl->source);
+    return KOPT_OK;
+}
+
 kopt_status kopt_compile(kopt_compiled **out, kopt_ctx *ctx, const kopt_candidate *cand,
                          const kopt_compile_opts *opts)
 {
-    const char **names = calloc((size_t)cand->plan.n + 1, sizeof(char *));
+    const char **names = NULL;
     kopt__nvrtc_job job;
+    kopt_cutlass cl;
     kopt_status rc;
+    char cl_key[64];
+    int cutlass = 0;
 
     *out = NULL;
-    if (!names)
+    if ((rc = kopt__cutlass_for(ctx, cand->source, opts, &cl, &cutlass)) != KOPT_OK)
+        return rc;
+    if (cand->host_mode)
+        return kopt__compile_host(out, ctx, cand, opts, cutlass ? &cl : NULL);
+    if (!(names = calloc((size_t)cand->plan.n + 1, sizeof(char *))))
         return kopt_seterr(ctx, KOPT_E_NOMEM, "names");
-    if (cand->host_mode) {
-        free(names);
-        return kopt__compile_host(out, ctx, cand, opts);
-    }
     memset(&job, 0, sizeof(job));
     job.source = cand->source;
     job.path = cand->path;
@@ -472,6 +505,11 @@ kopt_status kopt_compile(kopt_compiled **out, kopt_ctx *ctx, const kopt_candidat
     job.nincludes = cand->nincludes;
     job.names = names;
     job.nnames = plan_names(&cand->plan, names);
+    if (cutlass) {
+        snprintf(cl_key, sizeof(cl_key), "cutlass %s", cl.version);
+        job.cutlass_include = cl.include_dir;
+        job.cutlass_version = cl_key;
+    }
     rc = kopt__compile_nvrtc(out, ctx, &job, opts);
     free(names);
     return rc;

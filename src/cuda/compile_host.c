@@ -74,6 +74,61 @@ static int binary_unchanged(kopt_ctx *ctx, const char *so)
     return ok;
 }
 
+/* A readable name for a mangled kernel: its nested name ("ns::kernel"), or the symbol. */
+static void short_name(const char *sym, char *out, size_t n)
+{
+    const char *p = sym + 2;
+    size_t len = 0;
+
+    snprintf(out, n, "%.*s", (int)(n - 1), sym);
+    if (strncmp(sym, "_Z", 2) != 0)
+        return;
+    out[0] = '\0';
+    if (*p == 'N')
+        p++;
+    while (*p >= '1' && *p <= '9') {
+        char *end;
+        long l = strtol(p, &end, 10);
+        if ((size_t)l > strlen(end) || len + (size_t)l + 3 >= n)
+            break;
+        len += (size_t)snprintf(out + len, n - len, "%s%.*s", len ? "::" : "", (int)l, end);
+        p = end + l;
+    }
+    if (!len)
+        snprintf(out, n, "%.*s", (int)(n - 1), sym);
+}
+
+/* Host mode has no launch plan: every entry function ptxas reported (-Xptxas=-v) is a
+ * kernel, with its registers, shared memory and spills. */
+static void host_kernels(kopt_compiled *c)
+{
+    const char *p = c->log;
+    int n = 0;
+
+    while (p && (p = strstr(p, "Compiling entry function '")))
+        n++, p++;
+    if (!n || !(c->kernels = calloc((size_t)n, sizeof(*c->kernels))))
+        return;
+    for (p = c->log; (p = strstr(p, "Compiling entry function '"));) {
+        const char *q = p + 26, *e = strchr(q, '\'');
+        kopt_kernel_info *k = &c->kernels[c->nkernels];
+        int dup = 0;
+        p = q;
+        if (!e || (size_t)(e - q) >= sizeof(k->lowered))
+            continue;
+        snprintf(k->lowered, sizeof(k->lowered), "%.*s", (int)(e - q), q);
+        for (int i = 0; i < c->nkernels; i++)
+            dup |= strcmp(c->kernels[i].lowered, k->lowered) == 0;
+        if (dup) {
+            memset(k, 0, sizeof(*k));
+            continue;
+        }
+        short_name(k->lowered, k->name, sizeof(k->name));
+        c->nkernels++;
+    }
+    kopt_parse_ptxas_report(c->log, c->kernels, c->nkernels);
+}
+
 static const char *find_nvcc(void)
 {
     static char path[1024];
@@ -91,7 +146,7 @@ static const char *find_nvcc(void)
 }
 
 kopt_status kopt__compile_host(kopt_compiled **out, kopt_ctx *ctx, const kopt_candidate *cand,
-                               const kopt_compile_opts *o)
+                               const kopt_compile_opts *o, const kopt_cutlass *cl)
 {
     kopt_compiled *c = calloc(1, sizeof(*c));
     const char *nvcc = find_nvcc();
@@ -112,9 +167,13 @@ kopt_status kopt__compile_host(kopt_compiled **out, kopt_ctx *ctx, const kopt_ca
     snprintf(c->compiler, sizeof(c->compiler), "nvcc");
 
     h = kopt_hash_new();
-    kopt_hash_add_str(h, "kopt-host-v1");
+    kopt_hash_add_str(h, "kopt-host-v2");   /* v2: -Xptxas=-v, kernels from its report */
     kopt_hash_add_str(h, cand->source);
     kopt_hash_add_str(h, c->arch);
+    if (cl) {
+        kopt_hash_add_str(h, "cutlass");
+        kopt_hash_add_str(h, cl->version);
+    }
     if (stat(nvcc, &st) == 0) {
         char v[64];
         snprintf(v, sizeof(v), "%lld:%lld", (long long)st.st_size, (long long)st.st_mtime);
@@ -149,8 +208,15 @@ kopt_status kopt__compile_host(kopt_compiled **out, kopt_ctx *ctx, const kopt_ca
     }
     if (!(o && o->no_cache) && stat(c->binary_path, &st) == 0 &&
         binary_unchanged(ctx, c->binary_path)) {
+        char *side = NULL;
+        size_t len = 0;
         c->cache_hit = 1;
-        c->log = strdup("");
+        /* the log kept beside the .so gives the kernels' resources again */
+        if (asprintf(&side, "%s.log", c->binary_path) < 0 ||
+            kopt_file_read(ctx, side, &c->log, &len) != KOPT_OK)
+            c->log = strdup("");
+        free(side);
+        host_kernels(c);
         *out = c;
         c = NULL;
         goto cleanup;
@@ -167,14 +233,14 @@ kopt_status kopt__compile_host(kopt_compiled **out, kopt_ctx *ctx, const kopt_ca
     /* every argument is an owned string: as many params, options, include folders and
      * libraries as the front matter gives */
     argv = calloc((size_t)(cand->params.n + cand->noptions + cand->nincludes +
-                           cand->nlibraries) + 16, sizeof(char *));
+                           cand->nlibraries) + 20, sizeof(char *));
     if (!argv) {
         rc = kopt_seterr(ctx, KOPT_E_NOMEM, "nvcc arguments");
         goto cleanup;
     }
     {
         static const char *const fixed[] = {"-shared", "-Xcompiler", "-fPIC", "-O3",
-                                            "-lineinfo", "-std=c++17"};
+                                            "-lineinfo", "-std=c++17", "-Xptxas=-v"};
         int ok = (argv[argc++] = strdup(nvcc)) != NULL;
         for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
             ok &= (argv[argc++] = strdup(fixed[i])) != NULL;
@@ -182,6 +248,10 @@ kopt_status kopt__compile_host(kopt_compiled **out, kopt_ctx *ctx, const kopt_ca
                        c->arch) >= 0;
         ok &= asprintf(&argv[argc++], "-I%s", kopt__include_dir()) >= 0;
         ok &= asprintf(&argv[argc++], "-I%s", cand->dir) >= 0;
+        if (cl) {   /* CuTe's constexpr helpers are called from device code */
+            ok &= asprintf(&argv[argc++], "-I%s", cl->include_dir) >= 0;
+            ok &= (argv[argc++] = strdup("--expt-relaxed-constexpr")) != NULL;
+        }
         for (int i = 0; i < cand->nincludes; i++) {
             char *inc = kopt_path_join(cand->dir, cand->includes[i]);
             ok &= inc && asprintf(&argv[argc++], "-I%s", inc) >= 0;
@@ -217,6 +287,13 @@ kopt_status kopt__compile_host(kopt_compiled **out, kopt_ctx *ctx, const kopt_ca
         goto cleanup;
     }
     record_binary(ctx, c->binary_path);
+    {
+        char *side = NULL;
+        if (asprintf(&side, "%s.log", c->binary_path) >= 0)
+            kopt_file_write(ctx, side, c->log, strlen(c->log));
+        free(side);
+    }
+    host_kernels(c);
     *out = c;
     c = NULL;
 cleanup:

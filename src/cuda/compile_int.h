@@ -3,6 +3,7 @@
 #define KOPT_COMPILE_INT_H
 
 #include "kopt/compile.h"
+#include "kopt/cute.h"
 
 typedef struct kopt__nvrtc_job {
     const char *source;
@@ -15,16 +16,25 @@ typedef struct kopt__nvrtc_job {
     int nincludes;
     const char **names;             /* kernel name expressions */
     int nnames;
+    const char *cutlass_include;    /* CuTe/CUTLASS include folder, or NULL */
+    const char *cutlass_version;    /* its version (cache key), or NULL */
 } kopt__nvrtc_job;
 
 kopt_status kopt__compile_nvrtc(kopt_compiled **out, kopt_ctx *ctx, const kopt__nvrtc_job *job,
                                 const kopt_compile_opts *o);
 kopt_status kopt__compile_host(kopt_compiled **out, kopt_ctx *ctx, const kopt_candidate *cand,
-                               const kopt_compile_opts *o);
+                               const kopt_compile_opts *o, const kopt_cutlass *cl);
+/* CUTLASS for a source that includes <cute/...> or <cutlass/...>: *cl is found (o's
+ * cutlass_dir, $CUTLASS_PATH, the Python package) and *used set; otherwise *used is 0. */
+kopt_status kopt__cutlass_for(kopt_ctx *ctx, const char *source, const kopt_compile_opts *o,
+                              kopt_cutlass *cl, int *used);
 void kopt__strv_free_n(int n, char **v);
 /* Add the names, sizes and modification times of the headers in `dir` to a cache key. */
 void kopt__hash_headers(kopt_hash *h, const char *dir);
 /* kopt's public include folder (for candidate.h), found next to the executable. */
 const char *kopt__include_dir(void);
+
+/* kopt's runtime kernels' source (runtime_kernels.c), for the build's prebuilt cubins. */
+const char *kopt__runtime_source(void);
 
 #endif

@@ -4,7 +4,12 @@
  * the microbenchmarks for the device's ceilings. */
 #include "compile_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kopt/proc.h"
 
 static const char runtime_source[] =
 "#include <cuda_fp16.h>\n"
@@ -326,10 +331,81 @@ static const char *runtime_names[] = {
     "kopt_wgmma_tf32", "kopt_wgmma_fp8", "kopt_hash_random",
 };
 
+const char *kopt__runtime_source(void)
+{
+    return runtime_source;
+}
+
+/* The runtime kernels compiled ahead of time by the build (nvcc, KOPT_PREBUILT_RUNTIME_ARCHS):
+ * `dir`/ARCH.cubin, taken only when `dir`/source.sha256 is the hash of this source. */
+static kopt_compiled *prebuilt_in(const char *dir, const char *arch, const char *want)
+{
+    char *sums = dir ? kopt_path_join(dir, "source.sha256") : NULL, *cubin = NULL, have[65];
+    kopt_compiled *c = NULL;
+    FILE *f = sums ? fopen(sums, "r") : NULL;
+
+    if (f && fscanf(f, "%64s", have) == 1 && strcmp(have, want) == 0 &&
+        asprintf(&cubin, "%s/%s.cubin", dir, arch) >= 0 && access(cubin, R_OK) == 0 &&
+        (c = calloc(1, sizeof(*c)))) {
+        snprintf(c->key, sizeof(c->key), "%s", want);
+        snprintf(c->arch, sizeof(c->arch), "%s", arch);
+        snprintf(c->compiler, sizeof(c->compiler), "nvcc (prebuilt)");
+        c->binary_path = cubin;
+        c->log = strdup("");
+        c->cache_hit = 1;
+        cubin = NULL;
+    }
+    if (f)
+        fclose(f);
+    free(cubin);
+    free(sums);
+    return c;
+}
+
+/* Where the build or the install put the prebuilt cubins: $KOPT_RUNTIME_DIR; beside
+ * libkopt.so (the install's libexec/kopt/kopt-runtime, relocatable); beside the running
+ * program (the build tree's kopt); the configured install path; the build tree. */
+static kopt_compiled *prebuilt(const char *arch)
+{
+    const char *env = getenv("KOPT_RUNTIME_DIR"), *lib = kopt_self_lib(), *exe = kopt_self_exe();
+    char want[65], *dirs[5] = {NULL, NULL, NULL, NULL, NULL};
+    kopt_compiled *c = NULL;
+    int n = 0;
+
+    kopt_sha256_hex(runtime_source, strlen(runtime_source), want);
+    if (env && env[0])
+        dirs[n++] = strdup(env);
+    if (lib) {
+        char *d = kopt_path_dir(lib);
+        if (d && asprintf(&dirs[n], "%s/%s/kopt-runtime", d, KOPT_LIB_TO_LIBEXEC) >= 0)
+            n++;
+        free(d);
+    }
+    if (exe) {
+        char *d = kopt_path_dir(exe);
+        if (d && (dirs[n] = kopt_path_join(d, "kopt-runtime")))
+            n++;
+        free(d);
+    }
+    dirs[n++] = strdup(KOPT_INSTALL_RUNTIME);
+    dirs[n++] = strdup(KOPT_BUILD_RUNTIME);
+    for (int i = 0; i < n && !c; i++)
+        c = prebuilt_in(dirs[i], arch, want);
+    for (int i = 0; i < n; i++)
+        free(dirs[i]);
+    return c;
+}
+
 kopt_status kopt_compile_runtime(kopt_compiled **out, kopt_ctx *ctx, const kopt_compile_opts *o)
 {
     kopt_vars none = KOPT_VARS_INIT;
     kopt__nvrtc_job job = {0};
+
+    if (!(o && o->no_cache) &&
+        (*out = prebuilt(o && o->arch ? o->arch : "sm_90a")) != NULL) {
+        kopt_log(ctx, KOPT_LOG_INFO, "runtime kernels: %s (prebuilt)", (*out)->binary_path);
+        return KOPT_OK;
+    }
 
     job.source = runtime_source;
     job.path = "kopt_runtime.cu";

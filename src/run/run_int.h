@@ -37,6 +37,9 @@ void kopt__run_store_eval(kopt_run *run, kopt_ctx *ctx, const kopt_problem *prob
                           const kopt_candidate *cand, kopt_eval_result *r, const char *tag);
 /* Note `parent` as the run's parent (the run a resumed or replayed one came from). */
 void kopt__run_set_parent(kopt_run *run, kopt_ctx *ctx, int64_t parent);
+/* A stored run's row as a JSON object (run_doc.c; kopt_run_list_json, documents). */
+#include <jansson.h>
+json_t *kopt__run_row_json(const kopt_store_run *r);
 /* Open the store at `db_path` for a query (no run row). */
 kopt_status kopt__run_open_query(kopt_run **out, kopt_ctx *ctx, const char *db_path);
 

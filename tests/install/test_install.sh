@@ -61,6 +61,12 @@ for f in "$BINDIR/kopt" "$LIBEXECDIR/kopt/kopt-worker" "$LIBDIR/libkopt.a" "$LIB
     [ -e "$P/$f" ] || fail "$f is not installed"
 done
 [ -x "$P/$LIBEXECDIR/kopt/kopt-worker" ] || fail "kopt-worker is not executable"
+if [ -f "$BUILD/kopt-runtime/source.sha256" ]; then   # built with nvcc: the prebuilt kernels
+    for f in "$BUILD"/kopt-runtime/*.cubin "$BUILD/kopt-runtime/source.sha256"; do
+        [ -e "$P/$LIBEXECDIR/kopt/kopt-runtime/$(basename "$f")" ] ||
+            fail "kopt-runtime/$(basename "$f") is not installed"
+    done
+fi
 readelf -d "$P/$LIBDIR/libkopt.so" 2>/dev/null | grep -q 'SONAME.*\[libkopt\.so\.[0-9]' ||
     fail "libkopt.so has no versioned SONAME"
 end

@@ -630,6 +630,54 @@ static void regression_compile_device_function_stack(void)
     kopt_compiled_free(c);
 }
 
+/* The runtime kernels the build compiled ahead of time are taken when their source hash is
+ * this kopt's; $KOPT_RUNTIME_DIR comes first; a folder with another hash is passed over. */
+static void test_prebuilt_runtime(void)
+{
+    char *dir = ktest_tmpdir("prebuilt"), path[4096], sum[65];
+    kopt_compile_opts o = KOPT_COMPILE_OPTS_INIT;
+    kopt_compiled *c = NULL;
+    FILE *f;
+
+    if (access(KOPT_TEST_RUNTIME_DIR "/source.sha256", R_OK) != 0) {
+        printf("  skipped: this build has no prebuilt runtime kernels (no nvcc)\n");
+        free(dir);
+        return;
+    }
+    o.arch = "sm_90a";
+    o.cache_dir = dir;
+    unsetenv("KOPT_RUNTIME_DIR");
+    if (CHECK_EQ_INT(kopt_compile_runtime(&c, ctx, &o), KOPT_OK)) {
+        CHECK_EQ_STR(c->compiler, "nvcc (prebuilt)");
+        CHECK_STR_CONTAINS(c->binary_path, "kopt-runtime/sm_90a.cubin");
+        CHECK_EQ_INT(c->cache_hit, 1);
+    }
+    kopt_compiled_free(c);
+    c = NULL;
+    /* a folder of our own, with this kopt's hash: first */
+    f = fopen(KOPT_TEST_RUNTIME_DIR "/source.sha256", "r");
+    CHECK(f && fscanf(f, "%64s", sum) == 1);
+    if (f)
+        fclose(f);
+    free(ktest_write_file(dir, "source.sha256", sum));
+    free(ktest_write_file(dir, "sm_90a.cubin", "not really a cubin"));
+    snprintf(path, sizeof(path), "%s/sm_90a.cubin", dir);
+    setenv("KOPT_RUNTIME_DIR", dir, 1);
+    if (CHECK_EQ_INT(kopt_compile_runtime(&c, ctx, &o), KOPT_OK))
+        CHECK_EQ_STR(c->binary_path, path);
+    kopt_compiled_free(c);
+    c = NULL;
+    /* another source's cubins: passed over for the build's */
+    free(ktest_write_file(dir, "source.sha256",
+                          "0000000000000000000000000000000000000000000000000000000000000000"));
+    if (CHECK_EQ_INT(kopt_compile_runtime(&c, ctx, &o), KOPT_OK))
+        CHECK(strstr(c->binary_path, dir) == NULL);
+    kopt_compiled_free(c);
+    unsetenv("KOPT_RUNTIME_DIR");
+    ktest_rmtree(dir);
+    free(dir);
+}
+
 int main(int argc, char **argv)
 {
     static const ktest_case cases[] = {
@@ -646,6 +694,7 @@ int main(int argc, char **argv)
         KTEST(test_syntax_error_is_annotated),
         KTEST(test_missing_kernel),
         KTEST(test_examples_compile),
+        KTEST(test_prebuilt_runtime),
         KTEST(regression_ptxas_device_function_overwrites_entry_stack),
         KTEST(regression_compile_device_function_stack),
     };

@@ -1,0 +1,45 @@
+/* Internal: the MCP server's state, a call in flight, and the tool table (src/mcp). */
+#ifndef KOPT_MCP_INT_H
+#define KOPT_MCP_INT_H
+
+#include "kopt/mcp.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <signal.h>
+
+typedef struct kopt__mcp_server kopt__mcp_server;
+
+/* One tools/call: its request id, progress token, arguments and cancellation flag. */
+typedef struct kopt__mcp_call {
+    kopt__mcp_server *srv;
+    json_t *id;                      /* the request's id */
+    json_t *token;                   /* params._meta.progressToken; NULL: none */
+    json_t *args;                    /* params.arguments (an object) */
+    const struct kopt__mcp_tool *tool;
+    volatile sig_atomic_t cancelled; /* notifications/cancelled named it */
+    struct kopt__mcp_call *next;
+} kopt__mcp_call;
+
+/* A tool: its input schema (JSON text) and handler. The handler fills *out (structured
+ * content, an object) and `text` (a short summary for the model) and returns KOPT_OK, or
+ * an error with the message on ctx (a tool error the model sees, isError: true). Arguments
+ * were checked against the schema's types and required fields first. */
+typedef struct kopt__mcp_tool {
+    const char *name;
+    const char *title;
+    const char *description;
+    const char *schema;
+    kopt_status (*run)(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out, kopt_buf *text);
+} kopt__mcp_tool;
+
+/* tools.c: the table (optimize's propose/evaluate tools and CuTe search are later lines) */
+const kopt__mcp_tool *kopt__mcp_tools(int *n);
+const kopt__mcp_tool *kopt__mcp_tool_find(const char *name);
+
+/* server.c */
+const kopt_mcp_opts *kopt__mcp_opts(kopt__mcp_call *c);
+/* Send notifications/progress for the call (nothing without a progress token). */
+void kopt__mcp_progress(kopt__mcp_call *c, double progress, double total, const char *msg);
+
+#endif
