@@ -11,14 +11,16 @@
 #   5 --replay rebuilds the tree without GPU or LLM (same signature)
 #   7 kopt's own overhead per iteration (outside LLM and GPU time)
 # Usage: bench/optimize_session.sh [EXAMPLE...]   (default: softmax vector_add)
-# Env: OPT_ITERS (10), OPT_KILL_AFTER (seconds, 25), OPT_EVALUATOR=fake for a dry run of the
+# One example takes several minutes on a GPU: give one per call under a 10-minute limit.
+# Env: OPT_EXTRA (more kopt optimize options for every run, e.g. "--no-profile --budget-ms 30"),
+# OPT_ITERS (10), OPT_KILL_AFTER (seconds, 25), OPT_EVALUATOR=fake for a dry run of the
 # script on a CPU (kernels' scripted outcomes). Outputs and a summary table go to $OUT.
 set -u
 K=${KOPT_BIN:-$PWD/${KOPT_BUILD:-build}/kopt}
 FINAL=${OUT:-/tmp/kopt-out}; O=$FINAL/optimize; mkdir -p "$O"
 export KOPT_CACHE_DIR=/tmp/kopt-cache KOPT_PROMPTS=$PWD/prompts
 ITERS=${OPT_ITERS:-10}
-EV=${OPT_EVALUATOR:+--evaluator $OPT_EVALUATOR}
+EV="${OPT_EVALUATOR:+--evaluator $OPT_EVALUATOR} ${OPT_EXTRA:-}"
 EXAMPLES=${*:-softmax vector_add}
 SCRIPT=tests/optimize/scripted_llm.py
 TABLE=$O/table.txt
