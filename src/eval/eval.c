@@ -957,8 +957,8 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
     }
     kopt__device_from_json(refp->device, &r->device);
     if (ref_ran) {
-        r->ref_setup_ms = json_number_value(json_object_get(refp->device, "setup_ms"));
         setup_from_device(refp->device, &r->ref_setup);
+        r->ref_setup_ms = r->ref_setup.total_ms;
     }
     r->device.ordinal = o.device;
     if (phases[0].timed)
@@ -988,10 +988,9 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
     }
     if (rc != KOPT_OK)
         goto fail;
-    r->cand_setup_ms = served_before ? 0 :
-        json_number_value(json_object_get(cand_run.device, "setup_ms"));
     if (!served_before)
         setup_from_device(cand_run.device, &r->cand_setup);
+    r->cand_setup_ms = r->cand_setup.total_ms;
     if (json_is_object(json_object_get(cand_run.device, "sandbox"))) {
         char *js = json_dumps(json_object_get(cand_run.device, "sandbox"), JSON_COMPACT);
         snprintf(r->sandbox, sizeof(r->sandbox), "%s", js ? js : "");

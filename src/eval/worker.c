@@ -691,12 +691,15 @@ static kopt_status run_timing(worker *w, int phase, json_t *tm, json_t *result)
         qsort(o, CHUNK, sizeof(float), wk_cmp_float);
         json_object_set_new(result, "event_overhead_ms", json_real(o[CHUNK / 2]));
     }
-    /* timed repetitions, in chunks of about a second of work so heartbeats keep coming;
-     * with a precision, in smaller chunks, stopping once the median is known well enough */
-    if (precision > 0 && min_reps < KOPT_PRECISION_MIN_REPS)
-        min_reps = KOPT_PRECISION_MIN_REPS < max_reps ? KOPT_PRECISION_MIN_REPS : max_reps;
+    /* timed repetitions, in chunks of about a second of work so heartbeats keep coming.
+     * With a precision the loop may also end sooner than the budget: from `look_from` runs
+     * on, in chunks of PRECISION_CHUNK, once the median is known well enough. It never adds
+     * runs the budget, min_reps or max_reps would not. */
+    int look_from = precision > 0 ? (min_reps > KOPT_PRECISION_MIN_REPS ? min_reps
+                                                                         : KOPT_PRECISION_MIN_REPS)
+                                  : max_reps + 1;
     while (reps < max_reps && (reps < min_reps || total < budget_ms) &&
-           !(precision > 0 && reps >= min_reps && median_known(samples, precision))) {
+           !(reps >= look_from && median_known(samples, precision))) {
         int chunk = CHUNK;
         if (est > 0 && (int)(1000.0 / est) < chunk)
             chunk = (int)(1000.0 / est) > 1 ? (int)(1000.0 / est) : 1;
@@ -707,10 +710,10 @@ static kopt_status run_timing(worker *w, int phase, json_t *tm, json_t *result)
             if (want < chunk)
                 chunk = want > 1 ? want : 1;
         }
-        if (precision > 0 && reps >= min_reps && chunk > PRECISION_CHUNK)
+        if (reps >= look_from && chunk > PRECISION_CHUNK)
             chunk = PRECISION_CHUNK;
-        else if (precision > 0 && reps < min_reps && chunk > min_reps - reps)
-            chunk = min_reps - reps;
+        else if (reps < look_from && chunk > look_from - reps)
+            chunk = look_from - reps;
         if (chunk > max_reps - reps)
             chunk = max_reps - reps;
         for (int r = 0; r < chunk; r++) {
