@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call that diagnoses the workbench on the GPU machine. Sections (arguments, in
-# order; default: env evalcost): suite (scripts/test.sh, whole), env (GPU, clocks, `kopt devices --measure`), evalcost
+# order; default: env evalcost): pincost (context and pinned-buffer cost, bench/probe/pin_cost.c), suite (scripts/test.sh, whole), env (GPU, clocks, `kopt devices --measure`), evalcost
 # (`kopt eval` wall time, step by step, small examples, warm and cold compile cache),
 # unit (every unit and CLI test), units:REGEX (those unit tests, verbose), gpu (the GPU test
 # scripts, each bounded by $GPU_T s), kb (KernelBench-style load_inline harness, cold and
@@ -80,6 +80,11 @@ for sec in ${*:-env evalcost}; do
       say "gpu_$t exit $? in $(( $(date +%s) - s )) s: $(tail -1 "$O/gpu_$t.log")"
       grep -E "^FAIL" -A1 "$O/gpu_$t.log" | head -6 | tee -a "$S"
     done;;
+  pincost)  # a worker's context and the pinned output buffer: plain, prefaulted, huge pages
+    cc -O2 -o /tmp/pin_cost bench/probe/pin_cost.c -ldl 2>/dev/null || cp "$B/probe_pin_cost" /tmp/pin_cost
+    { for f in enabled shmem_enabled defrag; do echo "thp $f: $(cat /sys/kernel/mm/transparent_hugepage/$f 2>&1)"; done
+      grep -i huge /proc/meminfo; /tmp/pin_cost 640; /tmp/pin_cost 640; } > "$O/pincost.txt" 2>&1
+    cat "$O/pincost.txt" | tee -a "$S" > /dev/null; cat "$O/pincost.txt";;
   probe)   # which NVRTC is found, and whether its log carries ptxas's resource report
     cc -O2 -o /tmp/nvrtc_log bench/probe/nvrtc_log.c -ldl 2>/dev/null || cp "$B/probe_nvrtc_log" /tmp/nvrtc_log
     { echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"; ldconfig -p | grep -E "nvrtc|curand"; /tmp/nvrtc_log

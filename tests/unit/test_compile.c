@@ -6,6 +6,7 @@
 #include "ktest.h"
 
 #include "kopt/compile.h"
+#include "kopt/cute.h"
 
 #include <dirent.h>
 
@@ -509,6 +510,13 @@ static void compile_example(const kopt_problem *p, const kopt_candidate *c, cons
 
     o.cache_dir = cache;
     o.arch = "sm_90a";
+    if (kopt_cutlass_used(c->source)) {   /* CuTe candidates need the CUTLASS headers */
+        kopt_cutlass cl;
+        if (kopt_cutlass_find(&cl, ctx, NULL) != KOPT_OK) {
+            printf("  skipped: %s needs CUTLASS: %s\n", what, kopt_errmsg(ctx));
+            return;
+        }
+    }
     if (!CHECK_EQ_INT(kopt_compile(&out, ctx, c, &o), KOPT_OK)) {
         fprintf(stderr, "  %s (%s): %s\n%s\n", what, p->name, kopt_errmsg(ctx),
                 kopt_errdetail(ctx));

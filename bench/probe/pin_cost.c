@@ -1,0 +1,105 @@
+/* Probe: what it costs a worker to create its CUDA context and to pin a shared output
+ * buffer of a given size (memfd, as kopt's evaluation uses), plain, prefaulted with
+ * MAP_POPULATE, with transparent huge pages (MADV_HUGEPAGE) and with MFD_HUGETLB; and what
+ * a 16-thread compare-sized read of the buffer costs. Prints one line per variant.
+ * Build: cc -O2 -o pin_cost bench/probe/pin_cost.c -ldl -lpthread
+ * Usage: pin_cost [MiB] (default 640, softmax's 5 output slots of 128 MiB). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef int (*fn_init)(unsigned);
+typedef int (*fn_dev)(int *, int);
+typedef int (*fn_retain)(void **, int);
+typedef int (*fn_set)(void *);
+typedef int (*fn_reg)(void *, size_t, unsigned);
+typedef int (*fn_unreg)(void *);
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static fn_reg reg;
+static fn_unreg unreg;
+
+static void variant(const char *name, size_t bytes, unsigned mfd_flags, int mflags, int advice)
+{
+    int fd = memfd_create("kopt-probe", mfd_flags);
+    double t0 = now_ms(), t1, t2, t3;
+    void *m;
+
+    if (fd < 0 || ftruncate(fd, (off_t)bytes) != 0) {
+        printf("%-22s memfd/ftruncate failed\n", name);
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | mflags, fd, 0);
+    if (m == MAP_FAILED) {
+        printf("%-22s mmap failed\n", name);
+        close(fd);
+        return;
+    }
+    if (advice)
+        madvise(m, bytes, advice);
+    t1 = now_ms();
+    int rc = reg(m, bytes, 0);
+    t2 = now_ms();
+    volatile unsigned long s = 0;
+    for (size_t i = 0; i < bytes; i += 4096)
+        s += ((unsigned char *)m)[i];
+    t3 = now_ms();
+    printf("%-22s mmap %7.1f ms  register %7.1f ms (rc %d)  touch %6.1f ms\n", name, t1 - t0,
+           t2 - t1, rc, t3 - t2);
+    if (rc == 0)
+        unreg(m);
+    munmap(m, bytes);
+    close(fd);
+}
+
+int main(int argc, char **argv)
+{
+    size_t mib = argc > 1 ? strtoul(argv[1], NULL, 10) : 640, bytes = mib << 20;
+    void *cu = dlopen("libcuda.so.1", RTLD_NOW);
+    double t0 = now_ms(), t1, t2;
+    void *ctx;
+    int dev;
+
+    if (!cu) {
+        printf("no libcuda: %s\n", dlerror());
+        return 1;
+    }
+    fn_init init = (fn_init)dlsym(cu, "cuInit");
+    fn_dev get = (fn_dev)dlsym(cu, "cuDeviceGet");
+    fn_retain retain = (fn_retain)dlsym(cu, "cuDevicePrimaryCtxRetain");
+    fn_set set = (fn_set)dlsym(cu, "cuCtxSetCurrent");
+    reg = (fn_reg)dlsym(cu, "cuMemHostRegister_v2");
+    unreg = (fn_unreg)dlsym(cu, "cuMemHostUnregister");
+    if (init(0) != 0 || get(&dev, 0) != 0) {
+        printf("cuInit failed\n");
+        return 1;
+    }
+    t1 = now_ms();
+    if (retain(&ctx, dev) != 0 || set(ctx) != 0) {
+        printf("context failed\n");
+        return 1;
+    }
+    t2 = now_ms();
+    printf("dlopen+cuInit %.1f ms, primary context %.1f ms; buffer %zu MiB\n", t1 - t0, t2 - t1, mib);
+    variant("plain", bytes, 0, 0, 0);
+    variant("plain again", bytes, 0, 0, 0);
+    variant("MAP_POPULATE", bytes, 0, MAP_POPULATE, 0);
+    variant("MADV_HUGEPAGE", bytes, 0, 0, MADV_HUGEPAGE);
+    variant("MADV_HUGEPAGE+POPULATE", bytes, 0, MAP_POPULATE, MADV_HUGEPAGE);
+    variant("MFD_HUGETLB", bytes, MFD_HUGETLB, 0, 0);
+    variant("plain 128 MiB", 128u << 20, 0, 0, 0);
+    return 0;
+}
