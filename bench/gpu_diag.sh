@@ -26,6 +26,8 @@ for f in sys.argv[1:]:
     print("%-28s %-3s total=%.0f compile=%.0f verify=%.0f time=%.0f compare=%.0f | ref[%s] | cand[%s]" % (
         f.split("/")[-1], d.get("verdict"), w.get("total", 0), w.get("compile", 0), w.get("verify", 0),
         w.get("time", 0), w.get("compare") or 0, fmt(r), fmt(c)))
+    for who, st in (d.get("trace") or {}).items():
+        print("   trace %-10s %s" % (who, fmt(st)))
 PY
 }
 for sec in ${*:-env evalcost}; do
@@ -81,9 +83,9 @@ for sec in ${*:-env evalcost}; do
       grep -E "^FAIL" -A1 "$O/gpu_$t.log" | head -6 | tee -a "$S"
     done;;
   pincost)  # a worker's context and the pinned output buffer: plain, prefaulted, huge pages
-    cc -O2 -o /tmp/pin_cost bench/probe/pin_cost.c -ldl 2>/dev/null || cp "$B/probe_pin_cost" /tmp/pin_cost
+    cc -O2 -o /tmp/pin_cost bench/probe/pin_cost.c -ldl -lpthread 2>/dev/null || cp "$B/probe_pin_cost" /tmp/pin_cost
     { for f in enabled shmem_enabled defrag; do echo "thp $f: $(cat /sys/kernel/mm/transparent_hugepage/$f 2>&1)"; done
-      grep -i huge /proc/meminfo; /tmp/pin_cost 640; /tmp/pin_cost 640; } > "$O/pincost.txt" 2>&1
+      grep -i huge /proc/meminfo; /tmp/pin_cost 640; /tmp/pin_cost 1280; } > "$O/pincost.txt" 2>&1
     cat "$O/pincost.txt" | tee -a "$S" > /dev/null; cat "$O/pincost.txt";;
   probe)   # which NVRTC is found, and whether its log carries ptxas's resource report
     cc -O2 -o /tmp/nvrtc_log bench/probe/nvrtc_log.c -ldl 2>/dev/null || cp "$B/probe_nvrtc_log" /tmp/nvrtc_log

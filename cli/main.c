@@ -160,7 +160,7 @@ static int version(void)
 int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "__worker") == 0)
-        return kopt_worker_main();
+        return kopt_worker_main_args(argc - 1, argv + 1);
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
         usage(stdout);

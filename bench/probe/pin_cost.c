@@ -11,7 +11,12 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <pthread.h>
 #include <unistd.h>
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
 
 typedef int (*fn_init)(unsigned);
 typedef int (*fn_dev)(int *, int);
@@ -65,6 +70,49 @@ static void variant(const char *name, size_t bytes, unsigned mfd_flags, int mfla
     close(fd);
 }
 
+typedef struct { char *p; size_t n; } range;
+static void *populate(void *a)
+{
+    range *r = a;
+    if (madvise(r->p, r->n, MADV_POPULATE_WRITE) != 0)
+        for (size_t i = 0; i < r->n; i += 4096)
+            r->p[i] = 0;
+    return NULL;
+}
+
+/* The buffer prefaulted by `threads` threads (as a parent could while workers start), then
+ * registered (as a worker does). */
+static void threaded(size_t bytes, int threads)
+{
+    int fd = memfd_create("kopt-probe", 0);
+    pthread_t th[64];
+    range r[64];
+    char name[32];
+    double t0, t1, t2;
+    char *m;
+
+    if (fd < 0 || ftruncate(fd, (off_t)bytes) != 0)
+        return;
+    m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    t0 = now_ms();
+    for (int i = 0; i < threads; i++) {
+        r[i].p = m + bytes / threads * i;
+        r[i].n = bytes / threads;
+        pthread_create(&th[i], NULL, populate, &r[i]);
+    }
+    for (int i = 0; i < threads; i++)
+        pthread_join(th[i], NULL);
+    t1 = now_ms();
+    int rc = reg(m, bytes, 0);
+    t2 = now_ms();
+    snprintf(name, sizeof(name), "populate x%d", threads);
+    printf("%-22s fault  %7.1f ms  register %7.1f ms (rc %d)\n", name, t1 - t0, t2 - t1, rc);
+    if (rc == 0)
+        unreg(m);
+    munmap(m, bytes);
+    close(fd);
+}
+
 int main(int argc, char **argv)
 {
     size_t mib = argc > 1 ? strtoul(argv[1], NULL, 10) : 640, bytes = mib << 20;
@@ -101,5 +149,7 @@ int main(int argc, char **argv)
     variant("MADV_HUGEPAGE+POPULATE", bytes, 0, MAP_POPULATE, MADV_HUGEPAGE);
     variant("MFD_HUGETLB", bytes, MFD_HUGETLB, 0, 0);
     variant("plain 128 MiB", 128u << 20, 0, 0, 0);
+    for (int t = 1; t <= 16; t *= 2)
+        threaded(bytes, t);
     return 0;
 }

@@ -18,5 +18,5 @@ int main(int argc, char **argv)
                         "libkopt starts this program for GPU work; it is not run by hand.\n");
         return 2;
     }
-    return kopt_worker_main();
+    return kopt_worker_main_args(argc - 1, argv + 1);
 }

@@ -148,6 +148,9 @@ typedef struct kopt_eval_result {
     double energy_mj, power_w;  /* per run; mean power over the window */
     int energy_runs;            /* runs in the measured window */
     double energy_window_s;
+    /* Where the wall time went, step by step: JSON {"parent": {step: ms}, "reference":
+     * {...}, "candidate": {...}} (docs/eval.md, "Where the time goes"); NULL when unknown */
+    char *trace;
 } kopt_eval_result;
 
 typedef struct kopt_eval_opts {
@@ -189,9 +192,12 @@ typedef struct kopt_eval_opts {
                                  * fraction (half-width of its distribution-free 95% confidence
                                  * interval over the median); default 0.005. 0: spend the whole
                                  * budget (or max_reps) */
+    int no_prestart;            /* a one-shot evaluation of device code starts its workers
+                                 * before compiling, so their CUDA contexts are made
+                                 * meanwhile; 1: start them once their jobs are ready */
 } kopt_eval_opts;
 #define KOPT_EVAL_OPTS_INIT {1, 3, 0, NULL, 0, 0, 10.0, 25.0, 100.0, 10, 1000, 0, 0, NULL, NULL, \
-                             NULL, 1.10, 0, 120.0, 64.0, 65536.0, 0, 0.0, 0, NULL, 0.005}
+                             NULL, 1.10, 0, 120.0, 64.0, 65536.0, 0, 0.0, 0, NULL, 0.005, 0}
 #define KOPT_PRECISION_MIN_REPS 50
 enum { KOPT_SANITIZE_MEMCHECK = 1, KOPT_SANITIZE_RACECHECK = 2, KOPT_SANITIZE_INITCHECK = 4 };
 
@@ -229,6 +235,9 @@ char *kopt_eval_result_json(const kopt_eval_result *r);
 
 /* Entry point of the worker process (the CLI's hidden `__worker` verb). */
 int kopt_worker_main(void);
+/* The same, with the worker's arguments after "__worker" ("--early-device=N": make the
+ * CUDA context on device N before reading the job). */
+int kopt_worker_main_args(int argc, char **argv);
 
 #ifdef __cplusplus
 }

@@ -41,11 +41,25 @@ void kopt_eval_result_free(kopt_eval_result *r)
         return;
     free(r->compile_log);
     free(r->worker_log);
+    free(r->trace);
     kopt_vars_free(&r->sizes);
     kopt_vars_free(&r->check_sizes);
     free(r->checks);
     free(r->kernels);
     free(r);
+}
+
+/* Add the wall time from *t to now to step `step` of the parent's trace; *t becomes now. */
+static void trace_step(json_t *trace, const char *step, double *t)
+{
+    double now = kopt_now_ms();
+    json_t *parent = json_object_get(trace, "parent"), *v;
+
+    if (!parent)
+        json_object_set_new(trace, "parent", parent = json_object());
+    v = json_object_get(parent, step);
+    json_object_set_new(parent, step, json_real(now - *t + (v ? json_number_value(v) : 0)));
+    *t = now;
 }
 
 static void set_verdict(kopt_eval_result *r, kopt_verdict v, const char *fmt, ...)
@@ -212,7 +226,10 @@ static kopt_status start_subject(kopt_ctx *ctx, int is_ref, int measured, int se
     if (serve)
         json_object_set_new(job, "serve", json_true());
     json_object_set_new(job, "spawned_ms", json_real(kopt_now_ms()));
-    rc = kopt__worker_start(ctx, job, total, proc);
+    if (*proc)                         /* prestarted: its context is being made */
+        rc = kopt__worker_send(ctx, *proc, job, total);
+    else
+        rc = kopt__worker_start(ctx, job, total, proc);
     json_decref(job);
     return rc;
 }
@@ -730,16 +747,17 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
     kopt_compile_opts co = KOPT_COMPILE_OPTS_INIT;
     kopt__worker_run ref_run, cand_run, *refp = &ref_run;
     kopt__worker_proc *ref_proc = NULL, *cand_proc = NULL;
-    int serve = 0, served_before = 0, served = 0, ref_ran = 0;
+    int serve = 0, served_before = 0, served = 0, ref_ran = 0, ref_comp_host = 0;
     json_t *next_job = NULL;
     kopt__file_guard *guard = NULL;
     json_t *cand_extra = NULL;
     phase_plan phases[2];
     int nphases = 0, ncompared = 0;
     kopt_device_info nvml;
-    double t0 = kopt_now_ms(), t1;
+    double t0 = kopt_now_ms(), t1, ts = t0;
     kopt_status rc = KOPT_OK;
     const kopt_candidate *subject = NULL;
+    json_t *trace = NULL;
 
     memset(&ref_run, 0, sizeof(ref_run));
     memset(&cand_run, 0, sizeof(cand_run));
@@ -751,6 +769,7 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
         return free(r), rc;
     if (opts)
         o = *opts;
+    trace = json_object();
     if (o.trials < 1)
         o.trials = 1;
     if (o.trials > 16)
@@ -771,6 +790,7 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
             goto fail;
     }
 
+    trace_step(trace, "sizes", &ts);
     /* device and compile target, without a CUDA context */
     if (S && S->has_nvml) {            /* asked once a session */
         nvml = S->nvml;
@@ -790,9 +810,17 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
         snprintf(r->arch, sizeof(r->arch), "sm_90a");
     co.arch = r->arch;
     co.cache_dir = o.cache_dir;
+    trace_step(trace, "device_query", &ts);
 
     if ((rc = kopt_candidate_from_reference(&ref, ctx, prob)) != KOPT_OK)
         goto fail;
+    /* A one-shot evaluation of device code starts its workers now: each makes its CUDA
+     * context (the slow part of its start) while the candidates compile and bind here. */
+    if (r->has_device && !S && !o.no_prestart && !ref->host_mode && (!cand || !cand->host_mode) &&
+        (kopt__worker_prestart(ctx, o.device, &ref_proc) != KOPT_OK ||
+         (cand && kopt__worker_prestart(ctx, o.device, &cand_proc) != KOPT_OK)))
+        goto fail;
+    trace_step(trace, "prestart", &ts);
     subject = cand ? cand : ref;
     snprintf(r->candidate_hash, sizeof(r->candidate_hash), "%s", subject->hash);
     t1 = kopt_now_ms();
@@ -808,6 +836,7 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
         if (rc != KOPT_OK)
             goto fail;
     }
+    trace_step(trace, "compile_candidate", &ts);
     if ((rc = kopt_compile(&ref_comp, ctx, ref, &co)) != KOPT_OK) {
         kopt_adderr(ctx, rc, "the problem's reference does not compile");
         goto fail;
@@ -816,12 +845,15 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
         cand_comp = ref_comp;
         ref_comp = NULL;
     }
+    ref_comp_host = (cand ? ref_comp : cand_comp)->host_mode;
     r->compile_cache_hit = cand_comp->cache_hit;
     r->compile_log = strdup(cand_comp->log ? cand_comp->log : "");
     add_kernels(r, cand_comp);
+    trace_step(trace, "compile_reference", &ts);
     if (r->has_device && (rc = kopt_compile_runtime(&rt, ctx, &co)) != KOPT_OK)
         goto fail;
     r->compile_ms = kopt_now_ms() - t1;
+    trace_step(trace, "runtime_module", &ts);
 
     /* bind every size set to both */
     phases[0].label = "main";
@@ -844,6 +876,7 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
         }
         phases[p].slot = slot_bytes(phases[p].ref);
     }
+    trace_step(trace, "bind", &ts);
 
     if (!r->has_device) {
         set_verdict(r, KOPT_VERDICT_SKIPPED, "no GPU here (%s): compiled for %s and bound the "
@@ -872,6 +905,7 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
         S->ceilings = r->ceilings;
         S->asked_ceilings = 1;
     }
+    trace_step(trace, "ceilings", &ts);
     if (cand && cand_comp->host_mode) {
         const char *guarded[] = {prob->path, prob->ref_path, cand->path, cand_comp->binary_path,
                                  ref_comp ? ref_comp->binary_path : NULL, rt->binary_path,
@@ -888,6 +922,7 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
      * candidate, in a process that never sees the reference's outputs. In a session the
      * reference's outputs at the session's seed are kept, and a device-code candidate goes
      * to the serving worker when one is up. */
+    trace_step(trace, "guard", &ts);
     t1 = kopt_now_ms();
     {
         size_t total = layout(phases, nphases);
@@ -926,18 +961,25 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
                 S->ref_total = total;
         }
     }
+    trace_step(trace, "spawn", &ts);
     if (ref_proc)
         kopt__worker_ready(ctx, ref_proc);
     if (cand_proc)
         kopt__worker_ready(ctx, cand_proc);
     else if (serve && !served_before)
         kopt__worker_ready(ctx, S->cand);
-    if (ref_proc) {
+    trace_step(trace, "workers_ready", &ts);
+    if (ref_proc && !ref_comp_host) {
+        /* kept (idle, holding its outputs) until the end: see kopt__worker_collect */
+        if ((rc = kopt__worker_collect(ctx, ref_proc, o.timeout_s, &ref_run)) != KOPT_OK)
+            goto fail;
+    } else if (ref_proc) {
         rc = kopt__worker_finish(ctx, ref_proc, o.timeout_s, &ref_run);
         ref_proc = NULL;
         if (rc != KOPT_OK)
             goto fail;
     }
+    trace_step(trace, "reference_run", &ts);
     if (!refp->result) {
         worker_failure(r, refp, "reference", &o, 0);
         if (r->verdict != KOPT_VERDICT_SKIPPED) {
@@ -982,12 +1024,16 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
     if (serve) {
         rc = kopt__worker_serve(ctx, S->cand, next_job, o.timeout_s, &cand_run);
         served = rc == KOPT_OK && kopt__worker_alive(S->cand);
+    } else if (!cand_comp->host_mode) {
+        /* its exit goes on while the outputs are compared (released at the end) */
+        rc = kopt__worker_collect(ctx, cand_proc, o.timeout_s, &cand_run);
     } else {
         rc = kopt__worker_finish(ctx, cand_proc, o.timeout_s, &cand_run);
         cand_proc = NULL;
     }
     if (rc != KOPT_OK)
         goto fail;
+    trace_step(trace, "candidate_run", &ts);
     if (!served_before)
         setup_from_device(cand_run.device, &r->cand_setup);
     r->cand_setup_ms = r->cand_setup.total_ms;
@@ -1048,10 +1094,12 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
             goto done;
         }
     }
+    trace_step(trace, "integrity_checks", &ts);
     r->compare_ms = kopt_now_ms();
     for (int p = 0; p < nphases; p++)
         ncompared += compare_phase(r, &phases[p], cand_run.shm, refp->shm);
     r->compare_ms = kopt_now_ms() - r->compare_ms;
+    trace_step(trace, "compare", &ts);
     /* wall time split: everything the workers did except their timed loops is verification */
     r->time_ms = (ref_ran ? timing_wall(refp) : 0) + timing_wall(&cand_run);
     r->verify_ms = kopt_now_ms() - t1 - r->time_ms;
@@ -1100,18 +1148,27 @@ done:
     if (o.sanitize && r->has_device && rt && sanitizable(r->verdict))
         run_sanitizers(ctx, r, prob, phases, nphases, cand_comp, rt, &o,
                        cand == NULL);
-    r->total_ms = kopt_now_ms() - t0;
+    trace_step(trace, "verdict", &ts);
     for (int p = 0; p < 2; p++) {
         kopt_bound_free(phases[p].ref);
         kopt_bound_free(phases[p].cand);
     }
-    kopt__worker_proc_free(ref_proc);
-    kopt__worker_proc_free(cand_proc);
     kopt__guard_free(guard);
+    if (ref_ran && refp->result && json_object_get(refp->result, "trace"))
+        json_object_set(trace, "reference", json_object_get(refp->result, "trace"));
+    if (cand_run.result && json_object_get(cand_run.result, "trace"))
+        json_object_set(trace, "candidate", json_object_get(cand_run.result, "trace"));
     json_decref(cand_extra);
     json_decref(next_job);
     kopt__worker_run_free(&ref_run);
     kopt__worker_run_free(&cand_run);   /* a served run's buffer stays with the worker */
+    /* after our mappings are gone, so a worker still exiting frees its buffer's pages */
+    kopt__worker_proc_release(ref_proc);
+    kopt__worker_proc_release(cand_proc);
+    trace_step(trace, "cleanup", &ts);
+    r->total_ms = kopt_now_ms() - t0;
+    r->trace = json_dumps(trace, JSON_COMPACT | JSON_REAL_PRECISION(6));
+    json_decref(trace);
     if (serve && S->cand && !served) {  /* ended, or left waiting for a "go" it never got */
         kopt__worker_proc_free(S->cand);
         S->cand = NULL;

@@ -130,6 +130,7 @@ char *kopt_eval_result_json(const kopt_eval_result *r)
                         num(r->cand_setup_ms), "compare", num(r->compare_ms),
                         "reference_setup_steps", setup_json(&r->ref_setup),
                         "candidate_setup_steps", setup_json(&r->cand_setup)));
+    json_object_set_new(root, "trace", r->trace ? json_loads(r->trace, 0, NULL) : json_null());
     json_object_set_new(root, "compile_cache_hit", json_boolean(r->compile_cache_hit));
     json_object_set_new(root, "compile_log", r->compile_log ? json_string(r->compile_log)
                                                             : json_null());

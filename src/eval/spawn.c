@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +20,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
 #define LOG_TAIL 8192
+static void reap_pending(void);
+#define FAULT_THREADS 4        /* prefaulting the output buffer: 4 threads, 2x one (H100 VM) */
 #define FIRST_CONTACT_S 60.0   /* context creation can take a while on a cold GPU */
 
 void kopt__worker_run_free(kopt__worker_run *r)
@@ -37,10 +44,10 @@ void kopt__worker_run_free(kopt__worker_run *r)
 
 /* argv for the worker: `<worker> __worker` (kopt/worker.h finds it; kopt-worker takes the
  * same argv as `kopt __worker`), or the same behind a wrapper (compute-sanitizer, ncu) */
-static char **worker_argv(json_t *wrap, char *worker)
+static char **worker_argv(json_t *wrap, char *worker, char *early)
 {
     size_t n = json_array_size(wrap), i;
-    char **argv = calloc(n + 3, sizeof(char *));
+    char **argv = calloc(n + 4, sizeof(char *));
 
     if (!argv)
         return NULL;
@@ -48,6 +55,7 @@ static char **worker_argv(json_t *wrap, char *worker)
         argv[i] = (char *)json_string_value(json_array_get(wrap, i));
     argv[n] = worker;
     argv[n + 1] = "__worker";
+    argv[n + 2] = early;       /* "--early-device=N" or NULL */
     return argv;
 }
 
@@ -102,9 +110,30 @@ static void handle_line(kopt__worker_run *out, const char *line)
     json_decref(ev);
 }
 
+/* The output buffer's pages, faulted in by threads of the parent while the worker starts:
+ * in a VM first touch costs ~0.6 ms a MB, and the worker's pinning would pay it alone. */
+typedef struct fault_part {
+    char *p;
+    size_t n;
+} fault_part;
+
+static void *fault_in(void *arg)
+{
+    fault_part *f = arg;
+
+    if (madvise(f->p, f->n, MADV_POPULATE_WRITE) != 0)   /* before Linux 5.14: by hand */
+        for (size_t i = 0; i < f->n; i += 4096)
+            ((volatile char *)f->p)[i] = 0;
+    return NULL;
+}
+
 struct kopt__worker_proc {
     pid_t pid;
-    int job_w, ev_r, log_fd;
+    int job_w, ev_r, log_fd, shm_fd;
+    int nfault;
+    pthread_t fault_th[FAULT_THREADS];
+    fault_part fault[FAULT_THREADS];
+    int early;                 /* started before its job: its context is made meanwhile */
     kopt_buf acc;
     int eof;
     int reaped;                /* waited for: exit status and log are in run */
@@ -114,91 +143,50 @@ struct kopt__worker_proc {
     kopt__worker_run run;
 };
 
-kopt_status kopt__worker_start(kopt_ctx *ctx, json_t *job, size_t shm_size,
-                               kopt__worker_proc **out)
+/* Pipes, the output buffer's file (empty until the job), the log, and the worker process;
+ * `early` >= 0: the worker makes its context on that device before its job comes. */
+static kopt_status launch(kopt_ctx *ctx, json_t *wrap, const kopt__sandbox_limits *sandbox,
+                          int early, kopt__worker_proc **out)
 {
-    int job_p[2] = {-1, -1}, ev_p[2] = {-1, -1}, shm_fd = -1;
+    int job_p[2] = {-1, -1}, ev_p[2] = {-1, -1};
     kopt__worker_proc *w = calloc(1, sizeof(*w));
-    char *text = NULL, **argv = NULL, *worker = NULL;
-    size_t text_len, written = 0;
+    char **argv = NULL, *worker = NULL, early_arg[48];
     kopt_status rc = KOPT_OK;
-    kopt__sandbox_limits lim;
-    json_t *sb = json_object_get(job, "sandbox");
 
     *out = NULL;
     if (!w)
         return kopt_seterr(ctx, KOPT_E_NOMEM, "worker");
+    reap_pending();
     w->pid = -1;
-    w->job_w = w->ev_r = w->log_fd = -1;
+    w->job_w = w->ev_r = w->log_fd = w->shm_fd = -1;
     w->t0 = kopt_now_ms();
+    w->early = early >= 0;
+    snprintf(early_arg, sizeof(early_arg), "--early-device=%d", early);
     if (pipe2(job_p, O_CLOEXEC) != 0 || pipe2(ev_p, O_CLOEXEC) != 0) {
         rc = kopt_seterr(ctx, KOPT_E_IO, "pipe: %s", strerror(errno));
         goto cleanup;
     }
-    shm_fd = memfd_create("kopt-outputs", MFD_CLOEXEC);
+    w->shm_fd = memfd_create("kopt-outputs", MFD_CLOEXEC);
     w->log_fd = memfd_create("kopt-worker-log", MFD_CLOEXEC);
-    if (shm_fd < 0 || w->log_fd < 0 || ftruncate(shm_fd, (off_t)(shm_size ? shm_size : 1)) != 0) {
-        rc = kopt_seterr(ctx, KOPT_E_IO, "shared memory for %zu bytes: %s", shm_size,
-                         strerror(errno));
+    if (w->shm_fd < 0 || w->log_fd < 0) {
+        rc = kopt_seterr(ctx, KOPT_E_IO, "memfd: %s", strerror(errno));
         goto cleanup;
-    }
-    if (shm_size) {
-        void *m = mmap(NULL, shm_size, PROT_READ, MAP_SHARED, shm_fd, 0);
-        if (m == MAP_FAILED) {
-            rc = kopt_seterr(ctx, KOPT_E_IO, "mmap %zu bytes: %s", shm_size, strerror(errno));
-            goto cleanup;
-        }
-        w->run.shm = m;
-        w->run.shm_size = shm_size;
-    }
-    w->shm_size = shm_size;
-    memset(&lim, 0, sizeof(lim));
-    if (sb) {
-        const char *base = getenv("TMPDIR");
-        snprintf(w->tmpdir, sizeof(w->tmpdir), "%s/kopt-sandbox-XXXXXX",
-                 base && base[0] ? base : "/tmp");
-        if (!mkdtemp(w->tmpdir)) {
-            rc = kopt_seterr(ctx, KOPT_E_IO, "sandbox folder %s: %s", w->tmpdir, strerror(errno));
-            w->tmpdir[0] = '\0';
-            goto cleanup;
-        }
-        snprintf(lim.tmpdir, sizeof(lim.tmpdir), "%s", w->tmpdir);
-        lim.cpu_s = json_number_value(json_object_get(sb, "cpu_s"));
-        lim.fsize_mb = json_number_value(json_object_get(sb, "fsize_mb"));
-        lim.no_network = json_is_true(json_object_get(sb, "no_network"));
-        json_object_set_new(sb, "tmpdir", json_string(w->tmpdir));
     }
     if ((rc = kopt_worker_find(ctx, &worker, NULL)) != KOPT_OK)
         goto cleanup;
-    if (!(argv = worker_argv(json_object_get(job, "wrap"), worker))) {
+    if (!(argv = worker_argv(wrap, worker, early >= 0 ? early_arg : NULL))) {
         rc = kopt_seterr(ctx, KOPT_E_NOMEM, "worker arguments");
         goto cleanup;
     }
-    json_object_set_new(job, "shm_size", json_integer((json_int_t)shm_size));
-    text = json_dumps(job, JSON_COMPACT);   /* one line: jansson escapes newlines */
-    if (!text) {
-        rc = kopt_seterr(ctx, KOPT_E_NOMEM, "job");
-        goto cleanup;
-    }
-    text_len = strlen(text);
     w->pid = fork();
     if (w->pid < 0) {
         rc = kopt_seterr(ctx, KOPT_E_ERROR, "fork: %s", strerror(errno));
         goto cleanup;
     }
     if (w->pid == 0)
-        child(job_p[0], ev_p[1], shm_fd, w->log_fd, argv, sb ? &lim : NULL);
+        child(job_p[0], ev_p[1], w->shm_fd, w->log_fd, argv, sandbox);
     setpgid(w->pid, w->pid);
     signal(SIGPIPE, SIG_IGN);
-    while (written < text_len + 1) {
-        ssize_t n = written < text_len ? write(job_p[1], text + written, text_len - written)
-                                       : write(job_p[1], "\n", 1);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        written += (size_t)n;
-    }
     w->job_w = job_p[1];
     job_p[1] = -1;
     w->ev_r = ev_p[0];
@@ -206,7 +194,6 @@ kopt_status kopt__worker_start(kopt_ctx *ctx, json_t *job, size_t shm_size,
     *out = w;
     w = NULL;
 cleanup:
-    free(text);
     free(argv);
     free(worker);
     for (int i = 0; i < 2; i++) {
@@ -215,15 +202,104 @@ cleanup:
         if (ev_p[i] >= 0)
             close(ev_p[i]);
     }
-    if (shm_fd >= 0)
-        close(shm_fd);
     if (w) {
-        if (w->run.shm)
-            munmap(w->run.shm, w->run.shm_size);
+        if (w->shm_fd >= 0)
+            close(w->shm_fd);
         if (w->log_fd >= 0)
             close(w->log_fd);
-        kopt__rmtree(w->tmpdir);
         free(w);
+    }
+    return rc;
+}
+
+static void join_faults(kopt__worker_proc *w)
+{
+    for (int i = 0; i < w->nfault; i++)
+        pthread_join(w->fault_th[i], NULL);
+    w->nfault = 0;
+}
+
+kopt_status kopt__worker_prestart(kopt_ctx *ctx, int device, kopt__worker_proc **out)
+{
+    return launch(ctx, NULL, NULL, device, out);
+}
+
+kopt_status kopt__worker_send(kopt_ctx *ctx, kopt__worker_proc *w, json_t *job, size_t shm_size)
+{
+    char *text;
+    size_t text_len, written = 0;
+
+    if (ftruncate(w->shm_fd, (off_t)(shm_size ? shm_size : 1)) != 0)
+        return kopt_seterr(ctx, KOPT_E_IO, "shared memory for %zu bytes: %s", shm_size,
+                           strerror(errno));
+    if (shm_size) {
+        /* read-write, so the parent's own page tables are filled too: the comparison reads
+         * every byte of it */
+        char *m = mmap(NULL, shm_size, PROT_READ | PROT_WRITE, MAP_SHARED, w->shm_fd, 0);
+        size_t per = (shm_size / FAULT_THREADS + 4095) & ~(size_t)4095;
+        if (m == MAP_FAILED)
+            return kopt_seterr(ctx, KOPT_E_IO, "mmap %zu bytes: %s", shm_size, strerror(errno));
+        w->run.shm = (unsigned char *)m;
+        w->run.shm_size = shm_size;
+        for (size_t off = 0; off < shm_size && w->nfault < FAULT_THREADS; off += per) {
+            fault_part *f = &w->fault[w->nfault];
+            f->p = m + off;
+            f->n = off + per < shm_size ? per : shm_size - off;
+            if (pthread_create(&w->fault_th[w->nfault], NULL, fault_in, f) == 0)
+                w->nfault++;
+            else
+                fault_in(f);
+        }
+    }
+    w->shm_size = shm_size;
+    json_object_set_new(job, "shm_size", json_integer((json_int_t)shm_size));
+    text = json_dumps(job, JSON_COMPACT);   /* one line: jansson escapes newlines */
+    if (!text)
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "job");
+    text_len = strlen(text);
+    while (written < text_len + 1) {
+        ssize_t n = written < text_len ? write(w->job_w, text + written, text_len - written)
+                                       : write(w->job_w, "\n", 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;                     /* the worker is gone: the pump sees its end */
+        written += (size_t)n;
+    }
+    free(text);
+    return KOPT_OK;
+}
+
+kopt_status kopt__worker_start(kopt_ctx *ctx, json_t *job, size_t shm_size,
+                               kopt__worker_proc **out)
+{
+    kopt__sandbox_limits lim;
+    json_t *sb = json_object_get(job, "sandbox");
+    char tmpdir[PATH_MAX] = "";
+    kopt_status rc;
+
+    *out = NULL;
+    memset(&lim, 0, sizeof(lim));
+    if (sb) {
+        const char *base = getenv("TMPDIR");
+        snprintf(tmpdir, sizeof(tmpdir), "%s/kopt-sandbox-XXXXXX", base && base[0] ? base : "/tmp");
+        if (!mkdtemp(tmpdir))
+            return kopt_seterr(ctx, KOPT_E_IO, "sandbox folder %s: %s", tmpdir, strerror(errno));
+        snprintf(lim.tmpdir, sizeof(lim.tmpdir), "%s", tmpdir);
+        lim.cpu_s = json_number_value(json_object_get(sb, "cpu_s"));
+        lim.fsize_mb = json_number_value(json_object_get(sb, "fsize_mb"));
+        lim.no_network = json_is_true(json_object_get(sb, "no_network"));
+        json_object_set_new(sb, "tmpdir", json_string(tmpdir));
+    }
+    if ((rc = launch(ctx, json_object_get(job, "wrap"), sb ? &lim : NULL, -1, out)) != KOPT_OK) {
+        if (tmpdir[0])
+            kopt__rmtree(tmpdir);
+        return rc;
+    }
+    snprintf((*out)->tmpdir, sizeof((*out)->tmpdir), "%s", tmpdir);
+    if ((rc = kopt__worker_send(ctx, *out, job, shm_size)) != KOPT_OK) {
+        kopt__worker_proc_free(*out);
+        *out = NULL;
     }
     return rc;
 }
@@ -278,6 +354,7 @@ static int said_hello(const kopt__worker_run *r)
 kopt_status kopt__worker_ready(kopt_ctx *ctx, kopt__worker_proc *w)
 {
     pump(w, FIRST_CONTACT_S, said_hello);
+    join_faults(w);
     (void)ctx;
     return KOPT_OK;
 }
@@ -343,6 +420,65 @@ static int has_result(const kopt__worker_run *r)
     return r->result != NULL;
 }
 
+kopt_status kopt__worker_collect(kopt_ctx *ctx, kopt__worker_proc *w, double timeout_s,
+                                 kopt__worker_run *out)
+{
+    pump(w, FIRST_CONTACT_S, said_hello);
+    if (!w->eof)
+        send_line(w, "go\n", 3);
+    /* stdin stays open: after its result the worker waits for its end, holding its output
+     * buffer, so the pages are freed by its exit and not by the caller's unmapping */
+    pump(w, timeout_s, has_result);
+    if (!w->run.result) {              /* it ended without one: its exit status and log */
+        if (w->job_w >= 0)
+            close(w->job_w);
+        w->job_w = -1;
+        reap(w);
+    }
+    w->run.wall_ms = kopt_now_ms() - w->t0;
+    *out = w->run;
+    memset(&w->run, 0, sizeof(w->run));
+    (void)ctx;
+    return KOPT_OK;
+}
+
+/* Workers released while still exiting, reaped without blocking when the next starts. */
+static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
+static pid_t pending[64];
+static int npending;
+
+static void reap_pending(void)
+{
+    pthread_mutex_lock(&pending_lock);
+    for (int i = 0; i < npending;)
+        if (waitpid(pending[i], NULL, WNOHANG) != 0)
+            pending[i] = pending[--npending];
+        else
+            i++;
+    pthread_mutex_unlock(&pending_lock);
+}
+
+void kopt__worker_proc_release(kopt__worker_proc *w)
+{
+    if (!w)
+        return;
+    if (w->pid > 0 && !w->reaped) {
+        kill(-w->pid, SIGKILL);        /* nothing of it may outlive the evaluation */
+        kill(w->pid, SIGKILL);
+        if (waitpid(w->pid, NULL, WNOHANG) == 0) {
+            pthread_mutex_lock(&pending_lock);
+            if (npending < (int)(sizeof(pending) / sizeof(pending[0]))) {
+                pending[npending++] = w->pid;
+                w->reaped = 1;         /* it is the list's now */
+            }
+            pthread_mutex_unlock(&pending_lock);
+        } else {
+            w->reaped = 1;
+        }
+    }
+    kopt__worker_proc_free(w);         /* waits only when the list was full */
+}
+
 kopt_status kopt__worker_serve(kopt_ctx *ctx, kopt__worker_proc *w, json_t *job,
                                double timeout_s, kopt__worker_run *out)
 {
@@ -394,6 +530,9 @@ void kopt__worker_proc_free(kopt__worker_proc *w)
 {
     if (!w)
         return;
+    join_faults(w);
+    if (w->shm_fd >= 0)
+        close(w->shm_fd);
     if (w->pid > 0 && !w->reaped) {
         kill(-w->pid, SIGKILL);
         kill(w->pid, SIGKILL);

@@ -96,6 +96,17 @@ kopt_status wk_launch_rt(worker *w, CUfunction f, long long n, void **params, co
     return KOPT_OK;
 }
 
+void wk_trace(worker *w, const char *step, double t0)
+{
+    double ms = kopt_now_ms() - t0;
+    json_t *v;
+
+    if (!w->trace)
+        w->trace = json_object();
+    v = json_object_get(w->trace, step);
+    json_object_set_new(w->trace, step, json_real(ms + (v ? json_number_value(v) : 0)));
+}
+
 static uint64_t mix64(uint64_t x)
 {
     x += 0x9e3779b97f4a7c15ULL;
@@ -538,9 +549,12 @@ static kopt_status run_trials(worker *w, int phase, json_t *trials, json_t *sums
         char what[64];
         uint64_t seed = (uint64_t)json_integer_value(json_object_get(t, "seed"));
         size_t off = (size_t)json_integer_value(json_object_get(t, "offset"));
+        double t0 = kopt_now_ms();
         if ((rc = generate(w, seed)) != KOPT_OK || (rc = poison(w)) != KOPT_OK ||
             (rc = sync_checked(w, "prepare inputs")) != KOPT_OK)
             return rc;
+        wk_trace(w, "trial_inputs", t0);
+        t0 = kopt_now_ms();
         if (w->records && (rc = kopt__cupti_activity_begin(w->ctx)) != KOPT_OK) {
             w->fail_kind = "harness";
             return rc;
@@ -553,8 +567,11 @@ static kopt_status run_trials(worker *w, int phase, json_t *trials, json_t *sums
         if (w->host_run && (rc = check_off_stream(w)) != KOPT_OK)
             return rc;
         snprintf(what, sizeof(what), "trial %zu", i);
+        wk_trace(w, "trial_run", t0);
+        t0 = kopt_now_ms();
         if ((rc = collect(w, t, off, sums, what)) != KOPT_OK)
             return rc;
+        wk_trace(w, "trial_collect", t0);
         wk_progress(w, phase, what);
     }
     return KOPT_OK;
@@ -812,11 +829,9 @@ static kopt_status load_module(worker *w, const char *path, CUmodule *mod)
     return KOPT_OK;
 }
 
-static kopt_status setup(worker *w, json_t *job, json_t **dev)
+/* libcuda, cuInit and the device's primary context, current on this thread. */
+static kopt_status make_context(worker *w, int ordinal)
 {
-    int ordinal = (int)json_integer_value(json_object_get(job, "device"));
-    const char *rt = json_string_value(json_object_get(job, "runtime"));
-    double t0 = kopt_now_ms(), t_ctx, t_rand, t_mod, t_buf;
     kopt_status rc;
 
     if ((rc = kopt__cuda_load(w->ctx, &w->cu)) != KOPT_OK) {
@@ -835,7 +850,25 @@ static kopt_status setup(worker *w, json_t *job, json_t **dev)
     CU(cuDeviceGet(&w->dev, ordinal), "select device");
     CU(cuDevicePrimaryCtxRetain(&w->pctx, w->dev), "create context");
     CU(cuCtxSetCurrent(w->pctx), "make context current");
-    t_ctx = kopt_now_ms() - t0;
+    w->ordinal = ordinal;
+    return KOPT_OK;
+}
+
+static kopt_status setup(worker *w, json_t *job, json_t **dev)
+{
+    int ordinal = (int)json_integer_value(json_object_get(job, "device"));
+    const char *rt = json_string_value(json_object_get(job, "runtime"));
+    double t0 = kopt_now_ms(), t_ctx, t_rand, t_mod, t_buf;
+    kopt_status rc;
+
+    if (w->pctx && w->ordinal != ordinal) {
+        w->fail_kind = "harness";
+        return kopt_seterr(w->ctx, KOPT_E_INVALID, "the worker made its context on device %d "
+                           "before its job, which is for device %d", w->ordinal, ordinal);
+    }
+    if (!w->pctx && (rc = make_context(w, ordinal)) != KOPT_OK)
+        return rc;
+    t_ctx = w->early_ms > 0 ? w->early_ms : kopt_now_ms() - t0;
     if ((rc = device_json(w, dev)) != KOPT_OK)
         return rc;
     CU(cuStreamCreate(&w->stream, CU_STREAM_NON_BLOCKING), "create stream");
@@ -876,6 +909,8 @@ static kopt_status setup(worker *w, json_t *job, json_t **dev)
         return kopt_seterr(w->ctx, KOPT_E_CUDA, "cannot create the cuRAND generator");
     }
     json_object_set_new(*dev, "context_ms", json_real(t_ctx));
+    if (w->early_ms > 0)               /* made while the parent prepared the job */
+        json_object_set_new(*dev, "context_early", json_true());
     json_object_set_new(*dev, "module_ms", json_real(t_rand - t_mod));
     json_object_set_new(*dev, "curand_ms", json_real(kopt_now_ms() - t_rand));
     t_buf = kopt_now_ms();
@@ -1061,25 +1096,33 @@ static kopt_status run_phases(worker *w, json_t *job, json_t *result)
         json_t *po = json_object(), *tm = json_object_get(ph, "timing"), *sums = json_object();
         json_array_append_new(phases_out, po);
         json_object_set_new(po, "input_sums", sums);
+        double t0 = kopt_now_ms();
         if ((rc = setup_phase(w, ph, i == 0 ? kernels : NULL)) != KOPT_OK)
             goto done;
+        wk_trace(w, "phase_setup", t0);
         wk_progress(w, (int)i, "setup");
         if ((rc = run_trials(w, (int)i, json_object_get(ph, "trials"), sums)) != KOPT_OK)
             goto done;
         if (json_is_object(tm)) {
-            double t0 = kopt_now_ms();
+            t0 = kopt_now_ms();
             if ((rc = run_timing(w, (int)i, tm, po)) != KOPT_OK)
                 goto done;
             json_object_set_new(po, "timing_wall_ms", json_real(kopt_now_ms() - t0));
+            wk_trace(w, "timing", t0);
             if (json_number_value(json_object_get(tm, "energy_s")) > 0 &&
                 (rc = wk_measure_energy(w, json_number_value(json_object_get(tm, "energy_s")),
                                         median_sample(json_object_get(po, "samples_ms")),
                                         po)) != KOPT_OK)
                 goto done;
         }
+        t0 = kopt_now_ms();
         free_phase(w);
+        wk_trace(w, "phase_free", t0);
     }
     json_object_set(result, "phases", phases_out);
+    if (w->trace)
+        json_object_set_new(result, "trace", w->trace);
+    w->trace = NULL;
     if (w->gpu_kernels)
         json_object_set_new(result, "gpu_kernels", w->gpu_kernels);
     w->gpu_kernels = NULL;
@@ -1217,6 +1260,11 @@ static kopt_status serve_next(worker *w, json_t *job)
 
 int kopt_worker_main(void)
 {
+    return kopt_worker_main_args(0, NULL);
+}
+
+int kopt_worker_main_args(int argc, char **argv)
+{
     worker w;
     kopt_buf in = KOPT_BUF_INIT;
     json_t *job = NULL;
@@ -1225,6 +1273,17 @@ int kopt_worker_main(void)
 
     memset(&w, 0, sizeof(w));
     w.ctx = kopt_ctx_new();
+    /* "--early-device=N": the parent starts this worker before its job is ready; the
+     * context (the slow part of a start) is made meanwhile. A failure here is reported
+     * when the job comes, by setup() trying again. */
+    for (int i = 1; i < argc; i++)
+        if (strncmp(argv[i], "--early-device=", 15) == 0) {
+            double t0 = kopt_now_ms();
+            if (make_context(&w, atoi(argv[i] + 15)) == KOPT_OK)
+                w.early_ms = kopt_now_ms() - t0;
+            else
+                w.pctx = NULL;
+        }
     /* the job is the first line; what follows it (the "go") stays in `in` */
     if ((got = take_job(&w, &in, &job)) <= 0) {
         if (got == 0)
@@ -1246,6 +1305,12 @@ int kopt_worker_main(void)
             next = NULL;
         }
     }
+    /* One job done: wait for the parent to close stdin (at once when it does not want the
+     * worker kept: kopt__worker_finish; after the comparison when it does: collect). The
+     * output buffer's pages are then freed by this process's exit, beside the parent. */
+    if (rc == KOPT_OK && !json_is_true(json_object_get(job, "serve")))
+        while (await_line(&in) == 0)
+            in.len = 0, in.ptr[0] = '\0';
     kopt_buf_free(&in);
     if (rc != KOPT_OK)
         emit_error(&w);

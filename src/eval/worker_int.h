@@ -23,6 +23,9 @@
 
 /* Entry point of `kopt __worker` (used by the CLI's hidden verb). Returns the exit code. */
 int kopt_worker_main(void);
+/* The same, with the worker's arguments after "__worker" ("--early-device=N": make the
+ * CUDA context on device N before reading the job). */
+int kopt_worker_main_args(int argc, char **argv);
 
 
 #include <jansson.h>
@@ -50,6 +53,20 @@ typedef struct kopt__worker_proc kopt__worker_proc;
 kopt_status kopt__worker_start(kopt_ctx *ctx, json_t *job, size_t shm_size,
                                kopt__worker_proc **out);
 kopt_status kopt__worker_ready(kopt_ctx *ctx, kopt__worker_proc *w);
+/* Start in two steps: prestart launches a worker with no job, which makes its CUDA context
+ * on `device` meanwhile (--early-device); send gives it its job and output buffer. The
+ * parent prepares the job (compiles, binds) while the context is made. Device code only:
+ * host-mode and wrapped workers need their sandbox or wrapper from the start. */
+kopt_status kopt__worker_prestart(kopt_ctx *ctx, int device, kopt__worker_proc **out);
+kopt_status kopt__worker_send(kopt_ctx *ctx, kopt__worker_proc *w, json_t *job, size_t shm_size);
+/* As finish, but returns as soon as the "result" is in (or the worker ended): the worker's
+ * exit (unpinning its buffer, tearing its context down: ~100 ms) goes on while the caller
+ * compares. The proc stays with the caller: free it with kopt__worker_proc_release. */
+kopt_status kopt__worker_collect(kopt_ctx *ctx, kopt__worker_proc *w, double timeout_s,
+                                 kopt__worker_run *out);
+/* Free a proc without waiting for its process's end: one still exiting is reaped later
+ * (by the next worker start or release). */
+void kopt__worker_proc_release(kopt__worker_proc *w);
 kopt_status kopt__worker_finish(kopt_ctx *ctx, kopt__worker_proc *w, double timeout_s,
                                 kopt__worker_run *out);
 void kopt__worker_proc_free(kopt__worker_proc *w);

@@ -45,6 +45,8 @@ typedef struct worker {
     const kopt_cu_api *cu;
     const kopt_curand_api *cr;
     CUdevice dev;
+    int ordinal;
+    double early_ms;             /* the context made before the job came (--early-device) */
     CUcontext pctx;
     CUstream stream;
     CUmodule rt, mod;
@@ -60,6 +62,7 @@ typedef struct worker {
     int records;                 /* record the kernels of the first call (allow_libraries: false) */
     json_t *gpu_kernels;         /* what that call ran, other than kopt's own kernels */
     int no_poison;               /* leave outputs and scratch unwritten (initcheck runs) */
+    json_t *trace;               /* step -> wall ms, summed over trials (the result's "trace") */
     unsigned char *shm;
     size_t shm_size;
     /* the current phase */
@@ -83,6 +86,8 @@ kopt_status wk_cufail(worker *w, CUresult r, const char *what);
 unsigned wk_grid_for(worker *w, long long n);
 kopt_status wk_launch_rt(worker *w, CUfunction f, long long n, void **params, const char *what);
 int wk_cmp_float(const void *a, const void *b);
+/* Add the wall time since `t0` (kopt_now_ms) to step `step` of the worker's trace. */
+void wk_trace(worker *w, const char *step, double t0);
 /* 1 when the median of n sorted samples is known to within `precision` of itself (95%). */
 int wk_median_known(const float *sorted, int n, double precision);
 /* Measure DRAM bandwidth and compute rates into `out` (worker_ceilings.c). */
