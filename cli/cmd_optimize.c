@@ -36,6 +36,15 @@ static void help(FILE *f)
         "  --no-tune             no templatizer; --tune-budget N evaluations per tune (16)\n"
         "  --tune-after N        templatize the best node once it has N plan children (2)\n"
         "  --no-profile          do not profile correct candidates (no class, no advice)\n"
+        "  --start FILE          begin from this kernel instead of the reference (checked:\n"
+        "                        a candidate of the problem that compiles; the root's first\n"
+        "                        child, the reference still times the speedups)\n"
+        "tools (coder and debugger):\n"
+        "  --cute                describe the CUTLASS/CuTe code search in the prompts even\n"
+        "                        when no CUTLASS is found (default: when it is found)\n"
+        "  --no-cute             no code search at all\n"
+        "  --max-searches N      code searches per node (3; 0: none)\n"
+        "  --cutlass DIR         the CUTLASS to search and compile with\n"
         "runs:\n"
         "  --resume RUN          go on with the tree of run RUN\n"
         "  --propose             LLM only: one round of proposals, left pending\n"
@@ -58,7 +67,8 @@ enum {
     O_SEARCH = 0x2000, O_ITER, O_PROPOSALS, O_UCT, O_WIDEN_C, O_WIDEN_A, O_TOPQ, O_TOPX,
     O_PRUNE_M, O_PRUNE_EPS, O_DEBUG, O_BEAM, O_OBJECTIVE, O_ENERGY_S, O_NO_TOOLS, O_NO_MEMORY,
     O_NO_TUNE, O_TUNE_BUDGET, O_TUNE_AFTER, O_NO_PROFILE, O_RESUME, O_PROPOSE, O_EVALUATE, O_REPLAY,
-    O_WORKDIR, O_PROMPTS, O_MAX_REPLY, O_EVALUATOR, O_FAKE_REF, O_MAX_WALL, O_OUT, O_DB, O_JSON, O_HELP
+    O_WORKDIR, O_PROMPTS, O_MAX_REPLY, O_EVALUATOR, O_FAKE_REF, O_MAX_WALL, O_OUT, O_DB, O_JSON, O_HELP,
+    O_START, O_CUTE, O_NO_CUTE, O_MAX_SEARCHES
 };
 
 /* A number option into `then` (which sees it as v); a bad value ends the command. */
@@ -98,14 +108,15 @@ static int num(const char *name, const char *arg, double min, double *out)
 static char *options_json(const kopt_search_opts *o)
 {
     json_t *j = json_pack("{s:s,s:i,s:i,s:f,s:f,s:f,s:f,s:i,s:i,s:f,s:i,s:i,s:s,s:b,s:b,s:b,"
-                          "s:i,s:i}",
+                          "s:i,s:i,s:i,s:i}",
         "search", kopt_search_policy_name(o->policy), "iterations", o->iterations,
         "proposals", o->proposals, "uct_c", o->uct_c, "widen_c", o->widen_c,
         "widen_alpha", o->widen_alpha, "top_quantile", o->top_quantile,
         "top_extra", o->top_extra, "prune_m", o->prune_m, "prune_eps", o->prune_eps,
         "debug_attempts", o->debug_attempts, "beam_width", o->beam_width,
         "objective", kopt_run_tune_objective_name(o->objective), "no_tools", o->no_tools,
-        "no_memory", o->no_memory, "no_tune", o->no_tune, "tune_budget", o->tune_budget, "tune_after", o->tune_after);
+        "no_memory", o->no_memory, "no_tune", o->no_tune, "tune_budget", o->tune_budget, "tune_after", o->tune_after,
+        "cute", o->cute, "max_searches", o->max_searches);
     char *t = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     return t;
@@ -137,6 +148,8 @@ static void options_load(kopt_search_opts *o, const char *text, int keep_iterati
     o->no_tune = json_is_true(json_object_get(j, "no_tune"));
     o->tune_budget = (int)json_integer_value(json_object_get(j, "tune_budget"));
     o->tune_after = (int)json_integer_value(json_object_get(j, "tune_after"));
+    o->cute = (int)json_integer_value(json_object_get(j, "cute"));
+    o->max_searches = (int)json_integer_value(json_object_get(j, "max_searches"));
     json_decref(j);
 }
 
@@ -163,6 +176,10 @@ int cmd_optimize(int argc, char **argv)
         {"tune-budget", required_argument, NULL, O_TUNE_BUDGET},
         {"tune-after", required_argument, NULL, O_TUNE_AFTER},
         {"no-profile", no_argument, NULL, O_NO_PROFILE},
+        {"start", required_argument, NULL, O_START},
+        {"cute", no_argument, NULL, O_CUTE},
+        {"no-cute", no_argument, NULL, O_NO_CUTE},
+        {"max-searches", required_argument, NULL, O_MAX_SEARCHES},
         {"resume", required_argument, NULL, O_RESUME},
         {"propose", no_argument, NULL, O_PROPOSE},
         {"evaluate", no_argument, NULL, O_EVALUATE},
@@ -192,8 +209,8 @@ int cmd_optimize(int argc, char **argv)
     kopt_ctx *ctx = NULL;
     cli_llm llm;
     const char *db_path = cli_default_db(), *workdir = NULL, *evaluator = "live", *out = NULL;
-    const char *problem_arg = NULL;
-    char *stored_problem = NULL, *stored_opts = NULL, *opts_text = NULL, wd[4096], spec[64];
+    const char *problem_arg = NULL, *start = NULL;
+    char *start_source = NULL, *stored_problem = NULL, *stored_opts = NULL, *opts_text = NULL, wd[4096], spec[64];
     long long resume = 0, replay = 0;
     int json = 0, verbose = 0, propose = 0, evaluate_only = 0, iterations_given = 0, c, idx;
     int code = KOPT_EXIT_ERROR, tty = isatty(STDERR_FILENO), manual = 0, have_ev = 0;
@@ -239,6 +256,10 @@ int cmd_optimize(int argc, char **argv)
         case O_TUNE_BUDGET: NUM("tune-budget", 1, so.tune_budget = (int)v); break;
         case O_TUNE_AFTER: NUM("tune-after", 0, so.tune_after = (int)v); break;
         case O_NO_PROFILE: lo.no_profile = 1; break;
+        case O_START: start = optarg; break;
+        case O_CUTE: so.cute = 1; break;
+        case O_NO_CUTE: so.cute = -1; break;
+        case O_MAX_SEARCHES: NUM("max-searches", 0, so.max_searches = v > 0 ? (int)v : -1); break;
         case O_RESUME: resume = atoll(optarg); break;
         case O_PROPOSE: propose = 1; break;
         case O_EVALUATE: evaluate_only = 1; break;
@@ -271,7 +292,7 @@ int cmd_optimize(int argc, char **argv)
         problem_arg = argv[optind];
     if ((resume && replay) || (propose && evaluate_only) || (!resume && !replay && !problem_arg) ||
         (strcmp(evaluator, "live") != 0 && strcmp(evaluator, "fake") != 0) ||
-        ((propose || evaluate_only) && replay)) {
+        ((propose || evaluate_only) && replay) || (start && (resume || replay))) {
         help(stderr);
         return KOPT_EXIT_USAGE;
     }
@@ -308,6 +329,18 @@ int cmd_optimize(int argc, char **argv)
         cli_error(ctx);
         code = KOPT_EXIT_INVALID;
         goto done;
+    }
+    if (start) {   /* checked before anything is stored: a bad file is an error at once */
+        kopt_compile_opts co = KOPT_COMPILE_OPTS_INIT;
+        co.arch = lo.eval.arch;
+        co.cache_dir = lo.eval.cache_dir;
+        if (kopt_search_start_check(ctx, prob, start, &co, &start_source) != KOPT_OK) {
+            cli_error(ctx);
+            code = KOPT_EXIT_INVALID;
+            goto done;
+        }
+        so.start_source = start_source;
+        so.start_name = start;
     }
     opts_text = options_json(&so);
     if (kopt_store_opt_tree_put(store, ctx, tree_id, prob->hash, prob->path, opts_text) != KOPT_OK) {
@@ -351,6 +384,8 @@ int cmd_optimize(int argc, char **argv)
     }
     so.propose_only = propose;
     so.memory_as_of = replay ? replay : 0;
+    so.replay_of = replay;
+    so.cache_dir = lo.eval.cache_dir;
     so.stop = &g_stop;
     if (tty || verbose) {
         so.progress = on_progress;
@@ -427,5 +462,6 @@ done:
     free(stored_problem);
     free(stored_opts);
     free(opts_text);
+    free(start_source);
     return code;
 }

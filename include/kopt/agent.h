@@ -40,6 +40,7 @@ typedef enum kopt_agent_failure {
     KOPT_AGENT_UNCHANGED,       /* the result is the parent itself */
     KOPT_AGENT_TOO_LARGE,       /* the result passed KOPT_AGENT_MAX_SOURCE */
     KOPT_AGENT_NOT_TEMPLATE,    /* templatizer: the result has no tunable params */
+    KOPT_AGENT_SEARCH_LIMIT,    /* the last reply still asked for searches, past the bound */
     KOPT_AGENT_FAILURE_COUNT
 } kopt_agent_failure;
 const char *kopt_agent_failure_name(kopt_agent_failure f);   /* "edit_not_found", ... */
@@ -55,6 +56,11 @@ kopt_status kopt_agent_prompts_dir(kopt_ctx *ctx, char **out);
 /* The template of `role` (<dir>/<role>.md) into *out. */
 kopt_status kopt_agent_prompt_load(kopt_ctx *ctx, const char *dir, kopt_agent_role role,
                                    char **out);
+
+/* A named template beside the roles' (<dir>/<name>.md, e.g. "cute_search": the code-search
+ * tool's description) into *out. */
+kopt_status kopt_agent_prompt_load_named(kopt_ctx *ctx, const char *dir, const char *name,
+                                         char **out);
 
 typedef struct kopt_agent_var {
     const char *name, *value;   /* {{name}} in a template; a NULL value renders as "" */
@@ -91,6 +97,21 @@ typedef struct kopt_agent_guard {
 kopt_agent_failure kopt_agent_extract_code(const char *reply, const char *parent,
                                            const kopt_agent_guard *guard, char **out,
                                            char *why, size_t whylen);
+
+/* ---- tool calls ----------------------------------------------------------------------------- */
+
+/* The code-search requests of a coder or debugger reply: every non-empty line of every
+ * fenced block whose info string is `cute-search`
+ *     ```cute-search
+ *     make_tma_copy
+ *     ```
+ * trimmed, at most KOPT_AGENT_MAX_QUERY bytes each (longer ones are cut), at most `max`
+ * of them. Returns how many were found (even past `max`: the caller can say which were not
+ * run); (*queries)[0..min(n, max)) are caller-owned (kopt_agent_queries_free). A reply with
+ * such a block is a search turn: the code in it, if any, is not taken. */
+#define KOPT_AGENT_MAX_QUERY 200
+int kopt_agent_parse_searches(const char *reply, int max, char ***queries);
+void kopt_agent_queries_free(char **queries, int n);
 
 #ifdef __cplusplus
 }

@@ -149,6 +149,9 @@ typedef struct kopt_search_node {
     char tool[48];
     int64_t eval_id;
     char *tuned_from;           /* tune: the template source (the node's source is the best) */
+    int searches;               /* code searches its coder / debugger ran (the tool) */
+    char *queries;              /* those searches, one a line: "QUERY (N hits)" (or NULL) */
+    char tools[24];             /* root: the tool described to the agents ("cute-search"; "") */
     /* derived from the tree (not stored) */
     int ok;                     /* done, verdict OK, no failure */
     double raw_reward, reward;  /* log gain; normalized to [0, 1] over the tree */
@@ -191,9 +194,24 @@ typedef struct kopt_search_opts {
     int max_tokens;             /* per reply (8192) */
     kopt_search_progress_fn progress; void *progress_user;
     volatile sig_atomic_t *stop;
+    /* the code-search tool of the coder and debugger (docs/optimize.md, "Tools") */
+    int cute;                   /* 0 auto: described when CUTLASS is found; 1 always (--cute);
+                                 * -1 off (--no-cute): no tool, search blocks are not answered */
+    int max_searches;           /* per node (0: 3; < 0: none, as -1 cute) */
+    const char *cutlass_dir;    /* NULL: $CUTLASS_PATH, then the Python package */
+    const char *cache_dir;      /* the code index's cache (NULL: kopt_cache_dir()) */
+    int64_t replay_of;          /* a replay: searches answered from this tree's record */
+    /* --start: begin from this kernel (the root's first child, kind "start"; the root is the
+     * reference still, for the speedups, but is not expanded while the start kernel or its
+     * repair stands). Only read when the tree is new. */
+    const char *start_source;
+    const char *start_name;     /* its file, for the plan text */
 } kopt_search_opts;
 #define KOPT_SEARCH_OPTS_INIT {1, KOPT_SEARCH_MCTS, 10, 0, 1.0, 1.0, 0.5, 0.25, 1, 3, 0.02, 2, \
-    2, KOPT_TUNE_TIME, 0, 0, 0, 0, 16, 2, 0, 0.0, NULL, NULL, 0.8, 0.1, 8192, NULL, NULL, NULL}
+    2, KOPT_TUNE_TIME, 0, 0, 0, 0, 16, 2, 0, 0.0, NULL, NULL, 0.8, 0.1, 8192, NULL, NULL, NULL, \
+    0, 0, NULL, NULL, 0, NULL, NULL}
+/* The searches per node a kopt_search_opts gives (max_searches resolved). */
+#define KOPT_SEARCH_DEFAULT_SEARCHES 3
 
 typedef struct kopt_search kopt_search;
 
@@ -220,9 +238,20 @@ typedef struct kopt_search_stats {
     int waiting;                /* manual: prompts written and not yet answered */
     double wall_ms, llm_ms, eval_ms;
     double overhead_ms_per_iter;/* wall - llm - eval, per expansion or evaluation step */
+    int searches;               /* code searches run by this go */
+    double search_ms;           /* their time (index opening included) */
     char stop_reason[128];
 } kopt_search_stats;
 void kopt_search_get_stats(const kopt_search *s, kopt_search_stats *out);
+
+/* Check a --start kernel before a search begins from it: `path` parses as a candidate of
+ * `prob` (its launch plan, or the reference's, binds to the problem's sizes) and compiles
+ * (NVRTC or nvcc, no GPU needed; co NULL: defaults; skipped with a warning where no
+ * compiler can be loaded). *source (caller-owned) gets its text. KOPT_E_INVALID "FILE is not
+ * a candidate of problem P: ..." or KOPT_E_COMPILE "FILE does not compile: ..." (the log in
+ * kopt_errdetail). */
+kopt_status kopt_search_start_check(kopt_ctx *ctx, const kopt_problem *prob, const char *path,
+                                    const kopt_compile_opts *co, char **source);
 
 /* SHA-256 over every node's parent, kind, source hash and outcome: equal trees, equal. */
 void kopt_search_signature(const kopt_search *s, char out[65]);

@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define KOPT_STORE_SCHEMA_VERSION 6
+#define KOPT_STORE_SCHEMA_VERSION 7
 
 typedef struct kopt_store kopt_store;
 
@@ -275,6 +275,28 @@ kopt_status kopt_store_opt_memory_put(kopt_store *s, kopt_ctx *ctx,
 kopt_status kopt_store_opt_memory_get(kopt_store *s, kopt_ctx *ctx, const char *problem_hash,
                                       int64_t before_tree, int64_t tree_id, int limit,
                                       kopt_store_opt_memory **out, int *n);
+
+/* One query of the agents' code-search tool (schema version 7): conversation `key` of tree
+ * `tree_id` ("e3-p1-coder", "n5-debugger": the prompt's name in manual mode), the reply
+ * that asked (`turn`, 1 the first) and its place in that reply (`idx`). */
+typedef struct kopt_store_opt_search {
+    int64_t tree_id;
+    const char *key;
+    int turn, idx;
+    const char *query;
+    const char *result;          /* the text fed back to the model for it */
+    const char *hits_json;       /* kopt_cute_hits_json (NULL: no search ran) */
+    int nhits;
+    double query_ms;
+} kopt_store_opt_search;
+/* Insert or replace one search. */
+kopt_status kopt_store_opt_search_put(kopt_store *s, kopt_ctx *ctx,
+                                      const kopt_store_opt_search *x);
+/* The recorded result of search (tree_id, key, turn, idx) if its query was `query`:
+ * *result caller-owned, NULL when there is none. */
+kopt_status kopt_store_opt_search_get(kopt_store *s, kopt_ctx *ctx, int64_t tree_id,
+                                      const char *key, int turn, int idx, const char *query,
+                                      char **result);
 
 #ifdef __cplusplus
 }

@@ -100,6 +100,20 @@ kopt_status kopt_agent_prompt_load(kopt_ctx *ctx, const char *dir, kopt_agent_ro
     return rc;
 }
 
+kopt_status kopt_agent_prompt_load_named(kopt_ctx *ctx, const char *dir, const char *name,
+                                         char **out)
+{
+    char file[128], *path;
+    kopt_status rc;
+
+    snprintf(file, sizeof(file), "%s.md", name);
+    if (!(path = kopt_path_join(dir, file)))
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "prompt path");
+    rc = kopt_file_read(ctx, path, out, NULL);
+    free(path);
+    return rc;
+}
+
 char *kopt_agent_render(const char *tmpl, const kopt_agent_var *vars, int nvars)
 {
     kopt_buf b = KOPT_BUF_INIT;

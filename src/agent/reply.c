@@ -11,7 +11,7 @@
 
 static const char *const failure_names[KOPT_AGENT_FAILURE_COUNT] = {
     "ok", "no_reply", "no_code", "edit_malformed", "edit_not_found", "edit_ambiguous",
-    "forbidden", "unchanged", "too_large", "not_template"};
+    "forbidden", "unchanged", "too_large", "not_template", "search_limit"};
 
 const char *kopt_agent_failure_name(kopt_agent_failure f)
 {
@@ -380,4 +380,71 @@ nocode:
         snprintf(why, whylen, "no code block with a __global__ kernel in the reply (put the "
                  "whole .cu file in one ```cuda block, or use SEARCH/REPLACE edit blocks)");
     return f == KOPT_AGENT_OK ? KOPT_AGENT_NO_CODE : f;
+}
+
+/* ---- tool calls ----------------------------------------------------------------------------- */
+
+/* One trimmed query line [a, b) into the list (counted even when not kept). */
+static void add_query(char **q, int cap, int *n, const char *a, const char *b)
+{
+    while (a < b && isspace((unsigned char)*a))
+        a++;
+    while (b > a && isspace((unsigned char)b[-1]))
+        b--;
+    if (b == a)
+        return;
+    if (*n < cap && q) {
+        size_t len = (size_t)(b - a) < KOPT_AGENT_MAX_QUERY ? (size_t)(b - a) :
+                     KOPT_AGENT_MAX_QUERY;
+        q[*n] = strndup(a, len);
+    }
+    (*n)++;
+}
+
+int kopt_agent_parse_searches(const char *reply, int max, char ***queries)
+{
+    const char *p = reply ? reply : "";
+    int n = 0, cap = max > 0 ? max : 0;
+
+    *queries = cap ? calloc((size_t)cap, sizeof(char *)) : NULL;
+    while ((p = strstr(p, "```"))) {
+        const char *info = p + 3, *nl, *body, *close;
+        int ours;
+        if (p != reply && p[-1] != '\n') {   /* a fence starts a line */
+            p += 3;
+            continue;
+        }
+        if (!(nl = strchr(info, '\n')))
+            break;
+        while (info < nl && (*info == ' ' || *info == '\t'))
+            info++;
+        ours = (size_t)(nl - info) >= 11 && strncmp(info, "cute-search", 11) == 0 &&
+               (info + 11 == nl || isspace((unsigned char)info[11]));
+        body = nl + 1;
+        /* the closing fence starts a line; an unterminated block runs to the end */
+        close = strncmp(body, "```", 3) == 0 ? body - 1 : strstr(nl, "\n```");
+        if (ours) {
+            const char *end = close ? close : body + strlen(body), *q = body;
+            while (q < end) {
+                const char *e = memchr(q, '\n', (size_t)(end - q));
+                if (!e)
+                    e = end;
+                add_query(*queries, cap, &n, q, e);
+                q = e + 1;
+            }
+        }
+        if (!close)
+            break;
+        p = close + 4;
+    }
+    return n;
+}
+
+void kopt_agent_queries_free(char **queries, int n)
+{
+    if (!queries)
+        return;
+    for (int i = 0; i < n; i++)
+        free(queries[i]);
+    free(queries);
 }

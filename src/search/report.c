@@ -77,6 +77,8 @@ char *kopt_search_json(const kopt_search *s)
     json_object_set_new(o, "path", path);
     kopt_search_signature(s, sig);
     json_object_set_new(o, "signature", json_string(sig));
+    json_object_set_new(st, "searches", json_integer(s->st.searches));
+    json_object_set_new(st, "search_ms", json_real(s->st.search_ms));
     json_object_set_new(st, "expansions", json_integer(s->st.expansions));
     json_object_set_new(st, "evaluated", json_integer(s->st.evaluated));
     json_object_set_new(st, "pending", json_integer(s->st.pending));

@@ -35,11 +35,29 @@ static kopt_status load_tree(kopt_search *s, kopt_ctx *ctx)
     return rc;
 }
 
+/* The --start kernel as the root's first child, pending (kind "start"). */
+static kopt_status add_start(kopt_search *s, kopt_ctx *ctx)
+{
+    kopt_search_node *n = kopt__search_add(s);
+    const char *name = s->o.start_name ? strrchr(s->o.start_name, '/') : NULL;
+
+    if (!n || !(n->source = strdup(s->o.start_source)))
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "search start node");
+    n->parent = 0;
+    snprintf(n->kind, sizeof(n->kind), "start");
+    snprintf(n->plan.text, sizeof(n->plan.text), "the start kernel %s",
+             name ? name + 1 : s->o.start_name ? s->o.start_name : "(--start)");
+    snprintf(n->plan.kind, sizeof(n->plan.kind), "start");
+    kopt_sha256_hex(n->source, strlen(n->source), n->hash);
+    return kopt__search_save(s, ctx, n->id);
+}
+
 kopt_status kopt_search_open(kopt_search **out, kopt_ctx *ctx, const kopt_problem *prob,
                              kopt_store *store, int64_t tree_id, const kopt_search_opts *o)
 {
     kopt_search *s = calloc(1, sizeof(*s));
     kopt_status rc = KOPT_OK;
+    int fresh;
 
     *out = NULL;
     if (!s)
@@ -61,6 +79,7 @@ kopt_status kopt_search_open(kopt_search **out, kopt_ctx *ctx, const kopt_proble
             goto fail;
     if ((rc = load_tree(s, ctx)) != KOPT_OK)
         goto fail;
+    fresh = s->n == 0;
     if (s->n == 0) {
         kopt_search_node *root = kopt__search_add(s);
         if (!root || !(root->source = strdup(prob->ref_source ? prob->ref_source : ""))) {
@@ -72,7 +91,11 @@ kopt_status kopt_search_open(kopt_search **out, kopt_ctx *ctx, const kopt_proble
         kopt_sha256_hex(root->source, strlen(root->source), root->hash);
         if ((rc = kopt__search_save(s, ctx, 0)) != KOPT_OK)
             goto fail;
+        if (o->start_source && (rc = add_start(s, ctx)) != KOPT_OK)
+            goto fail;
     }
+    if ((rc = kopt__search_tool_open(s, ctx, fresh)) != KOPT_OK)
+        goto fail;
     kopt__search_derive(s);
     *out = s;
     return KOPT_OK;
@@ -91,6 +114,7 @@ void kopt_search_close(kopt_search *s)
     for (int r = 0; r < KOPT_AGENT_ROLE_COUNT; r++)
         free(s->templates[r]);
     free(s->prompts_dir);
+    kopt__search_tool_close(&s->tool);
     free(s);
 }
 
@@ -274,6 +298,8 @@ static void node_vars(kopt_search *s, kopt_ctx *ctx, vars *vs, int i)
     var_own(vs, "tried", tried_text(s, i));
     var_own(vs, "leaders", leaders_text(s, i));
     var_own(vs, "memory", memory_text(s, ctx, n->cls));
+    /* the code-search tool, described to the coder and debugger only when it is on */
+    var(vs, "tools", s->tool.described ? s->tool.description : "");
 }
 
 static char *render(kopt_search *s, kopt_agent_role role, vars *vs)
@@ -283,20 +309,33 @@ static char *render(kopt_search *s, kopt_agent_role role, vars *vs)
 
 /* ---- asking -------------------------------------------------------------------------------- */
 
+/* One conversation with a role: the prompt, then (coder and debugger, when the code-search
+ * tool is on) pairs of a reply that asked for searches and the results fed back, until a
+ * reply without searches. */
 typedef struct ask {
     kopt_llm_request rq;
-    kopt_llm_message msg;
+    kopt_llm_message *msgs;     /* the conversation; msgs[0] is the prompt */
+    int nmsg, cap;
     char *prompt;
-    char key[64];
+    char key[64];               /* the conversation's name (manual mode's files) */
     char tag[32];
-    kopt_llm_reply reply;
-    int answered;
+    kopt_llm_reply reply;       /* the latest reply */
+    int answered, waiting;
+    int tools;                  /* this role may search */
+    int searches;               /* searches run for this node */
+    int over;                   /* told that the bound is reached */
+    int asked_past;             /* the last reply still asked for searches */
+    kopt_buf qlog;              /* "QUERY (N hits)" lines, for the node */
 } ask;
 
 static void ask_clear(ask *a, int n)
 {
     for (int i = 0; i < n; i++) {
         free(a[i].prompt);
+        for (int m = 1; m < a[i].nmsg; m++)
+            free((char *)a[i].msgs[m].content);
+        free(a[i].msgs);
+        kopt_buf_free(&a[i].qlog);
         kopt_llm_reply_clear(&a[i].reply);
     }
 }
@@ -310,12 +349,19 @@ static void ask_init(kopt_search *s, ask *a, kopt_agent_role role, char *prompt,
 
     memset(a, 0, sizeof(*a));
     a->prompt = prompt;
-    a->msg.role = "user";
-    a->msg.content = prompt;
+    a->tools = s->tool.active && (role == KOPT_AGENT_CODER || role == KOPT_AGENT_DEBUGGER);
+    /* the prompt, then at most max + 1 tool turns (the last one says the bound is reached) */
+    a->cap = a->tools ? 2 * s->tool.max + 3 : 1;
+    a->msgs = calloc((size_t)a->cap, sizeof(*a->msgs));
+    if (a->msgs) {
+        a->msgs[0].role = "user";
+        a->msgs[0].content = prompt ? prompt : "";
+        a->nmsg = 1;
+    }
     a->rq = (kopt_llm_request)KOPT_LLM_REQUEST_INIT;
     a->rq.system = system;
-    a->rq.messages = &a->msg;
-    a->rq.nmessages = 1;
+    a->rq.messages = a->msgs;
+    a->rq.nmessages = a->nmsg;
     a->rq.max_tokens = s->o.max_tokens;
     a->rq.temperature = role == KOPT_AGENT_PLANNER ? s->o.plan_temperature :
                         s->o.code_temperature;
@@ -326,15 +372,31 @@ static void ask_init(kopt_search *s, ask *a, kopt_agent_role role, char *prompt,
     a->rq.run_id = s->tree_id;
 }
 
-/* Manual mode: <dir>/<key>.prompt.md written, <key>.reply.md read when it exists. The
- * exchange is stored like a model's (backend "manual") so a replay finds it. */
+/* The conversation's turn (1: the first prompt) and the manual files' name for it. */
+static int ask_turn(const ask *a)
+{
+    return a->nmsg / 2 + 1;
+}
+
+static void turn_key(const ask *a, char *out, size_t len)
+{
+    if (ask_turn(a) > 1)
+        snprintf(out, len, "%s.turn%d", a->key, ask_turn(a));
+    else
+        snprintf(out, len, "%s", a->key);
+}
+
+/* Manual mode: <dir>/<key>.prompt.md written, <key>.reply.md read when it exists (a later
+ * turn of a conversation: <key>.turnN.*, its prompt file holding the conversation so far).
+ * The exchange is stored like a model's (backend "manual") so a replay finds it. */
 static void ask_manual(kopt_search *s, kopt_ctx *ctx, ask *a)
 {
-    char path[4096];
+    char path[4096], key[96];
     char *text = NULL;
     struct stat st;
 
-    snprintf(path, sizeof(path), "%s/%s.reply.md", s->o.manual_dir, a->key);
+    turn_key(a, key, sizeof(key));
+    snprintf(path, sizeof(path), "%s/%s.reply.md", s->o.manual_dir, key);
     if (stat(path, &st) == 0 && kopt_file_read(ctx, path, &text, NULL) == KOPT_OK) {
         kopt_llm_exchange x = {0};
         char *rj = kopt_llm_request_json(&a->rq, "manual");
@@ -356,51 +418,116 @@ static void ask_manual(kopt_search *s, kopt_ctx *ctx, ask *a)
         free(rj);
         return;
     }
-    snprintf(path, sizeof(path), "%s/%s.prompt.md", s->o.manual_dir, a->key);
+    snprintf(path, sizeof(path), "%s/%s.prompt.md", s->o.manual_dir, key);
     if (stat(path, &st) != 0) {
         kopt_buf b = KOPT_BUF_INIT;
         kopt_buf_printf(&b, "<!-- kopt optimize, manual mode: write the reply to %s.reply.md "
-                        "in this folder. Role: %s. -->\n\n%s", a->key, a->rq.role, a->prompt);
+                        "in this folder. Role: %s. -->\n\n%s", key, a->rq.role, a->prompt);
+        for (int m = 1; m < a->nmsg; m++)
+            kopt_buf_printf(&b, "\n\n---\n\n# %s (turn %d)\n\n%s", m % 2 ? "Your reply" :
+                            "kopt's answer", (m + 1) / 2, a->msgs[m].content);
         kopt_file_write(ctx, path, b.ptr, b.len);
         kopt_buf_free(&b);
     }
+    a->waiting = 1;
     s->st.waiting++;
 }
 
-/* Ask every request; 0 when all were answered (successfully or not), 1 when manual replies
- * are still awaited (nothing should be made of this batch yet). */
-static int ask_all(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm, ask *a, int n)
+/* Ask every request not yet answered (nor waiting for a manual reply). */
+static void ask_pending(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm, ask *a, int n)
 {
     double t0 = kopt_now_ms();
-    int waiting = 0;
+    int asked = 0;
 
     if (s->o.manual_dir) {
         kopt_mkdirs(ctx, s->o.manual_dir);
-        for (int i = 0; i < n; i++) {
-            ask_manual(s, ctx, &a[i]);
-            waiting += !a[i].answered;
-        }
+        for (int i = 0; i < n; i++)
+            if (!a[i].answered && !a[i].waiting) {
+                ask_manual(s, ctx, &a[i]);
+                asked += a[i].answered;
+            }
     } else {
         kopt_llm_request rq[16];
         kopt_llm_reply rp[16];
-        for (int i = 0; i < n; i++)
-            rq[i] = a[i].rq;
+        int who[16], k = 0;
+        for (int i = 0; i < n && k < 16; i++)
+            if (!a[i].answered) {
+                who[k] = i;
+                rq[k++] = a[i].rq;
+            }
         memset(rp, 0, sizeof(rp));
-        kopt_llm_call_many(llm, ctx, rq, n, rp);
-        for (int i = 0; i < n; i++) {
-            a[i].reply = rp[i];
-            a[i].answered = 1;
+        if (k)
+            kopt_llm_call_many(llm, ctx, rq, k, rp);
+        for (int j = 0; j < k; j++) {
+            a[who[j]].reply = rp[j];
+            a[who[j]].answered = 1;
         }
+        asked = k;
     }
     s->st.llm_ms += kopt_now_ms() - t0;
-    s->st.llm_requests += n - waiting;
-    return waiting ? 1 : 0;
+    s->st.llm_requests += asked;
 }
 
 static const char *reply_text(const ask *a)
 {
     return a->reply.outcome == KOPT_LLM_OK || a->reply.outcome == KOPT_LLM_LENGTH ?
            a->reply.text : NULL;
+}
+
+/* If a's reply asks for code searches (and the tool is on for it), answer them: the reply
+ * and the results join the conversation and a is to be asked again. 1 when it is. */
+static int tool_turn(kopt_search *s, kopt_ctx *ctx, ask *a)
+{
+    const char *text = reply_text(a);
+    char **q = NULL, *answer;
+    int nq, kept;
+
+    if (!a->answered || !a->tools || !text)
+        return 0;
+    nq = kopt_agent_parse_searches(text, 16, &q);
+    kept = nq < 16 ? nq : 16;
+    if (nq == 0) {
+        kopt_agent_queries_free(q, kept);
+        return 0;
+    }
+    if (a->over || a->nmsg + 2 > a->cap) {
+        a->asked_past = 1;
+        kopt_agent_queries_free(q, kept);
+        return 0;
+    }
+    answer = kopt__search_tool_answer(s, ctx, a->key, ask_turn(a), q, kept, nq, &a->searches,
+                                      &a->over, &a->qlog);
+    kopt_agent_queries_free(q, kept);
+    if (!answer)
+        return 0;
+    a->msgs[a->nmsg].role = "assistant";
+    a->msgs[a->nmsg++].content = strdup(text);
+    a->msgs[a->nmsg].role = "user";
+    a->msgs[a->nmsg++].content = answer;
+    a->rq.nmessages = a->nmsg;
+    kopt_llm_reply_clear(&a->reply);
+    a->answered = 0;
+    return 1;
+}
+
+/* Ask every request, answering code searches turn by turn; 0 when all were answered
+ * (successfully or not), 1 when manual replies are still awaited (nothing should be made
+ * of this batch yet). */
+static int ask_all(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm, ask *a, int n)
+{
+    int waiting = 0;
+
+    for (;;) {
+        int more = 0;
+        ask_pending(s, ctx, llm, a, n);
+        for (int i = 0; i < n; i++)
+            more += tool_turn(s, ctx, &a[i]);
+        if (!more)
+            break;
+    }
+    for (int i = 0; i < n; i++)
+        waiting += !a[i].answered;
+    return waiting ? 1 : 0;
 }
 
 /* ---- making nodes --------------------------------------------------------------------------- */
@@ -462,7 +589,11 @@ static kopt_status add_child(kopt_search *s, kopt_ctx *ctx, int parent, const ch
     kopt_search_node *n;
     int id;
 
-    if (!text) {
+    if (text && a->asked_past) {
+        f = KOPT_AGENT_SEARCH_LIMIT;
+        snprintf(why, sizeof(why), "the reply asked for code searches again after the bound "
+                 "of %d per node was reached, instead of giving the code", s->tool.max);
+    } else if (!text) {
         f = KOPT_AGENT_NO_REPLY;
         snprintf(why, sizeof(why), "the model gave no usable reply (%s%s%s)",
                  kopt_llm_outcome_name(a->reply.outcome), a->reply.error ? ": " : "",
@@ -488,6 +619,9 @@ static kopt_status add_child(kopt_search *s, kopt_ctx *ctx, int parent, const ch
     n->proposal = proposal;
     if (plan)
         n->plan = *plan;
+    n->searches = a->searches;
+    if (a->qlog.len)
+        n->queries = strndup(a->qlog.ptr, a->qlog.len);
     if (s->nodes[parent].findings) {
         const char *nl = strchr(s->nodes[parent].findings, '\n');
         size_t len = nl ? (size_t)(nl - s->nodes[parent].findings) : strlen(s->nodes[parent].findings);
@@ -520,7 +654,7 @@ static void remember(kopt_search *s, kopt_ctx *ctx, int i)
         return;
     while (strcmp(base->kind, "repair") == 0 && base->parent >= 0)
         base = &s->nodes[base->parent];
-    if (base->parent < 0)
+    if (base->parent < 0 || strcmp(base->kind, "start") == 0)   /* given, not planned */
         return;
     memset(&m, 0, sizeof(m));
     snprintf(m.problem_hash, sizeof(m.problem_hash), "%s", s->prob->hash);
@@ -642,9 +776,27 @@ static int limit_of(const kopt_search *s, int i)
            (in_top(s, i) ? s->o.top_extra : 0);
 }
 
-/* Correct and not a dead end (the root also while pending: a first --propose expands it). */
+/* The --start node (the root's child of kind "start"), or -1. */
+static int start_node(const kopt_search *s)
+{
+    return s->n > 1 && strcmp(s->nodes[1].kind, "start") == 0 ? 1 : -1;
+}
+
+/* Correct and not a dead end (the root also while pending: a first --propose expands it).
+ * With --start, the start kernel takes the root's place: the root is not expanded while
+ * the start kernel (or the end of its repair chain) is correct or still pending. */
 static int open_node(const kopt_search *s, int i)
 {
+    int st = start_node(s);
+
+    if (st > 0 && (i == 0 || i == st)) {
+        const kopt_search_node *e = &s->nodes[kopt__search_chain_end(s, st)];
+        int stands = e->ok || e->state == KOPT_SEARCH_PENDING;
+        if (i == 0 && stands)
+            return 0;
+        if (i == st && s->nodes[st].state == KOPT_SEARCH_PENDING)
+            return !s->nodes[st].closed;
+    }
     return (s->nodes[i].ok || (i == 0 && s->nodes[0].state == KOPT_SEARCH_PENDING)) &&
            !s->nodes[i].closed;
 }
@@ -721,8 +873,12 @@ static int select_node(const kopt_search *s)
                 pick = r[i];
         break;
     }
-    case KOPT_SEARCH_BEST_OF_N:
-        pick = s->nodes[0].ok ? 0 : -1;
+    case KOPT_SEARCH_BEST_OF_N:   /* every expansion from the start (the root, or --start) */
+        pick = open_node(s, 0) ? 0 : -1;
+        if (start_node(s) > 0 && pick < 0) {
+            int e = kopt__search_chain_end(s, start_node(s));
+            pick = open_node(s, e) ? e : -1;
+        }
         break;
     }
     free(r);
@@ -749,6 +905,33 @@ static int needs_repair(const kopt_search *s, int i)
     return kopt__search_chain_end(s, i) == i;
 }
 
+/* The log the debugger sees: a compile log whose errors come from inside CuTe/CUTLASS
+ * headers is summarized (the first error, the template it was instantiating, the line of
+ * the candidate that led there), not given whole; anything else as it is. */
+static char *debugger_log(const kopt_search_node *n)
+{
+    kopt_buf b = KOPT_BUF_INIT;
+    char *sum;
+
+    if (!n->log)
+        return strdup("(none)");
+    if (n->verdict != KOPT_VERDICT_COMPILE_ERROR || n->failure[0] ||
+        (!kopt_cutlass_used(n->source) && !strstr(n->log, "/include/cute/") &&
+         !strstr(n->log, "/include/cutlass/")))
+        return strdup(n->log);
+    sum = kopt_cute_summarize_errors(n->log);
+    if (!sum || !sum[0]) {
+        free(sum);
+        return strdup(n->log);
+    }
+    kopt_buf_printf(&b, "%s(kopt's summary of a compile log of %zu bytes from inside "
+                    "CuTe/CUTLASS headers: the first error, the template it was "
+                    "instantiating and the line of this candidate that led there)",
+                    sum, strlen(n->log));
+    free(sum);
+    return kopt_buf_detach(&b);
+}
+
 /* Ask the debugger to repair every failed node that may still be repaired. 1 when some
  * repair was asked, 0 none, -1 waiting for manual replies. */
 static int repair(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm)
@@ -765,7 +948,7 @@ static int repair(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm)
         node_vars(s, ctx, &vs, i);
         var(&vs, "failure", n->failure[0] ? n->failure : kopt_verdict_name(n->verdict));
         var(&vs, "message", n->message);
-        var(&vs, "log", n->log ? n->log : "(none)");
+        var_own(&vs, "log", debugger_log(n));
         var(&vs, "plan", n->plan.text);
         var(&vs, "parent_source", n->parent >= 0 ? s->nodes[n->parent].source : "");
         /* STARK's debugger window: what its siblings tried and how that went */

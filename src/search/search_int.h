@@ -6,6 +6,21 @@
 
 #include <jansson.h>
 
+#include "kopt/cute.h"
+
+/* The code-search tool of the coder and debugger (tools.c). */
+typedef struct kopt__search_tool {
+    int active;                 /* search blocks in replies are answered */
+    int described;              /* the prompts describe the tool ({{tools}}) */
+    int max;                    /* searches per node */
+    int looked, found;          /* CUTLASS looked for; found */
+    kopt_cutlass cl;
+    char why[512];              /* why it was not found */
+    kopt_cute_index *ix;        /* opened at the first search */
+    char ix_error[512];         /* why it could not be opened ("" none) */
+    char *description;          /* prompts/cute_search.md rendered */
+} kopt__search_tool;
+
 struct kopt_search {
     const kopt_problem *prob;
     kopt_store *store;
@@ -19,7 +34,23 @@ struct kopt_search {
     int prepared;               /* nodes below this index were handed to ev->prepare */
     kopt_search_stats st;
     double t_start;
+    kopt__search_tool tool;
 };
+
+/* tools.c */
+/* Decide whether the tool is described and active (the root records it: a resume or a
+ * replay describes it as the original did), load its description. `fresh`: the tree was
+ * made by this open (its root is saved again with the decision). */
+kopt_status kopt__search_tool_open(kopt_search *s, kopt_ctx *ctx, int fresh);
+void kopt__search_tool_close(kopt__search_tool *t);
+/* Answer the queries q[0..nq) of reply `turn` of conversation `key` (nasked: how many the
+ * reply held, nq of them kept): run each while the node's bound allows (*used counts them),
+ * record each in the store, and give the next user message (caller-owned). *over is set
+ * when the bound is reached (the message then says to answer with code). `qlog` gets
+ * "QUERY (N hits)" lines. */
+char *kopt__search_tool_answer(kopt_search *s, kopt_ctx *ctx, const char *key, int turn,
+                               char **q, int nq, int nasked, int *used, int *over,
+                               kopt_buf *qlog);
 
 /* tree.c */
 kopt_search_node *kopt__search_add(kopt_search *s);   /* zeroed, id set; NULL nomem */

@@ -103,6 +103,7 @@ void kopt__search_node_clear(kopt_search_node *n)
     free(n->findings);
     free(n->facts);
     free(n->tuned_from);
+    free(n->queries);
     memset(n, 0, sizeof(*n));
 }
 
@@ -162,6 +163,10 @@ json_t *kopt__search_node_to_json(const kopt_search_node *n)
     set_str(o, "findings", n->findings);
     set_str(o, "facts", n->facts);
     set_str(o, "tuned_from", n->tuned_from);
+    if (n->searches)
+        json_object_set_new(o, "searches", json_integer(n->searches));
+    set_str(o, "queries", n->queries);
+    set_str(o, "tools", n->tools);
     return o;
 }
 
@@ -214,6 +219,9 @@ int kopt__search_node_from_json(kopt_search_node *n, const json_t *o)
     n->findings = get_dup(o, "findings");
     n->facts = get_dup(o, "facts");
     n->tuned_from = get_dup(o, "tuned_from");
+    n->searches = (int)json_integer_value(json_object_get(o, "searches"));
+    n->queries = get_dup(o, "queries");
+    get_str(o, "tools", n->tools, sizeof(n->tools));
     return n->source ? 0 : -1;
 }
 

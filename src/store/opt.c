@@ -206,3 +206,49 @@ kopt_status kopt_store_opt_memory_get(kopt_store *s, kopt_ctx *ctx, const char *
     *n = len;
     return KOPT_OK;
 }
+
+kopt_status kopt_store_opt_search_put(kopt_store *s, kopt_ctx *ctx,
+                                      const kopt_store_opt_search *x)
+{
+    sqlite3_stmt *st = NULL;
+    kopt_status rc = KOPT_OK;
+
+    if (sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO opt_searches (tree_id, key, turn, "
+                           "idx, query, result, hits_json, nhits, query_ms) VALUES "
+                           "(?,?,?,?,?,?,?,?,?)", -1, &st, NULL) != SQLITE_OK)
+        return kopt__store_err(s, ctx, "store a code search");
+    sqlite3_bind_int64(st, 1, x->tree_id);
+    kopt__store_bind_text(st, 2, x->key);
+    sqlite3_bind_int(st, 3, x->turn);
+    sqlite3_bind_int(st, 4, x->idx);
+    kopt__store_bind_text(st, 5, x->query);
+    kopt__store_bind_text(st, 6, x->result);
+    kopt__store_bind_text(st, 7, x->hits_json);
+    sqlite3_bind_int(st, 8, x->nhits);
+    sqlite3_bind_double(st, 9, x->query_ms);
+    if (sqlite3_step(st) != SQLITE_DONE)
+        rc = kopt__store_err(s, ctx, "store a code search");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+kopt_status kopt_store_opt_search_get(kopt_store *s, kopt_ctx *ctx, int64_t tree_id,
+                                      const char *key, int turn, int idx, const char *query,
+                                      char **result)
+{
+    sqlite3_stmt *st = NULL;
+
+    *result = NULL;
+    if (sqlite3_prepare_v2(s->db, "SELECT result FROM opt_searches WHERE tree_id=? AND key=? "
+                           "AND turn=? AND idx=? AND query=?", -1, &st, NULL) != SQLITE_OK)
+        return kopt__store_err(s, ctx, "read a code search");
+    sqlite3_bind_int64(st, 1, tree_id);
+    kopt__store_bind_text(st, 2, key);
+    sqlite3_bind_int(st, 3, turn);
+    sqlite3_bind_int(st, 4, idx);
+    kopt__store_bind_text(st, 5, query);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        *result = col_dup(st, 0);
+    sqlite3_finalize(st);
+    return KOPT_OK;
+}

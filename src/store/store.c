@@ -23,6 +23,8 @@ static const char *const migrations[] = {
     KOPT__STORE_LLM_SCHEMA,
     /* 5 -> 6: kopt optimize's search trees and search memory (opt.c) */
     KOPT__STORE_OPT_SCHEMA,
+    /* 6 -> 7: the agents' code searches (opt.c) */
+    KOPT__STORE_OPT_SEARCH_SCHEMA,
 };
 
 kopt_status kopt__store_err(kopt_store *s, kopt_ctx *ctx, const char *what)

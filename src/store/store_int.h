@@ -119,4 +119,14 @@ void kopt__store_copy_col(sqlite3_stmt *st, int col, char *buf, size_t len);
     "  UNIQUE (tree_id, node));"                                                               \
     "CREATE INDEX opt_memory_by_problem ON opt_memory(problem_hash, class);"
 
+/* Migration 6 -> 7 (opt.c): the searches of the agents' code-search tool, one row per
+ * query of a conversation turn, with the text fed back to the model (a replay answers from
+ * it) and the hits as JSON. */
+#define KOPT__STORE_OPT_SEARCH_SCHEMA                                                          \
+    "CREATE TABLE opt_searches (tree_id INTEGER NOT NULL, key TEXT NOT NULL,"                  \
+    "  turn INTEGER NOT NULL, idx INTEGER NOT NULL,"                                           \
+    "  created_at TEXT DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),"                        \
+    "  query TEXT NOT NULL, result TEXT, hits_json TEXT, nhits INTEGER, query_ms REAL,"        \
+    "  PRIMARY KEY (tree_id, key, turn, idx));"
+
 #endif
