@@ -94,7 +94,7 @@ void kopt_search_evaluator_close(kopt_search_evaluator *ev);   /* NULL-safe */
 /* The scripted evaluator of the tests: each candidate's outcome is written in its source as
  *     // kopt-test: verdict=OK time=0.5 energy=2 class=memory tool=NAME advice=TEXT...
  * (keys optional; advice runs to the end of the line; `tuned=T` is the time a tune of it
- * reaches). A source without the marker is OK at `ref_ms`, one without __global__ (nor a
+ * reaches; `logfile=PATH` gives a recorded compiler log as the candidate's log). A source without the marker is OK at `ref_ms`, one without __global__ (nor a
  * host entry point) is a COMPILE_ERROR. */
 kopt_status kopt_search_evaluator_fake(kopt_search_evaluator *out, kopt_ctx *ctx,
                                        double ref_ms);
@@ -237,7 +237,8 @@ typedef struct kopt_search_stats {
     int llm_requests;           /* asked by this go (manual: answered) */
     int waiting;                /* manual: prompts written and not yet answered */
     double wall_ms, llm_ms, eval_ms;
-    double overhead_ms_per_iter;/* wall - llm - eval, per expansion or evaluation step */
+    double overhead_ms_per_iter;/* wall - llm - eval - search, per expansion or evaluation
+                                 * step */
     int searches;               /* code searches run by this go */
     double search_ms;           /* their time (index opening included) */
     char stop_reason[128];

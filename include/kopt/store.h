@@ -293,10 +293,11 @@ typedef struct kopt_store_opt_search {
 kopt_status kopt_store_opt_search_put(kopt_store *s, kopt_ctx *ctx,
                                       const kopt_store_opt_search *x);
 /* The recorded result of search (tree_id, key, turn, idx) if its query was `query`:
- * *result caller-owned, NULL when there is none. */
+ * *result and *hits_json (may be NULL: not wanted) caller-owned, NULL when there is none;
+ * *nhits (may be NULL) its hit count. */
 kopt_status kopt_store_opt_search_get(kopt_store *s, kopt_ctx *ctx, int64_t tree_id,
                                       const char *key, int turn, int idx, const char *query,
-                                      char **result);
+                                      char **result, char **hits_json, int *nhits);
 
 #ifdef __cplusplus
 }

@@ -35,7 +35,8 @@ static int marker_get(const char *a, const char *e, const char *key, char *buf, 
     return 0;
 }
 
-static kopt_status fake_outcome(fake *f, const char *source, int tuned, kopt_search_outcome *out)
+static kopt_status fake_outcome(fake *f, kopt_ctx *ctx, const char *source, int tuned,
+                                kopt_search_outcome *out)
 {
     const char *m = strstr(source, "kopt-test:"), *e;
     char v[512];
@@ -85,6 +86,13 @@ static kopt_status fake_outcome(fake *f, const char *source, int tuned, kopt_sea
     default:
         break;
     }
+    if (marker_get(m, e, "logfile", v, sizeof(v))) {   /* a recorded log (a real compiler's) */
+        char *text = NULL;
+        if (kopt_file_read(ctx, v, &text, NULL) == KOPT_OK) {
+            free(out->log);
+            out->log = text;
+        }
+    }
     if (out->verdict != KOPT_VERDICT_OK && out->verdict != KOPT_VERDICT_SUSPECT)
         out->time_ms = 0;
     return KOPT_OK;
@@ -108,15 +116,14 @@ static void fake_log(const char *tag, const char *source)
 static kopt_status fake_evaluate(void *self, kopt_ctx *ctx, const char *source, const char *tag,
                                  kopt_search_outcome *out)
 {
-    (void)ctx;
     fake_log(tag, source);
-    return fake_outcome(self, source, 0, out);
+    return fake_outcome(self, ctx, source, 0, out);
 }
 
 static kopt_status fake_tune(void *self, kopt_ctx *ctx, const char *source, const char *tag,
                              int budget, kopt_search_outcome *out)
 {
-    kopt_status rc = fake_outcome(self, source, 1, out);
+    kopt_status rc = fake_outcome(self, ctx, source, 1, out);
     kopt_buf b = KOPT_BUF_INIT;
 
     (void)ctx;

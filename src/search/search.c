@@ -1183,7 +1183,8 @@ kopt_status kopt_search_go(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm,
     for (int i = 0; i < s->n; i++)
         s->st.pending += s->nodes[i].state == KOPT_SEARCH_PENDING;
     steps = steps > s->st.evaluated ? steps : s->st.evaluated;
-    s->st.overhead_ms_per_iter = steps ? (s->st.wall_ms - s->st.llm_ms - s->st.eval_ms) / steps
-                                       : 0.0;
+    /* kopt's own time: what the LLM, the evaluations and the code searches did not take */
+    s->st.overhead_ms_per_iter = steps ? (s->st.wall_ms - s->st.llm_ms - s->st.eval_ms -
+                                          s->st.search_ms) / steps : 0.0;
     return rc;
 }

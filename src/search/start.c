@@ -3,8 +3,21 @@
  * rather than a failed node later. */
 #include "search_int.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Does `src` name identifier [name, name + n) as a whole word? */
+static int names(const char *src, const char *name, size_t n)
+{
+    for (const char *p = src; (p = strstr(p, name)); p++) {
+        char before = p == src ? ' ' : p[-1], after = p[n];
+        if (!(isalnum((unsigned char)before) || before == '_') &&
+            !(isalnum((unsigned char)after) || after == '_'))
+            return 1;
+    }
+    return 0;
+}
 
 kopt_status kopt_search_start_check(kopt_ctx *ctx, const kopt_problem *prob, const char *path,
                                     const kopt_compile_opts *co, char **source)
@@ -34,6 +47,22 @@ kopt_status kopt_search_start_check(kopt_ctx *ctx, const kopt_problem *prob, con
         rc = KOPT_E_INVALID;
         goto done;
     }
+    /* the launch plan's kernels (the problem's, unless the file gives its own) */
+    for (int i = 0; i < c->plan.n && !c->host_mode; i++) {
+        const kopt_launch *l = &c->plan.steps[i];
+        char base[256];
+        size_t n;
+        if (l->is_memset || !l->kernel)
+            continue;
+        n = strcspn(l->kernel, "< ");
+        snprintf(base, sizeof(base), "%.*s", (int)n, l->kernel);
+        if (!names(c->source, base, strlen(base))) {
+            rc = kopt_seterr(ctx, KOPT_E_INVALID, "--start %s is not a candidate of problem "
+                             "%s: it defines no kernel %s (the %s launch plan's)", path,
+                             prob->name, base, c->has_front_matter ? "file's" : "problem's");
+            goto done;
+        }
+    }
     rc = kopt_compile(&cc, ctx, c, co ? co : &dflt);
     if (rc == KOPT_E_NO_DEVICE) {
         /* no compiler to load here: the evaluator will say it */
@@ -49,7 +78,7 @@ kopt_status kopt_search_start_check(kopt_ctx *ctx, const kopt_problem *prob, con
             if (l->is_memset || c->host_mode || kopt_compiled_kernel(cc, l->kernel))
                 continue;
             rc = kopt_seterr(ctx, KOPT_E_INVALID, "--start %s is not a candidate of problem "
-                             "%s: it defines no kernel %s (its launch plan's)", path,
+                             "%s: it defines no kernel %s (the launch plan's)", path,
                              prob->name, l->kernel);
             goto done;
         }

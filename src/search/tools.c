@@ -127,14 +127,13 @@ static int run_one(kopt_search *s, kopt_ctx *ctx, const char *key, int turn, int
         /* a replay: the answer the original run gave (the hits are in its record) */
         if (s->store)
             kopt_store_opt_search_get(s->store, ctx, s->o.replay_of, key, turn, idx, query,
-                                      &text);
+                                      &text, &hits_json, &n);
         if (!text)
             kopt_buf_printf(&r, "### `%s`\n(run %lld recorded no answer for this search)\n",
                             query, (long long)s->o.replay_of);
         else
             kopt_buf_printf(&r, "%s", text);
         free(text);
-        n = 0;
     } else {
         find_cutlass(s, ctx);
         if (t->found && !t->ix && !t->ix_error[0]) {

@@ -234,21 +234,31 @@ kopt_status kopt_store_opt_search_put(kopt_store *s, kopt_ctx *ctx,
 
 kopt_status kopt_store_opt_search_get(kopt_store *s, kopt_ctx *ctx, int64_t tree_id,
                                       const char *key, int turn, int idx, const char *query,
-                                      char **result)
+                                      char **result, char **hits_json, int *nhits)
 {
     sqlite3_stmt *st = NULL;
 
     *result = NULL;
-    if (sqlite3_prepare_v2(s->db, "SELECT result FROM opt_searches WHERE tree_id=? AND key=? "
-                           "AND turn=? AND idx=? AND query=?", -1, &st, NULL) != SQLITE_OK)
+    if (hits_json)
+        *hits_json = NULL;
+    if (nhits)
+        *nhits = 0;
+    if (sqlite3_prepare_v2(s->db, "SELECT result, hits_json, nhits FROM opt_searches WHERE "
+                           "tree_id=? AND key=? AND turn=? AND idx=? AND query=?", -1, &st,
+                           NULL) != SQLITE_OK)
         return kopt__store_err(s, ctx, "read a code search");
     sqlite3_bind_int64(st, 1, tree_id);
     kopt__store_bind_text(st, 2, key);
     sqlite3_bind_int(st, 3, turn);
     sqlite3_bind_int(st, 4, idx);
     kopt__store_bind_text(st, 5, query);
-    if (sqlite3_step(st) == SQLITE_ROW)
+    if (sqlite3_step(st) == SQLITE_ROW) {
         *result = col_dup(st, 0);
+        if (hits_json)
+            *hits_json = col_dup(st, 1);
+        if (nhits)
+            *nhits = sqlite3_column_int(st, 2);
+    }
     sqlite3_finalize(st);
     return KOPT_OK;
 }

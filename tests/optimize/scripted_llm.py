@@ -12,6 +12,11 @@ same tree.
   command:  python3 scripted_llm.py DIR            (request JSON on stdin, reply on stdout)
   manual:   python3 scripted_llm.py DIR --answer MANUAL_DIR   (writes every missing reply)
 Environment: KOPT_SCRIPT_SLEEP=seconds to wait before answering (kill tests).
+KOPT_SCRIPT_SEARCH="Q1;Q2;...": when the prompt describes the code-search tool, the coder
+(and the roles in KOPT_SCRIPT_SEARCH_ROLES, comma-separated) first asks for these searches,
+one a turn (```cute-search blocks), then answers with the code once every query was
+answered or kopt says no searches are left; KOPT_SCRIPT_SEARCH_GREEDY=1 keeps asking even
+then (the bound test). "@ROOT@" in a kernel of the list is the repository's folder.
 """
 import json
 import os
@@ -29,7 +34,7 @@ def load(d, name):
     p = os.path.join(d, name)
     if not os.path.exists(p):
         return None
-    text = open(p).read()
+    text = open(p).read().replace("@ROOT@", ROOT)
     src = marker(text, "from")
     if not src:
         return text
@@ -61,7 +66,24 @@ def fenced(src, prose=True):
     return head + "```cuda\n" + src + "```\n" + ("\nIt follows the plan.\n" if prose else "")
 
 
+def search_turn(role, text):
+    """A cute-search request when the script is set to search and the tool is described."""
+    queries = [q for q in os.environ.get("KOPT_SCRIPT_SEARCH", "").split(";") if q]
+    roles = os.environ.get("KOPT_SCRIPT_SEARCH_ROLES", "coder").split(",")
+    if not queries or role not in roles or "```cute-search" not in text:
+        return None
+    answered = text.count("## Code search results")
+    greedy = os.environ.get("KOPT_SCRIPT_SEARCH_GREEDY") == "1"
+    if not greedy and ("No searches left" in text or answered >= len(queries)):
+        return None
+    q = queries[answered % len(queries)]
+    return "I need to check the CuTe API first.\n\n```cute-search\n%s\n```\n" % q
+
+
 def answer(d, role, text):
+    ask = search_turn(role, text)
+    if ask:
+        return ask
     cur = marker(text, "step") or "0"
     k = int(re.match(r"\d+", cur).group(0)) if re.match(r"\d+", cur) else 0
     prop = re.search(r"proposal (\d+) of", text)
@@ -108,7 +130,7 @@ def main():
             reply = os.path.join(md, key + ".reply.md")
             if os.path.exists(reply):
                 continue
-            role = key.rsplit("-", 1)[1]
+            role = key.rsplit("-", 1)[1].split(".")[0]   # e1-p1-coder.turn2 -> coder
             text = open(os.path.join(md, f)).read()
             open(reply, "w").write(answer(d, role, text))
             n += 1

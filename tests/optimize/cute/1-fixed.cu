@@ -1,0 +1,4 @@
+// kopt-from: examples/softmax/reference.cu
+// kopt-step: 1-fixed
+// kopt-test: verdict=OK time=0.70 class=memory
+// Scripted stage 1, repaired by the debugger.
