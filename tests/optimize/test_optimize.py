@@ -6,7 +6,11 @@ Checks: the debugger repairs the broken kernels and the search reaches the last 
 greedy, beam, best-of-n and the ablation switches run; kill -9 in the middle then --resume
 gives the same tree with nothing evaluated twice; a propose/evaluate round trip; a manual
 round trip (prompt files answered by the script); --replay rebuilds the tree; kopt's own
-overhead per iteration (printed; must be <= 50 ms).
+overhead per iteration (printed; must be <= 50 ms). The code-search tool: the scripted
+coder asks for searches, gets hits from the real CUTLASS headers (skipped, saying so,
+without the nvidia-cutlass package) and then answers with code; the bound per node; a
+replay rebuilds the same tree without CUTLASS; a CuTe compile error reaches the debugger
+summarized; --start with a good and two bad files.
 
 Usage: python3 test_optimize.py KOPT   (exit 1 on a failure)
 """
@@ -14,6 +18,7 @@ import json
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -214,6 +219,163 @@ def test_manual():
           "--replay of a manual run rebuilds its tree")
 
 
+def rows(db, query, *args):
+    con = sqlite3.connect(db)
+    try:
+        return con.execute(query, args).fetchall()
+    finally:
+        con.close()
+
+
+def conversations(db, tree, role):
+    """The message lists of the role's requests in tree `tree`, oldest first."""
+    return [json.loads(r[0]).get("messages", []) for r in
+            rows(db, "SELECT request_json FROM llm_exchanges WHERE run_id=? AND role=? ORDER BY id",
+                 tree, role)]
+
+
+def cutlass():
+    p = subprocess.run([KOPT, "cute", "info"], capture_output=True, text=True)
+    return p.returncode == 0, (p.stdout + p.stderr).strip().splitlines()[-1:] or [""]
+
+
+def test_code_search():
+    found, why = cutlass()
+    if not found:
+        print("skipped: no CUTLASS headers (%s): the code search on the real headers is not "
+              "tested (pip install nvidia-cutlass)" % why[0])
+        return
+    db = fresh_db("search")
+    env = {"KOPT_SCRIPT_SEARCH": "make_tma_copy;TiledMMA",
+           "KOPT_CACHE_DIR": os.path.join(TMP, "cache")}
+    p, doc = kopt(db, os.path.join(ROOT, "examples/softmax"), "--evaluator", "fake", "--llm",
+                  llm("cute"), "--search", "greedy", "--iterations", "2", "--no-tune", "--json",
+                  env=env)
+    nodes = doc.get("nodes", [])
+    plans = [n for n in nodes if n["kind"] == "plan"]
+    check(p.returncode == 0 and nodes and nodes[0].get("tools") == "cute-search",
+          "search: the tool is described when CUTLASS is found (%s)" % p.stderr.strip()[-300:])
+    check(len(plans) == 2 and all(n.get("searches") == 2 and "make_tma_copy (4 hits)" in
+                                  n.get("queries", "") for n in plans),
+          "search: each coder asked two searches, each answered with hits (%s)" %
+          [n.get("queries") for n in plans])
+    tree = doc.get("tree_id", 0)
+    recs = rows(db, "SELECT key, turn, query, nhits, hits_json, result FROM opt_searches WHERE "
+                "tree_id=? ORDER BY key, turn", tree)
+    check(len(recs) == 4 == doc.get("stats", {}).get("searches"),
+          "search: 4 searches counted and stored with the exchange (%d rows)" % len(recs))
+    top = {}
+    for key, turn, q, nhits, hits, result in recs:
+        top[q] = [h["file"] for h in json.loads(hits)["hits"]][:3] if hits else []
+    check("include/cute/atom/copy_traits_sm90_tma.hpp" in top.get("make_tma_copy", []) and
+          "include/cute/atom/mma_atom.hpp" in top.get("TiledMMA", []),
+          "search: the hits come from the real headers, the expected file in the top 3 (%s)" % top)
+    convs = [m for m in conversations(db, tree, "coder") if len(m) == 3]
+    fed = convs and "## include/cute/atom/copy_traits_sm90_tma.hpp:" in convs[0][2]["content"] \
+        and "```cute-search" in convs[0][1]["content"] and convs[0][1]["role"] == "assistant"
+    check(bool(fed), "search: the hits are fed back in the next turn of the same conversation")
+    check(all(not n.get("failure") for n in plans) and best_speedup(doc) >= 2.4,
+          "search: after searching the coder answers with code, the tree reaches stage 2 "
+          "(best %.2fx)" % best_speedup(doc))
+    print("     code search: %d searches in %.0f ms (index opened once; built in a fresh cache)" %
+          (doc["stats"]["searches"], doc["stats"]["search_ms"]))
+    # the replay needs no CUTLASS: each search is answered from the record
+    p, rdoc = kopt(db, "--replay", str(tree), "--json", env={"CUTLASS_PATH": "/nonexistent"})
+    check(p.returncode == 0 and rdoc.get("signature") == doc.get("signature") and
+          rdoc["stats"]["searches"] == 4 and
+          [n.get("queries") for n in rdoc["nodes"]] == [n.get("queries") for n in nodes],
+          "search: --replay (without CUTLASS) rebuilds the same tree with the same searches")
+
+
+def test_search_bound():
+    """The bound per node, and the tool with no CUTLASS found (--cute: described anyway)."""
+    env = {"KOPT_SCRIPT_SEARCH": "q1;q2;q3;q4;q5", "CUTLASS_PATH": "/nonexistent"}
+    base = [os.path.join(ROOT, "examples/softmax"), "--evaluator", "fake", "--llm", llm("cute"),
+            "--search", "greedy", "--iterations", "2", "--no-tune", "--json"]
+    db = fresh_db("bound")
+    p, doc = kopt(db, *base, "--cute", "--max-searches", "2", env=env)
+    plans = [n for n in doc.get("nodes", []) if n["kind"] == "plan"]
+    check(p.returncode == 0 and len(plans) == 2 and
+          all(n.get("searches") == 2 and not n.get("failure") for n in plans),
+          "bound: --max-searches 2 runs two searches per node, then the coder gives code (%s)" %
+          [(n.get("searches"), n.get("failure")) for n in plans])
+    recs = rows(db, "SELECT key, count(*), max(result) FROM opt_searches WHERE tree_id=? "
+                "GROUP BY key", doc.get("tree_id", 0))
+    check(len(recs) == 2 and all(r[1] == 2 and "No CUTLASS headers were found" in r[2]
+                                  for r in recs),
+          "bound: two stored per node; without CUTLASS the tool answers saying so")
+    convs = conversations(db, doc.get("tree_id", 0), "coder")
+    last = max(convs, key=len) if convs else []
+    check(len(last) == 5 and "No searches left (2 of 2 used)" in last[4]["content"],
+          "bound: the last search turn tells the coder no searches are left")
+    p, doc = kopt(fresh_db("greedy-search"), *base, "--cute", "--max-searches", "2",
+                  env=dict(env, KOPT_SCRIPT_SEARCH_GREEDY="1"))
+    plans = [n for n in doc.get("nodes", []) if n["kind"] == "plan"]
+    check(p.returncode == 0 and plans and all(n.get("failure") == "search_limit" and
+                                              n.get("searches") == 2 for n in plans),
+          "bound: a coder that keeps searching past the bound fails with search_limit (%s)" %
+          [n.get("failure") for n in plans])
+    # --cute off, and auto without CUTLASS: the tool is not described, nothing is searched
+    for extra, what in ((["--no-cute"], "--no-cute"), ([], "auto without CUTLASS")):
+        db = fresh_db("nocute%d" % len(extra))
+        p, doc = kopt(db, *base, *extra, env=env)
+        prompts = [m[0]["content"] for m in conversations(db, doc.get("tree_id", 0), "coder")]
+        check(p.returncode == 0 and prompts and not any("cute-search" in t for t in prompts) and
+              doc["stats"]["searches"] == 0 and not doc["nodes"][0].get("tools"),
+              "%s: the prompts do not describe the tool, nothing is searched" % what)
+
+
+def test_cute_debugger():
+    db = fresh_db("cutedebug")
+    p, doc = kopt(db, os.path.join(ROOT, "examples/softmax"), "--evaluator", "fake", "--llm",
+                  llm("cute"), "--search", "greedy", "--iterations", "1", "--no-tune",
+                  "--no-cute", "--json")
+    convs = conversations(db, doc.get("tree_id", 0), "debugger")
+    text = convs[0][0]["content"] if convs else ""
+    raw = open(os.path.join(ROOT, "tests/data/cute/broken_cute.nvcc.log")).read()
+    check(p.returncode == 0 and "first error: cute/algorithm/gemm.hpp:408: static assertion "
+          "failed" in text and "from the candidate: broken_cute.cu:25" in text,
+          "cute: the debugger gets the first error and the candidate line that led there")
+    check(text and "detected during" not in text and raw.splitlines()[0] not in text,
+          "cute: the compile log from inside CuTe is summarized, not dumped whole")
+    repaired = [n for n in doc.get("nodes", []) if n["kind"] == "repair" and n.get("verdict") == "OK"]
+    check(len(repaired) == 1, "cute: the debugger repaired it")
+
+
+def test_start():
+    base = [os.path.join(ROOT, "examples/softmax"), "--evaluator", "fake", "--llm",
+            llm("softmax"), "--iterations", "3", "--no-tune", "--json"]
+    for pol in ("greedy", "mcts"):
+        p, doc = kopt(fresh_db("start-" + pol), *base, "--search", pol, "--start",
+                      os.path.join(ROOT, "examples/softmax/fast.cu"))
+        nodes = doc.get("nodes", [])
+        check(p.returncode == 0 and len(nodes) > 2 and nodes[1]["kind"] == "start" and
+              nodes[1].get("verdict") == "OK" and
+              not any(n["parent"] == 0 for n in nodes[2:]) and
+              any(n["parent"] == 1 for n in nodes[2:]),
+              "--start (%s): the kernel is the root's first child and the search grows from it"
+              % pol)
+    bad = os.path.join(TMP, "bad_start.cu")
+    open(bad, "w").write('extern "C" __global__ void softmax_ref(const float *x, float *y, '
+                         'int B, int N) { y[0] = x[0] +; }\n')
+    base = base[:-1]   # the failures print no JSON
+    p, _ = kopt(fresh_db("start-bad"), *base, "--start", bad)
+    if "not compiled before the search" in p.stderr:
+        print("skipped: no NVRTC here: --start's compile check is not tested")
+    else:
+        check(p.returncode != 0 and "does not compile" in p.stderr and "expected an expression"
+              in p.stderr, "--start with a file that does not compile: a clear error (%s)" %
+              p.stderr.strip().splitlines()[:1])
+    p, _ = kopt(fresh_db("start-other"), *base, "--start",
+                os.path.join(ROOT, "examples/vector_add/reference.cu"))
+    check(p.returncode != 0 and "is not a candidate of problem softmax" in p.stderr and
+          "softmax_ref" in p.stderr,
+          "--start with another problem's kernel: a clear error (%s)" %
+          p.stderr.strip().splitlines()[:1])
+    p, _ = kopt(fresh_db("start-resume"), "--resume", "1", "--start", bad)
+    check(p.returncode == 2, "--start with --resume is a usage error")
+
+
 def main():
     try:
         db, doc = test_mcts_repairs()
@@ -222,6 +384,10 @@ def main():
         test_kill_resume()
         test_propose_evaluate()
         test_manual()
+        test_code_search()
+        test_search_bound()
+        test_cute_debugger()
+        test_start()
     finally:
         if not FAILED:
             shutil.rmtree(TMP, ignore_errors=True)

@@ -191,12 +191,52 @@ static void test_prompts_found(void)
     kopt_ctx_free(ctx);
 }
 
+/* Search requests: several blocks and lines, other fences ignored, the cap, hostile text. */
+static void test_searches(void)
+{
+    char **q = NULL;
+    const char *r = "Let me check.\n```cute-search\nmake_tma_copy\n\n  TMA load multicast  \n```\n"
+                    "and also\n```cuda\n__global__ void k() {}\n```\n```cute-search\nTiledMMA\n```";
+    int n = kopt_agent_parse_searches(r, 8, &q);
+    CHECK_EQ_INT(n, 3);
+    CHECK_EQ_STR(q[0], "make_tma_copy");
+    CHECK_EQ_STR(q[1], "TMA load multicast");
+    CHECK_EQ_STR(q[2], "TiledMMA");
+    kopt_agent_queries_free(q, 3);
+    /* more than the cap: all counted, the first two kept */
+    CHECK_EQ_INT(kopt_agent_parse_searches(r, 2, &q), 3);
+    CHECK_EQ_STR(q[1], "TMA load multicast");
+    kopt_agent_queries_free(q, 2);
+    /* no search block (a fence not at a line start, an info string that only begins
+     * with the name, an empty block): none */
+    CHECK_EQ_INT(kopt_agent_parse_searches("text ```cute-search\nx\n```\n```cute-searching\n"
+                                           "y\n```\n```cute-search\n```\n", 4, &q), 0);
+    kopt_agent_queries_free(q, 0);
+    CHECK_EQ_INT(kopt_agent_parse_searches(NULL, 4, &q), 0);
+    kopt_agent_queries_free(q, 0);
+    /* an unterminated block runs to the end; a long query is cut */
+    {
+        char big[600];
+        memset(big, 'a', sizeof(big) - 1);
+        big[sizeof(big) - 1] = 0;
+        char *text = malloc(700);
+        snprintf(text, 700, "```cute-search\n%s", big);
+        CHECK_EQ_INT(kopt_agent_parse_searches(text, 4, &q), 1);
+        CHECK_EQ_INT((int)strlen(q[0]), KOPT_AGENT_MAX_QUERY);
+        kopt_agent_queries_free(q, 1);
+        free(text);
+    }
+    /* the failure of a reply that searches past the bound has its name */
+    CHECK_EQ_STR(kopt_agent_failure_name(KOPT_AGENT_SEARCH_LIMIT), "search_limit");
+}
+
 int main(int argc, char **argv)
 {
     static const ktest_case cases[] = {
         KTEST(test_fenced_with_prose), KTEST(test_several_blocks_longest_kernel),
         KTEST(test_no_code_and_unterminated), KTEST(test_bare_code), KTEST(test_forbidden),
         KTEST(test_edits_apply), KTEST(test_edit_failures), KTEST(test_hostile_text),
-        KTEST(test_plan), KTEST(test_render), KTEST(test_prompts_found)};
+        KTEST(test_plan), KTEST(test_render), KTEST(test_prompts_found),
+        KTEST(test_searches)};
     return ktest_main(argc, argv, cases, KTEST_COUNT(cases));
 }
