@@ -315,6 +315,29 @@ def test_search_bound():
                                               n.get("searches") == 2 for n in plans),
           "bound: a coder that keeps searching past the bound fails with search_limit (%s)" %
           [n.get("failure") for n in plans])
+    # manual mode: a search turn is a prompt file of its own (NAME.turn2.prompt.md) holding
+    # the conversation so far
+    wd = os.path.join(TMP, "manual-search")
+    mbase = [os.path.join(ROOT, "examples/softmax"), "--llm", "manual", "--evaluator", "fake",
+             "--workdir", wd, "--search", "greedy", "--iterations", "1", "--no-tune", "--cute",
+             "--max-searches", "1", "--json"]
+    db = fresh_db("manual-search")
+    p, doc = kopt(db, *mbase, env=env)
+    for _ in range(10):
+        if not doc.get("stats", {}).get("waiting"):
+            break
+        subprocess.run([sys.executable, os.path.join(HERE, "scripted_llm.py"),
+                        os.path.join(HERE, "cute"), "--answer", wd], check=True,
+                       capture_output=True, env=dict(os.environ, **env))
+        p, doc = kopt(db, "--resume", str(doc["tree_id"]), *mbase[1:], env=env)
+    turn2 = os.path.join(wd, "e1-p1-coder.turn2.prompt.md")
+    plans = [n for n in doc.get("nodes", []) if n["kind"] == "plan"]
+    check(p.returncode == 0 and os.path.exists(turn2) and "## Code search results" in
+          open(turn2).read() and plans and plans[0].get("searches") == 1,
+          "manual: a search turn is written as its own prompt file and answered")
+    p, rdoc = kopt(db, "--replay", str(doc.get("tree_id", 0)), "--json", env=env)
+    check(p.returncode == 0 and rdoc.get("signature") == doc.get("signature"),
+          "manual: --replay of a run with search turns rebuilds its tree")
     # --cute off, and auto without CUTLASS: the tool is not described, nothing is searched
     for extra, what in ((["--no-cute"], "--no-cute"), ([], "auto without CUTLASS")):
         db = fresh_db("nocute%d" % len(extra))
