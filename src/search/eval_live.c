@@ -87,7 +87,9 @@ static char *facts_of(const kopt_eval_result *r)
     return b.len ? kopt_buf_detach(&b) : NULL;
 }
 
-static void from_result(kopt_search_outcome *out, const kopt_eval_result *r)
+/* `source`: the candidate's text (a CuTe/CUTLASS one keeps more of its compile log, for
+ * the debugger's summary of where in the templates it failed). */
+static void from_result(kopt_search_outcome *out, const kopt_eval_result *r, const char *source)
 {
     out->facts = facts_of(r);
     out->verdict = r->verdict;
@@ -98,7 +100,7 @@ static void from_result(kopt_search_outcome *out, const kopt_eval_result *r)
     if (r->verdict == KOPT_VERDICT_WRONG)
         out->log = mismatch_report(r);
     else if (r->compile_log && r->compile_log[0])
-        out->log = strndup(r->compile_log, 8000);
+        out->log = strndup(r->compile_log, source && kopt_cutlass_used(source) ? 65536 : 8000);
     else if (r->worker_log && r->worker_log[0])
         out->log = strndup(r->worker_log, 4000);
 }
@@ -164,7 +166,7 @@ static kopt_status live_evaluate(void *self, kopt_ctx *ctx, const char *source, 
         goto out;
     if ((rc = kopt_run_session_eval(l->session, ctx, c, tag, &r)) != KOPT_OK)
         goto out;
-    from_result(out, r);
+    from_result(out, r, source);
     if (r->arch[0])
         snprintf(l->arch, sizeof(l->arch), "%s", r->arch);
     if (r->verdict == KOPT_VERDICT_OK && !l->o.no_profile)
@@ -215,7 +217,7 @@ static kopt_status live_tune(void *self, kopt_ctx *ctx, const char *source, cons
         kopt_run_tune_free(t);
         return KOPT_OK;
     }
-    from_result(out, t->shapes[0].final);
+    from_result(out, t->shapes[0].final, source);
     kopt_run_tune_free(t);
     if (kopt_file_read(ctx, opath, &out->tuned_source, NULL) != KOPT_OK)
         out->verdict = KOPT_VERDICT_ERROR;
