@@ -428,7 +428,8 @@ int cmd_optimize(int argc, char **argv)
                        kopt_search_node_at(search, 0)->time_ms / b->time_ms);
             printf("path:\n%s", path);
             printf("kopt overhead: %.2f ms per iteration (wall %.0f ms, LLM %.0f ms, evaluation "
-                   "%.0f ms)\n", st.overhead_ms_per_iter, st.wall_ms, st.llm_ms, st.eval_ms);
+                   "%.0f ms, %d code searches %.0f ms)\n", st.overhead_ms_per_iter, st.wall_ms,
+                   st.llm_ms, st.eval_ms, st.searches, st.search_ms);
             printf("signature: %s\n", sig);
             if (st.waiting)
                 printf("manual: %d prompts in %s are waiting for replies (NAME.prompt.md -> "

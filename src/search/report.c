@@ -120,6 +120,16 @@ char *kopt_search_path_text(const kopt_search *s)
                             n->plan.text);
         if (n->advice[0])
             kopt_buf_printf(&b, "      advice: %s\n", n->advice);
+        if (n->searches && n->queries) {   /* "q1 (4 hits)\nq2 (0 hits)\n" on one line */
+            kopt_buf_printf(&b, "      searched:");
+            for (const char *q = n->queries; *q;) {
+                const char *e = strchr(q, '\n');
+                size_t len = e ? (size_t)(e - q) : strlen(q);
+                kopt_buf_printf(&b, "%s %.*s", q == n->queries ? "" : ";", (int)len, q);
+                q += len + (e ? 1 : 0);
+            }
+            kopt_buf_printf(&b, "\n");
+        }
         if (strcmp(n->kind, "repair") == 0)
             kopt_buf_printf(&b, "      repaired n%d (%s)\n", n->parent,
                             s->nodes[n->parent].failure[0] ? s->nodes[n->parent].failure :
