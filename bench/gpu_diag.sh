@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call that diagnoses the workbench on the GPU machine. Sections (arguments, in
-# order; default: env evalcost): pincost (context and pinned-buffer cost, bench/probe/pin_cost.c), suite (scripts/test.sh, whole), env (GPU, clocks, `kopt devices --measure`), evalcost
+# order; default: env evalcost): servecost (kopt eval --server with kopt serve's workers started ahead), pincost (context and pinned-buffer cost, bench/probe/pin_cost.c), suite (scripts/test.sh, whole), env (GPU, clocks, `kopt devices --measure`), evalcost
 # (`kopt eval` wall time, step by step, small examples, warm and cold compile cache),
 # unit (every unit and CLI test), units:REGEX (those unit tests, verbose), gpu (the GPU test
 # scripts, each bounded by $GPU_T s), kb (KernelBench-style load_inline harness, cold and
@@ -60,6 +60,22 @@ for sec in ${*:-env evalcost}; do
     KOPT_INSTALL_WORK=$B/install-check KOPT_BUILD_WORKER=$PWD/$B/kopt-worker \
       bash tests/install/test_install.sh "$B" . > "$O/install.log" 2>&1
     say "install test (prebuilt programs) exit $?"; grep -E "path:|skipped|^ok|FAIL|verdict|ktest" "$O/install.log" | tee -a "$S";;
+  servecost)  # kopt eval --server: workers started ahead by kopt serve; back to back and with
+               # a 1 s gap (a search loop's model time) in which the pool refills
+    $K serve --socket /tmp/kopt-diag.sock --idle-exit 300 2> "$O/serve.err" & sp=$!
+    for _ in $(seq 100); do [ -S /tmp/kopt-diag.sock ] && break; sleep 0.1; done
+    for p in softmax vector_add; do
+      $K eval --server=/tmp/kopt-diag.sock examples/$p examples/$p/fast.cu --json > /dev/null 2>&1   # warm
+      for gap in 0 1; do
+        for i in 1 2 3 4 5; do
+          sleep $gap; s=$(date +%s%N)
+          $K eval --server=/tmp/kopt-diag.sock examples/$p examples/$p/fast.cu --json > "$O/sv_${p}_g${gap}_$i.json" 2>/dev/null
+          echo "$p served, gap ${gap}s, run $i: process wall $(( ($(date +%s%N) - s) / 1000000 )) ms" >> "$O/sv_wall.txt"
+        done
+      done
+    done
+    kill $sp; wait $sp
+    steps "$O"/sv_*_g1_[12].json | tee -a "$S"; cat "$O/sv_wall.txt" | tee -a "$S";;
   quickcost)  # softmax: one warm and one cold-cache kopt eval, process wall and steps
     for k in warm cold; do
       [ $k = cold ] && rm -rf /tmp/kopt-cold && export KOPT_CACHE_DIR=/tmp/kopt-cold

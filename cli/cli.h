@@ -26,6 +26,9 @@ int cmd_optimize(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_mcp(int argc, char **argv);
 int cmd_cute(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
+/* Workers started ahead, for kopt eval run inside kopt serve (NULL otherwise). */
+extern kopt_eval_pool *cli_eval_pool;
 
 /* A context whose log goes to stderr at warning level (info with verbose). */
 kopt_ctx *cli_ctx(int verbose);

@@ -1,6 +1,9 @@
 /* kopt eval PROBLEM [CANDIDATE]: verify and time a candidate (or the reference alone), as
  * one run of the run API (kopt/run.h), which stores the result. */
 #include "cli.h"
+#include "serve_proto.h"
+
+#include <errno.h>
 
 #include <getopt.h>
 #include <math.h>
@@ -43,6 +46,7 @@ static void help(FILE *f)
         "  --energy[=S]      also measure energy per run: S seconds (default 1) of back-to-back\n"
         "                    runs between NVML energy-counter updates\n"
         "  --json            print the result as JSON\n"
+        "  --server[=PATH]   run it in `kopt serve` (workers started ahead; $KOPT_SERVER)\n"
         "  -v, --verbose     log progress to stderr\n"
         "\n"
         "exit codes: 0 OK (or SKIPPED: no GPU), 1 WRONG, 2 usage, 3 COMPILE_ERROR, 4 CRASH,\n"
@@ -224,6 +228,46 @@ static void print_text(const kopt_problem *p, const char *cand_path, const kopt_
     printf("verdict    %s: %s\n", kopt_verdict_name(r->verdict), r->message);
 }
 
+kopt_eval_pool *cli_eval_pool;
+
+/* --server[=PATH] (or $KOPT_SERVER): send this evaluation to `kopt serve`. 1 with *code set
+ * when it was served there; 0: evaluate here. */
+static int forward_to_server(int argc, char **argv, int *code)
+{
+    const char *path = NULL, *env = getenv("KOPT_SERVER");
+    char **rest = calloc((size_t)argc + 1, sizeof(*rest));
+    int n = 0, asked = 0;
+
+    if (!rest || cli_eval_pool)         /* inside the server itself: evaluate */
+        return free(rest), 0;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--server") == 0 || strncmp(argv[i], "--server=", 9) == 0) {
+            asked = 1;
+            path = argv[i][8] == '=' ? argv[i] + 9 : NULL;
+            continue;
+        }
+        rest[n++] = argv[i];
+    }
+    if (!asked && !(env && env[0] && strcmp(env, "0") != 0)) {
+        free(rest);
+        return 0;
+    }
+    if (!path)
+        path = cli_serve_default_socket();
+    if (cli_serve_forward(path, n, rest, code) == 0) {
+        free(rest);
+        return 1;
+    }
+    free(rest);
+    if (asked) {                       /* asked for by name: no silent fallback */
+        fprintf(stderr, "kopt eval: no kopt serve answers on %s (%s): start one with "
+                        "`kopt serve`\n", path, strerror(errno));
+        *code = KOPT_EXIT_ERROR;
+        return 1;
+    }
+    return 0;                          /* $KOPT_SERVER with no server: evaluate here */
+}
+
 int cmd_eval(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -249,6 +293,11 @@ int cmd_eval(int argc, char **argv)
     kopt_ctx *ctx = cli_ctx(0);
     char *end;
 
+    if (forward_to_server(argc, argv, &code)) {
+        kopt_ctx_free(ctx);
+        return code;
+    }
+    eo.pool = cli_eval_pool;
     ro.db_path = cli_default_db();
     optind = 1;
     while ((c = getopt_long(argc, argv, "vh", opts, &li)) != -1) {

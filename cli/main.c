@@ -21,6 +21,7 @@ static const verb verbs[] = {
     {"report", cmd_report, "write a stored run as one self-contained HTML page"},
     {"mcp", cmd_mcp, "serve kopt's tools to coding agents (Model Context Protocol, stdio)"},
     {"cute", cmd_cute, "which CUTLASS kopt uses; search its CuTe/CUTLASS code (info, search)"},
+    {"serve", cmd_serve, "keep workers started ahead and run `kopt eval --server` commands"},
 };
 
 static void usage(FILE *f)

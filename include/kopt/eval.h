@@ -195,9 +195,10 @@ typedef struct kopt_eval_opts {
     int no_prestart;            /* a one-shot evaluation of device code starts its workers
                                  * before compiling, so their CUDA contexts are made
                                  * meanwhile; 1: start them once their jobs are ready */
+    struct kopt_eval_pool *pool;    /* workers started ahead (kopt_eval_pool_*), or NULL */
 } kopt_eval_opts;
 #define KOPT_EVAL_OPTS_INIT {1, 3, 0, NULL, 0, 0, 10.0, 25.0, 100.0, 10, 1000, 0, 0, NULL, NULL, \
-                             NULL, 1.10, 0, 120.0, 64.0, 65536.0, 0, 0.0, 0, NULL, 0.005, 0}
+                             NULL, 1.10, 0, 120.0, 64.0, 65536.0, 0, 0.0, 0, NULL, 0.005, 0, NULL}
 #define KOPT_PRECISION_MIN_REPS 50
 enum { KOPT_SANITIZE_MEMCHECK = 1, KOPT_SANITIZE_RACECHECK = 2, KOPT_SANITIZE_INITCHECK = 4 };
 
@@ -220,6 +221,18 @@ void kopt_eval_result_free(kopt_eval_result *r);
  *     wrapped runs use a worker of their own, as in kopt_eval_run.
  * Trials on the session's one seed are what a search needs to compare points; they do not
  * replace a final kopt_eval_run on fresh inputs. Not thread-safe: one caller at a time. */
+/* A pool of workers started ahead of their jobs, each making its CUDA context on `device`
+ * while it waits (the slow part of a worker's start, ~0.2-0.3 s). A one-shot evaluation of
+ * device code given the pool (opts.pool) takes its two workers from it instead of starting
+ * them; kopt_eval_pool_fill starts replacements (call it between evaluations: a context
+ * made while a kernel is timed would disturb the timing). Every evaluation still runs in
+ * fresh processes: a worker is used once. For a long-lived caller such as `kopt serve`. */
+typedef struct kopt_eval_pool kopt_eval_pool;
+kopt_status kopt_eval_pool_open(kopt_eval_pool **out, kopt_ctx *ctx, int device, int workers);
+kopt_status kopt_eval_pool_fill(kopt_eval_pool *p, kopt_ctx *ctx);
+int kopt_eval_pool_idle(const kopt_eval_pool *p);
+void kopt_eval_pool_close(kopt_eval_pool *p);
+
 typedef struct kopt_eval_session kopt_eval_session;
 kopt_status kopt_eval_session_open(kopt_eval_session **out, kopt_ctx *ctx,
                                    const kopt_problem *prob, const kopt_eval_opts *opts);

@@ -816,10 +816,14 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
         goto fail;
     /* A one-shot evaluation of device code starts its workers now: each makes its CUDA
      * context (the slow part of its start) while the candidates compile and bind here. */
-    if (r->has_device && !S && !o.no_prestart && !ref->host_mode && (!cand || !cand->host_mode) &&
-        (kopt__worker_prestart(ctx, o.device, &ref_proc) != KOPT_OK ||
-         (cand && kopt__worker_prestart(ctx, o.device, &cand_proc) != KOPT_OK)))
-        goto fail;
+    if (r->has_device && !S && !ref->host_mode && (!cand || !cand->host_mode)) {
+        ref_proc = kopt__eval_pool_take(o.pool, o.device);
+        cand_proc = cand ? kopt__eval_pool_take(o.pool, o.device) : NULL;
+        if (!o.no_prestart &&
+            ((!ref_proc && kopt__worker_prestart(ctx, o.device, &ref_proc) != KOPT_OK) ||
+             (cand && !cand_proc && kopt__worker_prestart(ctx, o.device, &cand_proc) != KOPT_OK)))
+            goto fail;
+    }
     trace_step(trace, "prestart", &ts);
     subject = cand ? cand : ref;
     snprintf(r->candidate_hash, sizeof(r->candidate_hash), "%s", subject->hash);

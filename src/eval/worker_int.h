@@ -67,6 +67,9 @@ kopt_status kopt__worker_collect(kopt_ctx *ctx, kopt__worker_proc *w, double tim
 /* Free a proc without waiting for its process's end: one still exiting is reaped later
  * (by the next worker start or release). */
 void kopt__worker_proc_release(kopt__worker_proc *w);
+/* An idle prestarted worker of the pool for `device`, or NULL (pool.c). */
+struct kopt_eval_pool;
+kopt__worker_proc *kopt__eval_pool_take(struct kopt_eval_pool *p, int device);
 kopt_status kopt__worker_finish(kopt_ctx *ctx, kopt__worker_proc *w, double timeout_s,
                                 kopt__worker_run *out);
 void kopt__worker_proc_free(kopt__worker_proc *w);

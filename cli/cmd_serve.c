@@ -1,0 +1,233 @@
+/* `kopt serve`: a long-lived kopt that keeps workers started ahead (their CUDA contexts
+ * made) and runs the `kopt eval` commands sent to it on a Unix socket, with the client's
+ * stdout and stderr, working folder and KOPT_* settings. Each evaluation is the ordinary
+ * one-shot evaluation (fresh worker processes, fresh seeds, every check); only the
+ * workers' start is done ahead, between evaluations. `kopt eval --server` (or
+ * $KOPT_SERVER) sends an evaluation there. */
+#include "cli.h"
+#include "serve_proto.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop = 1;
+}
+
+static void help(FILE *f)
+{
+    fprintf(f, "usage: kopt serve [--socket PATH] [--workers N] [--device N] [--idle-exit S]\n"
+               "Serve `kopt eval` commands (sent with `kopt eval --server` or $KOPT_SERVER) with\n"
+               "workers started ahead, so an evaluation does not wait for CUDA contexts.\n"
+               "  --socket PATH     the Unix socket (default %s)\n"
+               "  --workers N       workers kept started (default 2: one evaluation)\n"
+               "  --device N        the GPU the workers use (default 0)\n"
+               "  --idle-exit S     end after S seconds without a request (default: never)\n",
+            cli_serve_default_socket());
+}
+
+/* Apply the client's KOPT_* / CUTLASS_PATH settings; the previous values go to `saved`. */
+static void apply_env(json_t *env, json_t *saved)
+{
+    const char *k;
+    json_t *v;
+
+    json_object_foreach(env, k, v) {
+        const char *old = getenv(k);
+        json_object_set_new(saved, k, old ? json_string(old) : json_null());
+        if (json_is_string(v))
+            setenv(k, json_string_value(v), 1);
+        else
+            unsetenv(k);
+    }
+}
+
+/* One request: run `kopt eval ARGS` as the client would have, answer its exit code. */
+static void handle(int conn, kopt_eval_pool *pool)
+{
+    int fds[2] = {-1, -1}, saved_out = -1, saved_err = -1, cwd = -1, code = KOPT_EXIT_ERROR;
+    json_t *req = NULL, *saved = json_object(), *args;
+    char **argv = NULL;
+    size_t n = 0;
+
+    if (cli_serve_recv(conn, &req, fds) != 0 || !json_is_array(args = json_object_get(req, "argv")) ||
+        json_array_size(args) < 1 ||
+        strcmp(json_string_value(json_array_get(args, 0)) ?: "", "eval") != 0) {
+        const char *msg = "kopt serve: a request is `eval` and its arguments\n";
+        if (fds[1] >= 0 && write(fds[1], msg, strlen(msg)) < 0)
+            code = KOPT_EXIT_ERROR;
+        code = KOPT_EXIT_USAGE;
+        goto reply;
+    }
+    n = json_array_size(args);
+    argv = calloc(n + 1, sizeof(*argv));
+    for (size_t i = 0; argv && i < n; i++)
+        argv[i] = (char *)json_string_value(json_array_get(args, i));
+    cwd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (!argv || cwd < 0 || chdir(json_string_value(json_object_get(req, "cwd")) ?: ".") != 0) {
+        code = KOPT_EXIT_ERROR;
+        goto reply;
+    }
+    {   /* the client's settings, and none of the server's own it does not have */
+        json_t *env = json_object_get(req, "env");
+        for (char **e = environ; json_is_object(env) && *e; e++) {
+            const char *eq = strchr(*e, '=');
+            char key[256];
+            if (!eq || strncmp(*e, "KOPT_", 5) != 0 || (size_t)(eq - *e) >= sizeof(key))
+                continue;
+            snprintf(key, sizeof(key), "%.*s", (int)(eq - *e), *e);
+            if (strcmp(key, "KOPT_SERVER") != 0 && !json_object_get(env, key))
+                json_object_set_new(env, key, json_null());
+        }
+        apply_env(env, saved);
+    }
+    fflush(stdout);
+    fflush(stderr);
+    saved_out = dup(1);
+    saved_err = dup(2);
+    dup2(fds[0], 1);
+    dup2(fds[1], 2);
+    cli_eval_pool = pool;
+    code = cmd_eval((int)n, argv);
+    cli_eval_pool = NULL;
+    fflush(stdout);
+    fflush(stderr);
+    dup2(saved_out, 1);
+    dup2(saved_err, 2);
+    apply_env(saved, json_object());   /* back to the server's own settings */
+    if (fchdir(cwd) != 0)
+        perror("kopt serve: fchdir");
+reply:
+    {
+        char line[64];
+        int len = snprintf(line, sizeof(line), "{\"exit\": %d}\n", code);
+        if (write(conn, line, (size_t)len) < 0)
+            perror("kopt serve: reply");
+    }
+    for (int i = 0; i < 2; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    if (saved_out >= 0)
+        close(saved_out);
+    if (saved_err >= 0)
+        close(saved_err);
+    if (cwd >= 0)
+        close(cwd);
+    free(argv);
+    json_decref(req);
+    json_decref(saved);
+}
+
+int cmd_serve(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"socket", required_argument, NULL, 's'}, {"workers", required_argument, NULL, 'w'},
+        {"device", required_argument, NULL, 'd'}, {"idle-exit", required_argument, NULL, 'i'},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+    };
+    const char *path = cli_serve_default_socket();
+    int workers = 2, device = 0, c, lfd = -1, code = 0;
+    double idle_exit = 0;
+    kopt_ctx *ctx = cli_ctx(0);
+    kopt_eval_pool *pool = NULL;
+    struct sockaddr_un addr;
+    struct timespec last;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 's': path = optarg; break;
+        case 'w': workers = atoi(optarg); break;
+        case 'd': device = atoi(optarg); break;
+        case 'i': idle_exit = atof(optarg); break;
+        case 'h': help(stdout); kopt_ctx_free(ctx); return 0;
+        default: help(stderr); kopt_ctx_free(ctx); return KOPT_EXIT_USAGE;
+        }
+    }
+    if (strlen(path) >= sizeof(addr.sun_path)) {
+        fprintf(stderr, "kopt serve: socket path too long: %s\n", path);
+        kopt_ctx_free(ctx);
+        return KOPT_EXIT_USAGE;
+    }
+    if (kopt_eval_pool_open(&pool, ctx, device, workers) != KOPT_OK) {
+        cli_error(ctx);
+        kopt_ctx_free(ctx);
+        return KOPT_EXIT_USAGE;
+    }
+    memset(&addr, 0, sizeof(addr));
+    addr.sun_family = AF_UNIX;
+    snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path);
+    lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    {
+        /* a socket file no server answers on is stale: replace it; a live one: refuse */
+        int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (probe >= 0 && connect(probe, (struct sockaddr *)&addr, sizeof(addr)) == 0) {
+            fprintf(stderr, "kopt serve: another kopt serve answers on %s\n", path);
+            close(probe);
+            code = KOPT_EXIT_ERROR;
+            goto done;
+        }
+        if (probe >= 0)
+            close(probe);
+        unlink(path);
+    }
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&addr, sizeof(addr)) != 0 ||
+        chmod(path, 0600) != 0 || listen(lfd, 8) != 0) {
+        fprintf(stderr, "kopt serve: cannot listen on %s: %s\n", path, strerror(errno));
+        code = KOPT_EXIT_ERROR;
+        goto done;
+    }
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    signal(SIGPIPE, SIG_IGN);
+    if (kopt_eval_pool_fill(pool, ctx) != KOPT_OK)
+        cli_error(ctx);
+    fprintf(stderr, "kopt serve: listening on %s (%d workers started ahead on device %d)\n",
+            path, workers, device);
+    clock_gettime(CLOCK_MONOTONIC, &last);
+    while (!stop) {
+        struct pollfd p = {lfd, POLLIN, 0};
+        struct timespec now;
+        int r = poll(&p, 1, 1000), conn;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (r <= 0) {
+            if (idle_exit > 0 && (double)(now.tv_sec - last.tv_sec) >= idle_exit)
+                break;
+            continue;
+        }
+        if ((conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) < 0)
+            continue;
+        handle(conn, pool);
+        close(conn);
+        /* replacements between evaluations, after the client has its answer */
+        if (kopt_eval_pool_fill(pool, ctx) != KOPT_OK)
+            cli_error(ctx);
+        clock_gettime(CLOCK_MONOTONIC, &last);
+    }
+    fprintf(stderr, "kopt serve: stopped\n");
+done:
+    if (lfd >= 0)
+        close(lfd);
+    unlink(path);
+    kopt_eval_pool_close(pool);
+    kopt_ctx_free(ctx);
+    return code;
+}

@@ -1,0 +1,122 @@
+/* The `kopt serve` protocol: the client side (kopt eval --server) and the server's read of
+ * a request (cli/serve_proto.h). */
+#include "serve_proto.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+extern char **environ;
+
+const char *cli_serve_default_socket(void)
+{
+    static char path[108];
+    const char *env = getenv("KOPT_SERVER");
+
+    if (env && env[0] == '/')
+        return env;
+    snprintf(path, sizeof(path), "/tmp/kopt-serve-%u.sock", (unsigned)getuid());
+    return path;
+}
+
+int cli_serve_recv(int conn, json_t **req, int fds[2])
+{
+    char buf[65536], ctl[CMSG_SPACE(2 * sizeof(int))];
+    struct iovec iov = {buf, sizeof(buf) - 1};
+    struct msghdr m;
+    size_t len = 0;
+    ssize_t n;
+
+    *req = NULL;
+    fds[0] = fds[1] = -1;
+    memset(&m, 0, sizeof(m));
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = ctl;
+    m.msg_controllen = sizeof(ctl);
+    if ((n = recvmsg(conn, &m, MSG_CMSG_CLOEXEC)) <= 0)
+        return -1;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+            c->cmsg_len == CMSG_LEN(2 * sizeof(int)))
+            memcpy(fds, CMSG_DATA(c), 2 * sizeof(int));
+    len = (size_t)n;
+    while (!memchr(buf, '\n', len) && len < sizeof(buf) - 1 &&
+           (n = read(conn, buf + len, sizeof(buf) - 1 - len)) > 0)
+        len += (size_t)n;
+    buf[len] = '\0';
+    *req = json_loads(buf, JSON_DISABLE_EOF_CHECK, NULL);
+    return *req && fds[0] >= 0 && fds[1] >= 0 ? 0 : -1;
+}
+
+int cli_serve_forward(const char *path, int argc, char **argv, int *code)
+{
+    struct sockaddr_un addr;
+    json_t *req = json_object(), *args = json_array(), *env = json_object();
+    char cwd[4096], *text = NULL, ctl[CMSG_SPACE(2 * sizeof(int))], answer[256];
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), out[2] = {1, 2}, rc = -1;
+    size_t got = 0;
+    ssize_t n;
+
+    memset(&addr, 0, sizeof(addr));
+    addr.sun_family = AF_UNIX;
+    snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0)
+        goto done;
+    for (int i = 0; i < argc; i++)
+        json_array_append_new(args, json_string(argv[i]));
+    for (char **e = environ; *e; e++) {   /* the settings an evaluation reads */
+        const char *eq = strchr(*e, '=');
+        if (eq && (strncmp(*e, "KOPT_", 5) == 0 || strncmp(*e, "CUTLASS_PATH=", 13) == 0)) {
+            char key[256];
+            snprintf(key, sizeof(key), "%.*s", (int)(eq - *e), *e);
+            json_object_set_new(env, key, json_string(eq + 1));
+        }
+    }
+    json_object_set(req, "argv", args);
+    json_object_set_new(req, "cwd", json_string(getcwd(cwd, sizeof(cwd)) ? cwd : "."));
+    json_object_set(req, "env", env);
+    if (!(text = json_dumps(req, JSON_COMPACT)))
+        goto done;
+    {
+        size_t len = strlen(text);
+        struct iovec iov = {text, len};
+        struct msghdr m;
+        struct cmsghdr *c;
+        text[len] = '\0';
+        memset(&m, 0, sizeof(m));
+        memset(ctl, 0, sizeof(ctl));
+        m.msg_iov = &iov;
+        m.msg_iovlen = 1;
+        m.msg_control = ctl;
+        m.msg_controllen = sizeof(ctl);
+        c = CMSG_FIRSTHDR(&m);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(2 * sizeof(int));
+        memcpy(CMSG_DATA(c), out, 2 * sizeof(int));
+        fflush(stdout);
+        fflush(stderr);
+        if (sendmsg(fd, &m, 0) != (ssize_t)len || write(fd, "\n", 1) != 1)
+            goto done;
+    }
+    while (got < sizeof(answer) - 1 && (n = read(fd, answer + got, sizeof(answer) - 1 - got)) > 0)
+        got += (size_t)n;
+    answer[got] = '\0';
+    if (sscanf(answer, "{\"exit\": %d}", code) == 1)
+        rc = 0;
+    else
+        errno = EPROTO;
+done:
+    if (fd >= 0)
+        close(fd);
+    free(text);
+    json_decref(req);
+    json_decref(args);
+    json_decref(env);
+    return rc;
+}
