@@ -930,6 +930,7 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
     t1 = kopt_now_ms();
     {
         size_t total = layout(phases, nphases);
+        kopt__eval_pool_note_size(o.pool, total);
         int reuse_ref = S && cand && S->ref_run.result && S->ref_total == total;
         serve = S && cand && !cand_comp->host_mode;
         if (serve && S->cand && (S->cand_total != total || !kopt__worker_alive(S->cand))) {

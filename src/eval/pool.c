@@ -10,6 +10,7 @@
 
 struct kopt_eval_pool {
     int device, want, n;
+    size_t shm_size;                  /* the last evaluation's buffer: made ahead at it */
     kopt__worker_proc *idle[POOL_MAX];
 };
 
@@ -46,6 +47,9 @@ kopt_status kopt_eval_pool_fill(kopt_eval_pool *p, kopt_ctx *ctx)
             return rc;
         p->n++;
     }
+    for (int i = 0; p->shm_size && i < p->n; i++)
+        if (kopt__worker_buffer(ctx, p->idle[i], p->shm_size) != KOPT_OK)
+            return KOPT_E_IO;
     return KOPT_OK;
 }
 
@@ -61,6 +65,12 @@ void kopt_eval_pool_close(kopt_eval_pool *p)
     for (int i = 0; i < p->n; i++)
         kopt__worker_proc_release(p->idle[i]);
     free(p);
+}
+
+void kopt__eval_pool_note_size(kopt_eval_pool *p, size_t shm_size)
+{
+    if (p && shm_size <= ((size_t)8 << 30))   /* a buffer kept ahead, up to 8 GB */
+        p->shm_size = shm_size;
 }
 
 kopt__worker_proc *kopt__eval_pool_take(kopt_eval_pool *p, int device)

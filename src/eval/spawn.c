@@ -29,6 +29,41 @@ static void reap_pending(void);
 #define FAULT_THREADS 4        /* prefaulting the output buffer: 4 threads, 2x one (H100 VM) */
 #define FIRST_CONTACT_S 60.0   /* context creation can take a while on a cold GPU */
 
+typedef struct unmap_job {
+    void *p;
+    size_t n;
+} unmap_job;
+
+static void *unmap_later(void *arg)
+{
+    unmap_job *j = arg;
+    munmap(j->p, j->n);
+    free(j);
+    return NULL;
+}
+
+/* Unmap a large buffer on a detached thread: tearing down the page tables of a GB costs
+ * ~70 ms that the caller need not wait for. */
+static void unmap_buffer(void *p, size_t n)
+{
+    unmap_job *j = n >= (64u << 20) ? malloc(sizeof(*j)) : NULL;
+    pthread_attr_t a;
+    pthread_t t;
+
+    if (j && pthread_attr_init(&a) == 0) {
+        j->p = p;
+        j->n = n;
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&t, &a, unmap_later, j) == 0) {
+            pthread_attr_destroy(&a);
+            return;
+        }
+        pthread_attr_destroy(&a);
+    }
+    free(j);
+    munmap(p, n);
+}
+
 void kopt__worker_run_free(kopt__worker_run *r)
 {
     if (!r)
@@ -38,7 +73,7 @@ void kopt__worker_run_free(kopt__worker_run *r)
     json_decref(r->error);
     free(r->log);
     if (r->shm && !r->shm_borrowed)
-        munmap(r->shm, r->shm_size);
+        unmap_buffer(r->shm, r->shm_size);
     memset(r, 0, sizeof(*r));
 }
 
@@ -224,12 +259,17 @@ kopt_status kopt__worker_prestart(kopt_ctx *ctx, int device, kopt__worker_proc *
     return launch(ctx, NULL, NULL, device, out);
 }
 
-kopt_status kopt__worker_send(kopt_ctx *ctx, kopt__worker_proc *w, json_t *job, size_t shm_size)
+kopt_status kopt__worker_buffer(kopt_ctx *ctx, kopt__worker_proc *w, size_t shm_size)
 {
-    char *text;
-    size_t text_len, written = 0;
-
-    if (ftruncate(w->shm_fd, (off_t)(shm_size ? shm_size : 1)) != 0)
+    if (w->run.shm && w->run.shm_size == shm_size)
+        return KOPT_OK;                /* made ahead, at this size */
+    join_faults(w);
+    if (w->run.shm)
+        munmap(w->run.shm, w->run.shm_size);
+    w->run.shm = NULL;
+    w->run.shm_size = 0;
+    if (ftruncate(w->shm_fd, 0) != 0 ||   /* no stale pages of another size */
+        ftruncate(w->shm_fd, (off_t)(shm_size ? shm_size : 1)) != 0)
         return kopt_seterr(ctx, KOPT_E_IO, "shared memory for %zu bytes: %s", shm_size,
                            strerror(errno));
     if (shm_size) {
@@ -252,6 +292,17 @@ kopt_status kopt__worker_send(kopt_ctx *ctx, kopt__worker_proc *w, json_t *job, 
         }
     }
     w->shm_size = shm_size;
+    return KOPT_OK;
+}
+
+kopt_status kopt__worker_send(kopt_ctx *ctx, kopt__worker_proc *w, json_t *job, size_t shm_size)
+{
+    char *text;
+    size_t text_len, written = 0;
+    kopt_status rc;
+
+    if ((rc = kopt__worker_buffer(ctx, w, shm_size)) != KOPT_OK)
+        return rc;
     json_object_set_new(job, "shm_size", json_integer((json_int_t)shm_size));
     text = json_dumps(job, JSON_COMPACT);   /* one line: jansson escapes newlines */
     if (!text)

@@ -59,6 +59,9 @@ kopt_status kopt__worker_ready(kopt_ctx *ctx, kopt__worker_proc *w);
  * host-mode and wrapped workers need their sandbox or wrapper from the start. */
 kopt_status kopt__worker_prestart(kopt_ctx *ctx, int device, kopt__worker_proc **out);
 kopt_status kopt__worker_send(kopt_ctx *ctx, kopt__worker_proc *w, json_t *job, size_t shm_size);
+/* Make a prestarted worker's output buffer now (its pages faulted in by threads): send
+ * uses it when the job's size matches, and makes another when not. */
+kopt_status kopt__worker_buffer(kopt_ctx *ctx, kopt__worker_proc *w, size_t shm_size);
 /* As finish, but returns as soon as the "result" is in (or the worker ended): the worker's
  * exit (unpinning its buffer, tearing its context down: ~100 ms) goes on while the caller
  * compares. The proc stays with the caller: free it with kopt__worker_proc_release. */
@@ -70,6 +73,9 @@ void kopt__worker_proc_release(kopt__worker_proc *w);
 /* An idle prestarted worker of the pool for `device`, or NULL (pool.c). */
 struct kopt_eval_pool;
 kopt__worker_proc *kopt__eval_pool_take(struct kopt_eval_pool *p, int device);
+/* The output buffer size the last evaluation needed: the pool's next workers get theirs
+ * made ahead at that size (most evaluations of a loop are of one problem). */
+void kopt__eval_pool_note_size(struct kopt_eval_pool *p, size_t shm_size);
 kopt_status kopt__worker_finish(kopt_ctx *ctx, kopt__worker_proc *w, double timeout_s,
                                 kopt__worker_run *out);
 void kopt__worker_proc_free(kopt__worker_proc *w);
