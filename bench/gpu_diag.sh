@@ -74,7 +74,7 @@ for sec in ${*:-env evalcost}; do
         done
       done
     done
-    kill $sp; wait $sp
+    kill $sp; wait $sp; tail -4 "$O/serve.err" | tee -a "$S"
     steps "$O"/sv_*_g1_[12].json | tee -a "$S"; cat "$O/sv_wall.txt" | tee -a "$S";;
   quickcost)  # softmax: one warm and one cold-cache kopt eval, process wall and steps
     for k in warm cold; do

@@ -106,12 +106,19 @@ static void handle(int conn, kopt_eval_pool *pool)
     dup2(fds[0], 1);
     dup2(fds[1], 2);
     cli_eval_pool = pool;
-    code = cmd_eval((int)n, argv);
+    {
+        struct timespec a, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        code = cmd_eval((int)n, argv);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        fflush(stdout);
+        fflush(stderr);
+        dup2(saved_out, 1);
+        dup2(saved_err, 2);
+        fprintf(stderr, "kopt serve: eval (%zu arguments) exit %d in %.0f ms\n", n - 1, code,
+                (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6);
+    }
     cli_eval_pool = NULL;
-    fflush(stdout);
-    fflush(stderr);
-    dup2(saved_out, 1);
-    dup2(saved_err, 2);
     apply_env(saved, json_object());   /* back to the server's own settings */
     if (fchdir(cwd) != 0)
         perror("kopt serve: fchdir");

@@ -26,6 +26,8 @@
 
 #define LOG_TAIL 8192
 static void reap_pending(void);
+struct kopt__worker_proc;
+static void send_line(struct kopt__worker_proc *w, const char *text, size_t len);
 #define FAULT_THREADS 4        /* prefaulting the output buffer: 4 threads, 2x one (H100 VM) */
 #define FIRST_CONTACT_S 60.0   /* context creation can take a while on a cold GPU */
 
@@ -292,6 +294,11 @@ kopt_status kopt__worker_buffer(kopt_ctx *ctx, kopt__worker_proc *w, size_t shm_
         }
     }
     w->shm_size = shm_size;
+    if (w->early) {                    /* it maps and pins it now, while it waits */
+        char line[96];
+        int n = snprintf(line, sizeof(line), "{\"op\": \"buffer\", \"shm_size\": %zu}\n", shm_size);
+        send_line(w, line, (size_t)n);
+    }
     return KOPT_OK;
 }
 

@@ -1133,6 +1133,46 @@ done:
     return rc;
 }
 
+/* Map the output buffer (fd 4) at `size` and pin it, unless it is mapped at that size
+ * already (a "buffer" line before the job made it while the worker waited). Pinned, so
+ * outputs come back by DMA at full speed: pageable copies made the evaluation 50% slower
+ * on the H100 machine (2026-11-25). KOPT_PIN_OUTPUTS=0: pageable. */
+static kopt_status map_buffer(worker *w, size_t size)
+{
+    int pin = !(getenv("KOPT_PIN_OUTPUTS") && strcmp(getenv("KOPT_PIN_OUTPUTS"), "0") == 0);
+    void *m;
+
+    if (w->shm && w->shm_size == size) {
+        if (pin && !w->pinned && w->cu && w->pctx &&
+            w->cu->cuMemHostRegister(w->shm, size, 0) == CUDA_SUCCESS)
+            w->pinned = 1;
+        return KOPT_OK;
+    }
+    if (w->shm) {
+        if (w->pinned)
+            w->cu->cuMemHostUnregister(w->shm);
+        munmap(w->shm, w->shm_size);
+        w->shm = NULL;
+        w->pinned = 0;
+    }
+    w->shm_size = size;
+    if (!size)
+        return KOPT_OK;
+    m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, KOPT_WORKER_SHM_FD, 0);
+    if (m == MAP_FAILED) {
+        w->fail_kind = "harness";
+        return kopt_seterr(w->ctx, KOPT_E_IO, "mmap of the output buffer: %s", strerror(errno));
+    }
+    w->shm = m;
+    if (pin && w->cu && w->pctx) {
+        if (w->cu->cuMemHostRegister(m, size, 0) == CUDA_SUCCESS)
+            w->pinned = 1;
+        else
+            kopt_log(w->ctx, KOPT_LOG_INFO, "output buffer not pinned");
+    }
+    return KOPT_OK;
+}
+
 static kopt_status run_job(worker *w, json_t *job, kopt_buf *rest)
 {
     const char *op = json_string_value(json_object_get(job, "op"));
@@ -1146,25 +1186,13 @@ static kopt_status run_job(worker *w, json_t *job, kopt_buf *rest)
     if (spawned > 0)    /* the parent's fork to here: exec, dynamic loading, reading the job */
         json_object_set_new(dev, "exec_ms", json_real(t_setup - spawned));
     t_pin = kopt_now_ms();
-    w->shm_size = (size_t)json_integer_value(json_object_get(job, "shm_size"));
-    if (w->shm_size && (!op || strcmp(op, "run") == 0)) {
-        void *m = mmap(NULL, w->shm_size, PROT_READ | PROT_WRITE, MAP_SHARED,
-                       KOPT_WORKER_SHM_FD, 0);
-        if (m == MAP_FAILED) {
-            w->fail_kind = "harness";
+    if (!op || strcmp(op, "run") == 0) {
+        if ((rc = map_buffer(w, (size_t)json_integer_value(json_object_get(job, "shm_size")))) != KOPT_OK) {
             json_decref(dev);
-            return kopt_seterr(w->ctx, KOPT_E_IO, "mmap of the output buffer: %s",
-                               strerror(errno));
+            return rc;
         }
-        w->shm = m;
-        /* Pinned, so outputs come back by DMA at full speed. On the H100 machine pinning
-         * 0.6-1.3 GB costs 400-760 ms, most of it first touch of fresh memory, yet pageable
-         * copies made the evaluation 50% slower in all, and faulting the pages in on a thread
-         * beside the context's creation only slowed that down (2026-11-25,
-         * bench/results/2026-11-25-h100-eval-speed.md). KOPT_PIN_OUTPUTS=0: pageable. */
-        if (!(getenv("KOPT_PIN_OUTPUTS") && strcmp(getenv("KOPT_PIN_OUTPUTS"), "0") == 0) &&
-            w->cu->cuMemHostRegister(m, w->shm_size, 0) != CUDA_SUCCESS)
-            kopt_log(w->ctx, KOPT_LOG_INFO, "output buffer not pinned");
+    } else {
+        w->shm_size = (size_t)json_integer_value(json_object_get(job, "shm_size"));
     }
     t_cand = kopt_now_ms();
     if ((rc = guard_candidate(w, job, dev)) != KOPT_OK || (rc = load_candidate(w, job)) != KOPT_OK) {
@@ -1284,8 +1312,16 @@ int kopt_worker_main_args(int argc, char **argv)
             else
                 w.pctx = NULL;
         }
-    /* the job is the first line; what follows it (the "go") stays in `in` */
-    if ((got = take_job(&w, &in, &job)) <= 0) {
+    /* the job is the first line; what follows it (the "go") stays in `in`. An early
+     * worker may first get {"op": "buffer", "shm_size": N} lines: it maps and pins its
+     * output buffer while it waits */
+    while ((got = take_job(&w, &in, &job)) > 0 &&
+           strcmp(json_string_value(json_object_get(job, "op")) ?: "", "buffer") == 0) {
+        map_buffer(&w, (size_t)json_integer_value(json_object_get(job, "shm_size")));
+        json_decref(job);
+        job = NULL;
+    }
+    if (got <= 0) {
         if (got == 0)
             kopt_seterr(w.ctx, KOPT_E_INVALID, "bad job: no job line");
         emit_error(&w);

@@ -63,6 +63,7 @@ typedef struct worker {
     json_t *gpu_kernels;         /* what that call ran, other than kopt's own kernels */
     int no_poison;               /* leave outputs and scratch unwritten (initcheck runs) */
     json_t *trace;               /* step -> wall ms, summed over trials (the result's "trace") */
+    int pinned;                  /* shm is registered with CUDA */
     unsigned char *shm;
     size_t shm_size;
     /* the current phase */
