@@ -272,6 +272,11 @@ void kopt_search_opts_load(kopt_search_opts *o, const char *text, int keep_itera
  * kopt_search_go must not be called on it. */
 kopt_status kopt_search_view(kopt_search **out, kopt_ctx *ctx, kopt_store *store,
                              int64_t tree_id);
+/* Tree `tree_id` of the store at `db_path` as kopt_search_json gives it, plus the stored
+ * options and the run's folder; `full`: each node also with its source, log, findings and
+ * facts (reports draw diffs from them). KOPT_E_NOT_FOUND when there is no such tree. */
+kopt_status kopt_search_stored_json(kopt_ctx *ctx, const char *db_path, int64_t tree_id,
+                                    int full, char **out);
 
 /* ---- one optimize invocation (kopt optimize, MCP's optimize tools) ------------------------- */
 

@@ -33,9 +33,24 @@ typedef struct kopt__mcp_tool {
     kopt_status (*run)(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out, kopt_buf *text);
 } kopt__mcp_tool;
 
-/* tools.c: the table (optimize's propose/evaluate tools and CuTe search are later lines) */
+/* tools.c: the table */
 const kopt__mcp_tool *kopt__mcp_tools(int *n);
 const kopt__mcp_tool *kopt__mcp_tool_find(const char *name);
+
+/* tools_optimize.c: optimize_start, optimize_step, optimize_prompts, optimize_reply,
+ * optimize_tree, cute_search (their schemas are in tools.c's table) */
+kopt_status kopt__mcp_t_optimize_start(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out,
+                                       kopt_buf *t);
+kopt_status kopt__mcp_t_optimize_step(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out,
+                                      kopt_buf *t);
+kopt_status kopt__mcp_t_optimize_prompts(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out,
+                                         kopt_buf *t);
+kopt_status kopt__mcp_t_optimize_reply(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out,
+                                       kopt_buf *t);
+kopt_status kopt__mcp_t_optimize_tree(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out,
+                                      kopt_buf *t);
+kopt_status kopt__mcp_t_cute_search(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out,
+                                    kopt_buf *t);
 
 /* server.c */
 const kopt_mcp_opts *kopt__mcp_opts(kopt__mcp_call *c);

@@ -7,6 +7,8 @@
  */
 #include "mcp_int.h"
 
+#include "kopt/search.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -291,7 +293,9 @@ static void initialize(kopt__mcp_server *s, json_t *id, json_t *params)
 #endif
         "instructions", "kopt checks, times, profiles and tunes CUDA kernels. Start with "
         "list_problems; eval a candidate (a .cu path or its source text) before profiling it; "
-        "every result is stored and readable as kopt://run/ID."));
+        "every result is stored and readable as kopt://run/ID. To optimize a kernel with you as "
+        "the model: optimize_start, then optimize_step / optimize_prompts / optimize_reply in "
+        "turn; optimize_tree shows the search."));
 }
 
 static void tools_list(kopt__mcp_server *s, json_t *id)
@@ -311,13 +315,16 @@ static void resources_list(kopt__mcp_server *s, json_t *id)
 {
     kopt_ctx *ctx = kopt_ctx_new();
     kopt_store_run *runs = NULL;
+    kopt_store *store = NULL;
     json_t *arr = json_array();
     int n = 0;
 
     if (s->o.db_path && ctx && kopt_run_list(ctx, s->o.db_path, NULL, 100, &runs, &n) != KOPT_OK)
         n = 0;   /* no store yet: no resources */
+    if (s->o.db_path && n > 0 && kopt_store_open(&store, ctx, s->o.db_path) != KOPT_OK)
+        store = NULL;
     for (int i = 0; i < n; i++) {
-        char uri[64], name[96], desc[700];
+        char uri[64], name[96], desc[700], *path = NULL, *opts = NULL;
         snprintf(uri, sizeof(uri), "kopt://run/%lld", (long long)runs[i].id);
         snprintf(name, sizeof(name), "run %lld (%s, %s)", (long long)runs[i].id, runs[i].kind,
                  runs[i].status);
@@ -326,7 +333,21 @@ static void resources_list(kopt__mcp_server *s, json_t *id)
         json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s}", "uri", uri, "name", name,
                                              "description", desc, "mimeType",
                                              "application/json"));
+        /* an optimize run that began a tree (not a resume of one): the tree too */
+        if (store && strcmp(runs[i].kind, "optimize") == 0 &&
+            kopt_store_opt_tree_get(store, ctx, runs[i].id, &path, &opts) == KOPT_OK) {
+            snprintf(uri, sizeof(uri), "kopt://optimize_tree/%lld", (long long)runs[i].id);
+            snprintf(name, sizeof(name), "optimize tree %lld", (long long)runs[i].id);
+            snprintf(desc, sizeof(desc), "the search tree of %.300s: nodes with plans, "
+                     "verdicts, sources; the best node and the path to it", path ? path : "?");
+            json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s}", "uri", uri, "name",
+                                                 name, "description", desc, "mimeType",
+                                                 "application/json"));
+        }
+        free(path);
+        free(opts);
     }
+    kopt_store_close(store);
     free(runs);
     kopt_ctx_free(ctx);
     send_result(s, id, json_pack("{s:o}", "resources", arr));
@@ -334,7 +355,8 @@ static void resources_list(kopt__mcp_server *s, json_t *id)
 
 static void resource_templates(kopt__mcp_server *s, json_t *id)
 {
-    static const char *const kinds[] = {"run", "evaluation", "profile", "tune_run"};
+    static const char *const kinds[] = {"run", "evaluation", "profile", "tune_run",
+                                        "optimize_tree"};
     json_t *arr = json_array();
 
     for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
@@ -364,7 +386,7 @@ static void resources_read(kopt__mcp_server *s, json_t *id, json_t *params)
         (size_t)(slash - uri - 7) >= sizeof(what) ||
         (rid = strtoll(slash + 1, &end, 10)) <= 0 || *end) {
         send_error(s, id, RPC_INVALID_PARAMS, "params.uri: '%s' is not kopt://KIND/ID "
-                   "(KIND: run, evaluation, profile, tune_run)", uri);
+                   "(KIND: run, evaluation, profile, tune_run, optimize_tree)", uri);
         return;
     }
     snprintf(what, sizeof(what), "%.*s", (int)(slash - uri - 7), uri + 7);
@@ -373,7 +395,9 @@ static void resources_read(kopt__mcp_server *s, json_t *id, json_t *params)
         return;
     }
     rc = strcmp(what, "run") == 0 ? kopt_run_document_json(ctx, s->o.db_path, rid, &text)
-                                  : kopt_run_item_json(ctx, s->o.db_path, what, rid, &text);
+       : strcmp(what, "optimize_tree") == 0 ? kopt_search_stored_json(ctx, s->o.db_path, rid, 1,
+                                                                      &text)
+       : kopt_run_item_json(ctx, s->o.db_path, what, rid, &text);
     if (rc == KOPT_OK)
         send_result(s, id, json_pack("{s:[{s:s, s:s, s:s}]}", "contents", "uri", uri,
                                      "mimeType", "application/json", "text", text));

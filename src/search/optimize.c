@@ -422,3 +422,64 @@ int64_t kopt_optimize_tree_id(const kopt_optimize *op) { return op->tree_id; }
 int64_t kopt_optimize_run_id(const kopt_optimize *op) { return kopt_run_id(op->run); }
 const char *kopt_optimize_workdir(const kopt_optimize *op) { return op->workdir; }
 const char *kopt_optimize_evaluator(const kopt_optimize *op) { return op->evaluator; }
+
+kopt_status kopt_search_stored_json(kopt_ctx *ctx, const char *db_path, int64_t tree_id,
+                                    int full, char **out)
+{
+    kopt_store *store = NULL;
+    kopt_search *s = NULL;
+    char *text = NULL, *path = NULL, *opts = NULL, **names = NULL;
+    json_t *doc = NULL, *o, *nodes, *w;
+    const char *wd;
+    int nw = 0;
+    kopt_status rc;
+
+    *out = NULL;
+    if (!db_path)
+        return kopt_seterr(ctx, KOPT_E_INVALID, "optimize tree %lld: no store",
+                           (long long)tree_id);
+    if ((rc = kopt_store_open(&store, ctx, db_path)) != KOPT_OK ||
+        (rc = kopt_store_opt_tree_get(store, ctx, tree_id, &path, &opts)) != KOPT_OK ||
+        (rc = kopt_search_view(&s, ctx, store, tree_id)) != KOPT_OK)
+        goto done;
+    if (!(text = kopt_search_json(s)) || !(doc = json_loads(text, 0, NULL))) {
+        rc = kopt_seterr(ctx, KOPT_E_NOMEM, "optimize tree %lld as JSON", (long long)tree_id);
+        goto done;
+    }
+    o = opts ? json_loads(opts, 0, NULL) : NULL;
+    json_object_set_new(doc, "options", o ? o : json_object());
+    json_object_set_new(doc, "problem_path", json_string(path ? path : ""));
+    wd = json_string_value(json_object_get(o, "workdir"));
+    w = json_array();
+    if (wd && kopt_optimize_waiting(ctx, wd, &names, &nw) == KOPT_OK)
+        for (int i = 0; i < nw; i++)
+            json_array_append_new(w, json_string(names[i]));
+    for (int i = 0; i < nw; i++)
+        free(names[i]);
+    free(names);
+    json_object_set_new(doc, "waiting", w);
+    json_object_set_new(json_object_get(doc, "stats"), "waiting",
+                        json_integer((json_int_t)json_array_size(w)));
+    nodes = json_object_get(doc, "nodes");
+    for (int i = 0; full && i < s->n && i < (int)json_array_size(nodes); i++) {
+        const kopt_search_node *n = &s->nodes[i];
+        json_t *j = json_array_get(nodes, (size_t)i);
+        json_object_set_new(j, "source", json_string(n->source ? n->source : ""));
+        if (n->log)
+            json_object_set_new(j, "log", json_string(n->log));
+        if (n->findings)
+            json_object_set_new(j, "findings", json_string(n->findings));
+        if (n->facts)
+            json_object_set_new(j, "facts", json_string(n->facts));
+    }
+    if (!(*out = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(9))))
+        rc = kopt_seterr(ctx, KOPT_E_NOMEM, "optimize tree %lld as JSON", (long long)tree_id);
+done:
+    json_decref(doc);
+    free(text);
+    free(path);
+    free(opts);
+    kopt_search_close(s);
+    kopt_store_close(store);
+    return rc;
+}
