@@ -43,14 +43,34 @@ const kopt_mcp_opts *kopt__mcp_opts(kopt__mcp_call *c)
 
 /* ---- sending ------------------------------------------------------------------------------ */
 
-static void send_json(kopt__mcp_server *s, json_t *msg)
+_Thread_local kopt__mcp_route *kopt__mcp_route_cur;
+
+/* A message to its destination: the call's HTTP stream, the handling thread's route (an
+ * HTTP request's reply), or out_fd. */
+static void emit(kopt__mcp_server *s, kopt__mcp_call *c, json_t *msg)
 {
-    char *text = json_dumps(msg, JSON_COMPACT | JSON_REAL_PRECISION(9));
+    char *text;
     size_t len, at = 0;
 
+    if (!c && kopt__mcp_route_cur) {
+        if (!kopt__mcp_route_cur->reply)
+            kopt__mcp_route_cur->reply = msg;
+        else
+            json_decref(msg);
+        return;
+    }
+    text = json_dumps(msg, JSON_COMPACT | JSON_REAL_PRECISION(9));
     json_decref(msg);
     if (!text)
         return;
+    if (c && c->stream) {
+        kopt__mcp_stream_push(c->stream, text);
+        return;
+    }
+    if (s->out_fd < 0) {
+        free(text);
+        return;
+    }
     len = strlen(text);
     text[len++] = '\n';   /* json_dumps leaves room: the NUL becomes the newline */
     pthread_mutex_lock(&s->out_lock);
@@ -65,6 +85,11 @@ static void send_json(kopt__mcp_server *s, json_t *msg)
     }
     pthread_mutex_unlock(&s->out_lock);
     free(text);
+}
+
+static void send_json(kopt__mcp_server *s, json_t *msg)
+{
+    emit(s, NULL, msg);
 }
 
 static void send_result(kopt__mcp_server *s, json_t *id, json_t *result)
@@ -97,8 +122,8 @@ void kopt__mcp_progress(kopt__mcp_call *c, double progress, double total, const 
         json_object_set_new(p, "total", json_real(total));
     if (msg)
         json_object_set_new(p, "message", json_string(msg));
-    send_json(c->srv, json_pack("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method",
-                                "notifications/progress", "params", p));
+    emit(c->srv, c, json_pack("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method",
+                              "notifications/progress", "params", p));
 }
 
 /* ---- tool calls ------------------------------------------------------------------------- */
@@ -183,7 +208,13 @@ static void *call_main(void *arg)
             result = json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text",
                                ctx ? kopt_errmsg(ctx) : "out of memory", "isError", 1);
         }
-        send_result(s, c->id, result);
+        emit(s, c, json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", c->id, "result",
+                             result));
+    }
+    if (c->stream) {   /* HTTP: the stream ends (a cancelled call's with no result) */
+        kopt__mcp_stream_end(c->stream);
+        kopt__mcp_stream_unref(c->stream);
+        c->stream = NULL;
     }
     json_decref(out);
     kopt_buf_free(&text);
@@ -237,6 +268,10 @@ static void tools_call(kopt__mcp_server *s, json_t *id, json_t *params)
     c->id = json_incref(id);
     c->args = args ? json_incref(args) : json_object();
     c->token = json_incref(json_object_get(json_object_get(params, "_meta"), "progressToken"));
+    if (kopt__mcp_route_cur && kopt__mcp_route_cur->stream) {
+        c->stream = kopt__mcp_stream_ref(kopt__mcp_route_cur->stream);
+        kopt__mcp_route_cur->call_started = 1;
+    }
     pthread_mutex_lock(&s->calls_lock);
     c->next = s->calls;
     s->calls = c;
@@ -249,6 +284,11 @@ static void tools_call(kopt__mcp_server *s, json_t *id, json_t *params)
         s->calls = c->next;
         s->ncalls--;
         pthread_mutex_unlock(&s->calls_lock);
+        if (c->stream) {
+            kopt__mcp_stream_unref(c->stream);
+            c->stream = NULL;
+            kopt__mcp_route_cur->call_started = 0;
+        }
         send_error(s, id, RPC_INTERNAL, "no thread for the call");
         call_free(c);
     }
@@ -412,7 +452,7 @@ static void resources_read(kopt__mcp_server *s, json_t *id, json_t *params)
 
 /* ---- the reader ------------------------------------------------------------------------- */
 
-static void handle(kopt__mcp_server *s, const char *line)
+void kopt__mcp_handle(kopt__mcp_server *s, const char *line)
 {
     json_error_t err;
     json_t *msg = json_loads(line, JSON_DECODE_ANY, &err), *id, *params;
@@ -477,47 +517,68 @@ done:
     json_decref(msg);
 }
 
+kopt__mcp_server *kopt__mcp_server_new(kopt_ctx *ctx, int out_fd, const kopt_mcp_opts *opts)
+{
+    kopt__mcp_server *s = calloc(1, sizeof(*s));
+    kopt_mcp_opts defaults = KOPT_MCP_OPTS_INIT;
+
+    if (!s)
+        return NULL;
+    s->ctx = ctx;
+    s->out_fd = out_fd;
+    s->o = opts ? *opts : defaults;
+    if (s->o.max_tune_budget <= 0)
+        s->o.max_tune_budget = defaults.max_tune_budget;
+    pthread_mutex_init(&s->out_lock, NULL);
+    pthread_mutex_init(&s->run_lock, NULL);
+    pthread_mutex_init(&s->calls_lock, NULL);
+    pthread_cond_init(&s->calls_done, NULL);
+    return s;
+}
+
+void kopt__mcp_server_free(kopt__mcp_server *s)
+{
+    if (!s)
+        return;
+    /* the calls in flight end (each is bounded) and answer */
+    pthread_mutex_lock(&s->calls_lock);
+    while (s->ncalls > 0)
+        pthread_cond_wait(&s->calls_done, &s->calls_lock);
+    pthread_mutex_unlock(&s->calls_lock);
+    pthread_cond_destroy(&s->calls_done);
+    pthread_mutex_destroy(&s->calls_lock);
+    pthread_mutex_destroy(&s->run_lock);
+    pthread_mutex_destroy(&s->out_lock);
+    free(s);
+}
+
 kopt_status kopt_mcp_serve(kopt_ctx *ctx, int in_fd, int out_fd, const kopt_mcp_opts *opts)
 {
-    kopt__mcp_server s;
-    kopt_mcp_opts defaults = KOPT_MCP_OPTS_INIT;
+    kopt__mcp_server *s;
     FILE *in;
     char *line = NULL;
     size_t cap = 0;
     ssize_t len;
-    int fd = dup(in_fd);
+    int fd = dup(in_fd), failed;
 
     if (fd < 0 || !(in = fdopen(fd, "r"))) {
         if (fd >= 0)
             close(fd);
         return kopt_seterr(ctx, KOPT_E_IO, "mcp: cannot read the input descriptor");
     }
-    memset(&s, 0, sizeof(s));
-    s.ctx = ctx;
-    s.out_fd = out_fd;
-    s.o = opts ? *opts : defaults;
-    if (s.o.max_tune_budget <= 0)
-        s.o.max_tune_budget = defaults.max_tune_budget;
-    pthread_mutex_init(&s.out_lock, NULL);
-    pthread_mutex_init(&s.run_lock, NULL);
-    pthread_mutex_init(&s.calls_lock, NULL);
-    pthread_cond_init(&s.calls_done, NULL);
-    while (!s.write_failed && (len = getline(&line, &cap, in)) >= 0) {
+    if (!(s = kopt__mcp_server_new(ctx, out_fd, opts))) {
+        fclose(in);
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "mcp server");
+    }
+    while (!s->write_failed && (len = getline(&line, &cap, in)) >= 0) {
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
             line[--len] = '\0';
         if (len > 0)
-            handle(&s, line);
+            kopt__mcp_handle(s, line);
     }
-    /* end of input: the calls in flight end (each is bounded) and answer */
-    pthread_mutex_lock(&s.calls_lock);
-    while (s.ncalls > 0)
-        pthread_cond_wait(&s.calls_done, &s.calls_lock);
-    pthread_mutex_unlock(&s.calls_lock);
+    failed = s->write_failed;
+    kopt__mcp_server_free(s);
     free(line);
     fclose(in);
-    pthread_cond_destroy(&s.calls_done);
-    pthread_mutex_destroy(&s.calls_lock);
-    pthread_mutex_destroy(&s.run_lock);
-    pthread_mutex_destroy(&s.out_lock);
-    return s.write_failed ? kopt_seterr(ctx, KOPT_E_IO, "mcp: the output closed") : KOPT_OK;
+    return failed ? kopt_seterr(ctx, KOPT_E_IO, "mcp: the output closed") : KOPT_OK;
 }
