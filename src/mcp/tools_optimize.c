@@ -259,13 +259,14 @@ static kopt_status tree_workdir(kopt__mcp_call *c, kopt_ctx *ctx, int64_t tree, 
     return KOPT_OK;
 }
 
-/* A prompt's name is made by kopt: letters, digits and dashes only (no path). */
+/* A prompt's name is made by kopt: letters, digits, dashes and single dots inside
+ * ("e1-p1-coder.turn2"), never a path. */
 static int name_ok(const char *s)
 {
-    if (!s || !*s || strlen(s) > 120)
+    if (!s || !*s || *s == '.' || strlen(s) > 120 || strstr(s, ".."))
         return 0;
     for (; *s; s++)
-        if (!isalnum((unsigned char)*s) && *s != '-' && *s != '_')
+        if (!isalnum((unsigned char)*s) && *s != '-' && *s != '_' && *s != '.')
             return 0;
     return 1;
 }
@@ -284,8 +285,9 @@ kopt_status kopt__mcp_t_optimize_prompts(kopt__mcp_call *c, kopt_ctx *ctx, json_
         (rc = kopt_optimize_waiting(ctx, wd, &names, &n)) != KOPT_OK)
         goto done;
     for (int i = 0; i < n; i++) {
-        const char *dash = strrchr(names[i], '-');
-        json_t *p = json_pack("{s:s, s:s}", "name", names[i], "role", dash ? dash + 1 : "");
+        const char *dash = strrchr(names[i], '-'), *role = dash ? dash + 1 : "";
+        json_t *p = json_pack("{s:s, s:s%}", "name", names[i], "role", role,
+                              strcspn(role, "."));   /* e1-p1-coder.turn2: coder */
         if (with_text) {
             char path[4200], *text = NULL, *body;
             snprintf(path, sizeof(path), "%s/%s.prompt.md", wd, names[i]);

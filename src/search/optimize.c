@@ -350,11 +350,14 @@ fail:
     free(stored_problem);
     free(stored_opts);
     free(opts_text);
-    if (op->run) {
-        char why[512];
+    if (op->run) {   /* the run records why; the caller still gets the message and detail */
+        char why[1024], *detail = strdup(kopt_errdetail(ctx));
         snprintf(why, sizeof(why), "%s", kopt_errmsg(ctx));
         kopt_run_finish(op->run, ctx, KOPT_RUN_FAILED, why);
         kopt_seterr(ctx, rc, "%s", why);
+        if (detail)
+            kopt_set_errdetail(ctx, detail);
+        free(detail);
     }
     kopt_optimize_close(op);
     return rc;
