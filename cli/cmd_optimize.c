@@ -104,55 +104,6 @@ static int num(const char *name, const char *arg, double min, double *out)
     return 0;
 }
 
-/* The search options that shape a tree, as stored with it (a resume or replay uses them). */
-static char *options_json(const kopt_search_opts *o)
-{
-    json_t *j = json_pack("{s:s,s:i,s:i,s:f,s:f,s:f,s:f,s:i,s:i,s:f,s:i,s:i,s:s,s:b,s:b,s:b,"
-                          "s:i,s:i,s:i,s:i}",
-        "search", kopt_search_policy_name(o->policy), "iterations", o->iterations,
-        "proposals", o->proposals, "uct_c", o->uct_c, "widen_c", o->widen_c,
-        "widen_alpha", o->widen_alpha, "top_quantile", o->top_quantile,
-        "top_extra", o->top_extra, "prune_m", o->prune_m, "prune_eps", o->prune_eps,
-        "debug_attempts", o->debug_attempts, "beam_width", o->beam_width,
-        "objective", kopt_run_tune_objective_name(o->objective), "no_tools", o->no_tools,
-        "no_memory", o->no_memory, "no_tune", o->no_tune, "tune_budget", o->tune_budget, "tune_after", o->tune_after,
-        "cute", o->cute, "max_searches", o->max_searches);
-    char *t = j ? json_dumps(j, JSON_COMPACT) : NULL;
-    json_decref(j);
-    return t;
-}
-
-static void options_load(kopt_search_opts *o, const char *text, int keep_iterations)
-{
-    json_t *j = text ? json_loads(text, 0, NULL) : NULL;
-
-    if (!j)
-        return;
-    kopt_search_policy_parse(json_string_value(json_object_get(j, "search")), &o->policy);
-    if (!keep_iterations)
-        o->iterations = (int)json_integer_value(json_object_get(j, "iterations"));
-    o->proposals = (int)json_integer_value(json_object_get(j, "proposals"));
-    o->uct_c = json_number_value(json_object_get(j, "uct_c"));
-    o->widen_c = json_number_value(json_object_get(j, "widen_c"));
-    o->widen_alpha = json_number_value(json_object_get(j, "widen_alpha"));
-    o->top_quantile = json_number_value(json_object_get(j, "top_quantile"));
-    o->top_extra = (int)json_integer_value(json_object_get(j, "top_extra"));
-    o->prune_m = (int)json_integer_value(json_object_get(j, "prune_m"));
-    o->prune_eps = json_number_value(json_object_get(j, "prune_eps"));
-    o->debug_attempts = (int)json_integer_value(json_object_get(j, "debug_attempts"));
-    o->beam_width = (int)json_integer_value(json_object_get(j, "beam_width"));
-    kopt_run_tune_objective_parse(json_string_value(json_object_get(j, "objective")),
-                                  &o->objective);
-    o->no_tools = json_is_true(json_object_get(j, "no_tools"));
-    o->no_memory = json_is_true(json_object_get(j, "no_memory"));
-    o->no_tune = json_is_true(json_object_get(j, "no_tune"));
-    o->tune_budget = (int)json_integer_value(json_object_get(j, "tune_budget"));
-    o->tune_after = (int)json_integer_value(json_object_get(j, "tune_after"));
-    o->cute = (int)json_integer_value(json_object_get(j, "cute"));
-    o->max_searches = (int)json_integer_value(json_object_get(j, "max_searches"));
-    json_decref(j);
-}
-
 int cmd_optimize(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -198,26 +149,24 @@ int cmd_optimize(int argc, char **argv)
         CLI_EVAL_LONG_OPTIONS,
         CLI_LLM_LONG_OPTIONS,
         {NULL, 0, NULL, 0}};
+    kopt_optimize_opts oo = KOPT_OPTIMIZE_OPTS_INIT;
     kopt_search_opts so = KOPT_SEARCH_OPTS_INIT;
     kopt_search_live_opts lo = KOPT_SEARCH_LIVE_OPTS_INIT;
-    kopt_run_opts ro = KOPT_RUN_OPTS_INIT;
-    kopt_search_evaluator ev;
-    kopt_search *search = NULL;
-    kopt_problem *prob = NULL;
-    kopt_run *run = NULL;
-    kopt_store *store = NULL;
+    kopt_optimize *op = NULL;
+    kopt_search *search;
+    const kopt_problem *prob;
     kopt_ctx *ctx = NULL;
     cli_llm llm;
-    const char *db_path = cli_default_db(), *workdir = NULL, *evaluator = "live", *out = NULL;
+    const char *db_path = cli_default_db(), *workdir = NULL, *evaluator = NULL, *out = NULL;
     const char *problem_arg = NULL, *start = NULL;
-    char *start_source = NULL, *stored_problem = NULL, *stored_opts = NULL, *opts_text = NULL, wd[4096], spec[64];
+    char spec[64];
     long long resume = 0, replay = 0;
     int json = 0, verbose = 0, propose = 0, evaluate_only = 0, iterations_given = 0, c, idx;
-    int code = KOPT_EXIT_ERROR, tty = isatty(STDERR_FILENO), manual = 0, have_ev = 0;
-    double v, fake_ref = 1.0;
+    int code = KOPT_EXIT_ERROR, tty = isatty(STDERR_FILENO), manual = 0, vcode = 0;
+    double v, fake_ref = 0;
     int64_t tree_id;
+    kopt_status rc;
 
-    memset(&ev, 0, sizeof(ev));
     cli_llm_init(&llm);
     lo.energy_s = 0.0;
     optind = 1;
@@ -291,75 +240,15 @@ int cmd_optimize(int argc, char **argv)
     if (optind < argc)
         problem_arg = argv[optind];
     if ((resume && replay) || (propose && evaluate_only) || (!resume && !replay && !problem_arg) ||
-        (strcmp(evaluator, "live") != 0 && strcmp(evaluator, "fake") != 0) ||
+        (evaluator && strcmp(evaluator, "live") != 0 && strcmp(evaluator, "fake") != 0) ||
         ((propose || evaluate_only) && replay) || (start && (resume || replay))) {
         help(stderr);
         return KOPT_EXIT_USAGE;
     }
     manual = llm.spec && strcmp(llm.spec, "manual") == 0;
-    if (so.objective != KOPT_TUNE_TIME && lo.energy_s <= 0)
-        lo.energy_s = 1.0;
-    lo.objective = so.objective;
-
     ctx = cli_ctx(verbose);
-    ro.kind = KOPT_RUN_OPTIMIZE;
-    ro.db_path = db_path;
-    ro.parent_id = resume ? resume : replay;
-    ro.device = lo.eval.device;
-    ro.cache_dir = lo.eval.cache_dir;
-    cli_run_command(&ro);
-    if (kopt_run_open(&run, ctx, &ro) != KOPT_OK) {
-        cli_error(ctx);
-        goto done;
-    }
-    store = kopt_run_store(run);
-    tree_id = resume ? resume : kopt_run_id(run);
-    if (resume || replay) {
-        if (kopt_store_opt_tree_get(store, ctx, resume ? resume : replay, &stored_problem,
-                                    &stored_opts) != KOPT_OK) {
-            cli_error(ctx);
-            code = KOPT_EXIT_INVALID;
-            goto done;
-        }
-        options_load(&so, stored_opts, iterations_given);
-        if (!problem_arg)
-            problem_arg = stored_problem;
-    }
-    if (kopt_problem_load(&prob, ctx, problem_arg) != KOPT_OK) {
-        cli_error(ctx);
-        code = KOPT_EXIT_INVALID;
-        goto done;
-    }
-    if (start) {   /* checked before anything is stored: a bad file is an error at once */
-        kopt_compile_opts co = KOPT_COMPILE_OPTS_INIT;
-        co.arch = lo.eval.arch;
-        co.cache_dir = lo.eval.cache_dir;
-        if (kopt_search_start_check(ctx, prob, start, &co, &start_source) != KOPT_OK) {
-            cli_error(ctx);
-            code = KOPT_EXIT_INVALID;
-            goto done;
-        }
-        so.start_source = start_source;
-        so.start_name = start;
-    }
-    opts_text = options_json(&so);
-    if (kopt_store_opt_tree_put(store, ctx, tree_id, prob->hash, prob->path, opts_text) != KOPT_OK) {
-        cli_error(ctx);
-        goto done;
-    }
-    snprintf(wd, sizeof(wd), "%s", workdir ? workdir : "");
-    if (!workdir)
-        snprintf(wd, sizeof(wd), "kopt-optimize/%lld", (long long)tree_id);
-    if (kopt_mkdirs(ctx, wd) != KOPT_OK) {
-        cli_error(ctx);
-        goto done;
-    }
-    lo.workdir = wd;
-
     /* the model: none (--evaluate), manual files, the recorded replies (--replay), or --llm */
-    if (manual && !evaluate_only) {
-        so.manual_dir = wd;
-    } else if (!evaluate_only) {
+    if (!manual && !evaluate_only) {
         if (replay && !llm.spec) {
             snprintf(spec, sizeof(spec), "replay:%lld", replay);
             llm.spec = spec;
@@ -367,49 +256,55 @@ int cmd_optimize(int argc, char **argv)
         if (cli_llm_open(&llm, ctx, db_path) != 0)
             goto done;
     }
-    /* the evaluator: none (--propose), the recorded outcomes (--replay), scripted, live */
-    if (!propose) {
-        kopt_status rc;
-        if (replay)
-            rc = kopt_search_evaluator_replay(&ev, ctx, store, replay);
-        else if (strcmp(evaluator, "fake") == 0)
-            rc = kopt_search_evaluator_fake(&ev, ctx, fake_ref);
-        else
-            rc = kopt_search_evaluator_live(&ev, ctx, run, prob, &lo);
-        if (rc != KOPT_OK) {
-            cli_error(ctx);
-            goto done;
-        }
-        have_ev = 1;
-    }
-    so.propose_only = propose;
-    so.memory_as_of = replay ? replay : 0;
-    so.replay_of = replay;
-    so.cache_dir = lo.eval.cache_dir;
     so.stop = &g_stop;
     if (tty || verbose) {
         so.progress = on_progress;
         so.progress_user = &tty;
     }
+    oo.search = so;
+    oo.live = lo;
+    oo.db_path = db_path;
+    {
+        kopt_run_opts ro = KOPT_RUN_OPTS_INIT;
+        cli_run_command(&ro);
+        oo.argc = ro.argc;
+        oo.argv = ro.argv;
+    }
+    oo.problem = problem_arg;
+    oo.resume = resume;
+    oo.replay = replay;
+    oo.keep_iterations = iterations_given;
+    oo.propose_only = propose;
+    oo.evaluate_only = evaluate_only;
+    oo.manual = manual;
+    oo.llm = llm.client;
+    oo.evaluator = evaluator;
+    oo.fake_ref_ms = fake_ref;
+    oo.workdir = workdir;
+    oo.start = start;
     cli_sigint_stop(&g_stop, "\nkopt optimize: stopping after the current step (the tree is "
                     "stored; --resume goes on; Ctrl-C again to quit now)\n", NULL);
-    if (kopt_search_open(&search, ctx, prob, store, tree_id, &so) != KOPT_OK) {
+    if ((rc = kopt_optimize_open(&op, ctx, &oo)) != KOPT_OK) {
         cli_error(ctx);
+        code = rc == KOPT_E_DB || rc == KOPT_E_IO || rc == KOPT_E_NOMEM ? KOPT_EXIT_ERROR
+                                                                       : KOPT_EXIT_INVALID;
         goto done;
     }
-    if (kopt_search_go(search, ctx, llm.client, have_ev ? &ev : NULL) != KOPT_OK) {
+    search = kopt_optimize_search(op);
+    prob = kopt_optimize_problem(op);
+    tree_id = kopt_optimize_tree_id(op);
+    if (kopt_optimize_go(op, ctx, &vcode) != KOPT_OK) {
         cli_error(ctx);
         if (tty)
             fprintf(stderr, "\n");
-        kopt_run_finish(run, ctx, KOPT_RUN_FAILED, NULL);
         goto done;
     }
     if (tty && so.progress)
         fprintf(stderr, "\n");
     {
-        const kopt_search_node *b = kopt_search_best(search), *root;
+        const kopt_search_node *b = kopt_search_best(search);
         kopt_search_stats st;
-        char summary[512], sig[65];
+        char sig[65];
         kopt_search_get_stats(search, &st);
         kopt_search_signature(search, sig);
         if (out && b && kopt_file_write(ctx, out, b->source, strlen(b->source)) != KOPT_OK)
@@ -419,7 +314,7 @@ int cmd_optimize(int argc, char **argv)
         } else {
             char *path = kopt_search_path_text(search);
             printf("kopt optimize %s: run %lld, tree %lld, %d nodes, %d expansions, %d "
-                   "evaluated now, %d pending\n", prob->name, (long long)kopt_run_id(run),
+                   "evaluated now, %d pending\n", prob->name, (long long)kopt_optimize_run_id(op),
                    (long long)tree_id, kopt_search_count(search), st.expansions, st.evaluated,
                    st.pending);
             printf("stop: %s\n", st.stop_reason);
@@ -434,35 +329,16 @@ int cmd_optimize(int argc, char **argv)
             if (st.waiting)
                 printf("manual: %d prompts in %s are waiting for replies (NAME.prompt.md -> "
                        "NAME.reply.md); then: kopt optimize --resume %lld --llm manual\n",
-                       st.waiting, wd, (long long)tree_id);
+                       st.waiting, kopt_optimize_workdir(op), (long long)tree_id);
             if (propose)
                 printf("next: kopt optimize --resume %lld --evaluate\n", (long long)tree_id);
             free(path);
         }
-        snprintf(summary, sizeof(summary), "tree %lld: %d nodes, best %s; %s",
-                 (long long)tree_id, kopt_search_count(search),
-                 b ? b->hash : "none", st.stop_reason);
-        root = kopt_search_node_at(search, 0);
-        if (root->state == KOPT_SEARCH_DONE && !root->ok) {
-            /* no GPU (SKIPPED), or a reference that does not run: nothing to search from */
-            kopt_run_finish(run, ctx, root->verdict == KOPT_VERDICT_SKIPPED ? KOPT_RUN_SKIPPED :
-                            KOPT_RUN_FAILED, summary);
-            code = kopt_verdict_exit_code(root->failure[0] ? KOPT_VERDICT_ERROR : root->verdict);
-            goto done;
-        }
-        kopt_run_finish(run, ctx, g_stop ? KOPT_RUN_INTERRUPTED : KOPT_RUN_OK, summary);
     }
-    code = 0;
+    code = vcode;
 done:
-    kopt_search_close(search);
-    kopt_search_evaluator_close(have_ev ? &ev : NULL);
+    kopt_optimize_close(op);
     cli_llm_close(&llm);
-    kopt_problem_free(prob);
-    kopt_run_close(run);
     kopt_ctx_free(ctx);
-    free(stored_problem);
-    free(stored_opts);
-    free(opts_text);
-    free(start_source);
     return code;
 }

@@ -77,7 +77,7 @@ int cmd_report(int argc, char **argv)
         goto done;
     }
     if (json) {
-        if ((rc = kopt_run_document_json(ctx, db, id, &doc)) != KOPT_OK) {
+        if ((rc = kopt_report_document_json(ctx, db, id, &doc)) != KOPT_OK) {
             cli_error(ctx);
             code = rc == KOPT_E_NOT_FOUND ? KOPT_EXIT_INVALID : KOPT_EXIT_ERROR;
             goto done;

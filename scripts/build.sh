@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 need=()
-for pkg in cmake pkg-config libjansson-dev libsqlite3-dev libssl-dev libcurl4-openssl-dev; do
+for pkg in cmake pkg-config libjansson-dev libsqlite3-dev libssl-dev libcurl4-openssl-dev \
+    libmicrohttpd-dev; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

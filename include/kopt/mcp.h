@@ -1,11 +1,14 @@
 /*
  * kopt/mcp.h: kopt as a Model Context Protocol server (protocol version 2025-11-25, the
  * official SDKs' default; 2025-06-18 and 2025-03-26 are accepted when a client asks for
- * them). JSON-RPC 2.0, one message per line, on a pair of file descriptors (stdio). Tools
- * (list_problems, eval, profile, tune, list_runs, get_run, device) go through the run API
+ * them). JSON-RPC 2.0, one message per line, on a pair of file descriptors (stdio), or the
+ * streamable HTTP transport on 127.0.0.1. Tools (list_problems, eval, profile, tune,
+ * list_runs, get_run, device, optimize_start/step/prompts/reply/tree, cute_search) go
+ * through the run API
  * exactly as the CLI's verbs do, so a candidate sent through MCP gets the same checks and
  * sandbox; stored runs, evaluations, profiles and tuning runs are resources
- * (kopt://run/ID, kopt://evaluation/ID, kopt://profile/ID, kopt://tune_run/ID). A reader
+ * (kopt://run/ID, kopt://evaluation/ID, kopt://profile/ID, kopt://tune_run/ID), and so are
+ * optimize trees (kopt://optimize_tree/ID). A reader
  * thread keeps reading while one tool call at a time runs on a worker thread, so ping and
  * notifications/cancelled are handled during a long call; a cancelled tune stops after its
  * current evaluation and a cancelled call sends no result. docs/mcp.md is the guide.
@@ -33,6 +36,21 @@ typedef struct kopt_mcp_opts {
     double replay_delay_ms;       /* tune replays: sleep before each evaluation (tests) */
 } kopt_mcp_opts;
 #define KOPT_MCP_OPTS_INIT {1, NULL, NULL, NULL, 500, 0.0}
+
+/* The streamable HTTP transport (MCP 2025-11-25), on libmicrohttpd: one endpoint, /mcp, on
+ * 127.0.0.1 only. A POST carries one JSON-RPC message: a notification or a response gets
+ * 202; a request gets its response as application/json, or, for tools/call, a
+ * text/event-stream with the call's progress notifications and then its result. initialize
+ * gives an Mcp-Session-Id that later requests must send (400 without it, 404 for an
+ * unknown or ended one); DELETE ends a session; GET (a server-initiated stream) is 405. A
+ * request whose Origin is not a loopback origin is refused (403: DNS rebinding), as is an
+ * MCP-Protocol-Version this server does not speak (400). Start returns once listening
+ * (port 0: a free port, kopt_mcp_http_port says which); stop waits for calls in flight. */
+typedef struct kopt_mcp_http kopt_mcp_http;
+kopt_status kopt_mcp_http_start(kopt_mcp_http **out, kopt_ctx *ctx, int port,
+                                const kopt_mcp_opts *opts);
+int kopt_mcp_http_port(const kopt_mcp_http *h);
+void kopt_mcp_http_stop(kopt_mcp_http *h);   /* NULL-safe */
 
 /* Serve until in_fd reaches end of file: read requests from in_fd, write responses and
  * notifications to out_fd. Returns KOPT_OK at end of input (after running calls end),

@@ -5,8 +5,9 @@
  * candidate and profiled kernel placed on it, the findings ranked with predicted and
  * realized gain, and for tuning runs the best-so-far against evaluations and the parameter
  * space explored. The page is built from the run's document (kopt_run_document_json), so
- * a recorded run renders without a GPU. Sections are a table (src/report/report_int.h):
- * the optimize search tree is one more entry.
+ * a recorded run renders without a GPU. For optimize runs: the search tree (nodes colored
+ * by verdict, sized by visits, the path to the best node highlighted), each node's plan and
+ * its diff against its parent on click. Sections are a table (src/report/report_int.h).
  *
  * Ownership: *out strings are the caller's (free()). Options are borrowed for the call.
  */
@@ -25,6 +26,11 @@ typedef struct kopt_report_opts {
 } kopt_report_opts;
 #define KOPT_REPORT_OPTS_INIT {1, NULL}
 
+/* Run `run_id`'s document as the page uses it: kopt_run_document_json, plus for an optimize
+ * run its search tree with every node's source ("optimize": kopt_search_stored_json; a
+ * resumed step shows the tree it stepped). */
+kopt_status kopt_report_document_json(kopt_ctx *ctx, const char *db_path, int64_t run_id,
+                                      char **out);
 /* The page for a run document (JSON text as kopt_run_document_json gives it). */
 kopt_status kopt_report_html(kopt_ctx *ctx, const char *doc_json, const kopt_report_opts *opts,
                              char **out);

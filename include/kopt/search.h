@@ -261,6 +261,69 @@ void kopt_search_signature(const kopt_search *s, char out[65]);
 char *kopt_search_json(const kopt_search *s);
 char *kopt_search_path_text(const kopt_search *s);
 
+/* ---- stored options and read-only views ---------------------------------------------------- */
+
+/* The options that shape a tree, as stored with it (opt_trees.options_json), and back
+ * (keys absent from `text` leave *o as it was; keep_iterations: a resume's own count). */
+char *kopt_search_opts_json(const kopt_search_opts *o);
+void kopt_search_opts_load(kopt_search_opts *o, const char *text, int keep_iterations);
+/* Tree `tree_id` of `store` as stored, derived (visits, rewards, best) under the stored
+ * options: no problem folder, prompts or model needed (reports, MCP's optimize_tree).
+ * kopt_search_go must not be called on it. */
+kopt_status kopt_search_view(kopt_search **out, kopt_ctx *ctx, kopt_store *store,
+                             int64_t tree_id);
+/* Tree `tree_id` of the store at `db_path` as kopt_search_json gives it, plus the stored
+ * options and the run's folder; `full`: each node also with its source, log, findings and
+ * facts (reports draw diffs from them). KOPT_E_NOT_FOUND when there is no such tree. */
+kopt_status kopt_search_stored_json(kopt_ctx *ctx, const char *db_path, int64_t tree_id,
+                                    int full, char **out);
+
+/* ---- one optimize invocation (kopt optimize, MCP's optimize tools) ------------------------- */
+
+/* What one invocation does: open a run (kind optimize), begin tree `resume`/`replay` or a
+ * new one (the run's id) for `problem`, store its options, pick the model (the caller's
+ * client, manual files, or the replayed exchanges) and the evaluator (live, fake, the
+ * replayed outcomes), run kopt_search_go, and finish the run with the tree's summary. */
+typedef struct kopt_optimize_opts {
+    int version;
+    kopt_search_opts search;    /* progress and stop are honoured */
+    kopt_search_live_opts live;
+    const char *db_path;        /* the store (required: the tree lives there) */
+    int argc; char *const *argv;/* the command recorded with the run */
+    const char *problem;        /* a new tree's problem folder (resume, replay: the stored) */
+    int64_t resume, replay;     /* go on with / replay tree N (0: a new tree) */
+    int keep_iterations;        /* resume: search.iterations given now, not the stored */
+    int propose_only, evaluate_only;
+    int manual;                 /* prompts and replies as files in the workdir */
+    kopt_llm_client *llm;       /* the model (borrowed); NULL: none, manual or the replay */
+    const char *evaluator;      /* "live", "fake"; NULL: the tree's stored one, else live */
+    double fake_ref_ms;         /* fake: the reference's time (0: stored, else 1.0) */
+    const char *workdir;        /* NULL: the stored one, else kopt-optimize/TREE */
+    int create_only;            /* store the tree and its pending root; search nothing */
+    const char *start;          /* a new tree begins from this kernel (checked first) */
+} kopt_optimize_opts;
+#define KOPT_OPTIMIZE_OPTS_INIT {1, KOPT_SEARCH_OPTS_INIT, KOPT_SEARCH_LIVE_OPTS_INIT, NULL, \
+    0, NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, 0.0, NULL, 0, NULL}
+
+typedef struct kopt_optimize kopt_optimize;
+/* Open: the run, the tree, the problem, the model and the evaluator (errors name the
+ * problem, tree or option). */
+kopt_status kopt_optimize_open(kopt_optimize **out, kopt_ctx *ctx, const kopt_optimize_opts *o);
+/* Search (unless create_only) and finish the run. *exit_code (may be NULL): 0, or the
+ * verdict's exit code when the reference itself does not run OK. */
+kopt_status kopt_optimize_go(kopt_optimize *op, kopt_ctx *ctx, int *exit_code);
+void kopt_optimize_close(kopt_optimize *op);
+kopt_search *kopt_optimize_search(kopt_optimize *op);        /* borrowed */
+const kopt_problem *kopt_optimize_problem(const kopt_optimize *op);
+int64_t kopt_optimize_tree_id(const kopt_optimize *op);
+int64_t kopt_optimize_run_id(const kopt_optimize *op);
+const char *kopt_optimize_workdir(const kopt_optimize *op);
+const char *kopt_optimize_evaluator(const kopt_optimize *op);
+
+/* Manual prompts of a workdir still without a reply: names (NAME of NAME.prompt.md),
+ * sorted; *n of them. Caller frees each and the array. */
+kopt_status kopt_optimize_waiting(kopt_ctx *ctx, const char *workdir, char ***names, int *n);
+
 /* ---- the math (exposed for tests) --------------------------------------------------------- */
 /* ceil(c * n^alpha), at least 1. */
 int kopt_search_widen_limit(double c, double alpha, int visits);

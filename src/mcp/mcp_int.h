@@ -9,6 +9,7 @@
 #include <signal.h>
 
 typedef struct kopt__mcp_server kopt__mcp_server;
+typedef struct kopt__mcp_stream kopt__mcp_stream;
 
 /* One tools/call: its request id, progress token, arguments and cancellation flag. */
 typedef struct kopt__mcp_call {
@@ -18,6 +19,7 @@ typedef struct kopt__mcp_call {
     json_t *args;                    /* params.arguments (an object) */
     const struct kopt__mcp_tool *tool;
     volatile sig_atomic_t cancelled; /* notifications/cancelled named it */
+    kopt__mcp_stream *stream;        /* HTTP: its progress and result go there (else out_fd) */
     struct kopt__mcp_call *next;
 } kopt__mcp_call;
 
@@ -33,9 +35,46 @@ typedef struct kopt__mcp_tool {
     kopt_status (*run)(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out, kopt_buf *text);
 } kopt__mcp_tool;
 
-/* tools.c: the table (optimize's propose/evaluate tools and CuTe search are later lines) */
+/* tools.c: the table */
 const kopt__mcp_tool *kopt__mcp_tools(int *n);
 const kopt__mcp_tool *kopt__mcp_tool_find(const char *name);
+
+/* tools_optimize.c: optimize_start, optimize_step, optimize_prompts, optimize_reply,
+ * optimize_tree, cute_search (their schemas are in tools.c's table) */
+kopt_status kopt__mcp_t_optimize_start(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out,
+                                       kopt_buf *t);
+kopt_status kopt__mcp_t_optimize_step(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out,
+                                      kopt_buf *t);
+kopt_status kopt__mcp_t_optimize_prompts(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out,
+                                         kopt_buf *t);
+kopt_status kopt__mcp_t_optimize_reply(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out,
+                                       kopt_buf *t);
+kopt_status kopt__mcp_t_optimize_tree(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out,
+                                      kopt_buf *t);
+kopt_status kopt__mcp_t_cute_search(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out,
+                                    kopt_buf *t);
+
+/* server.c: a server writing to out_fd (-1: none, every message is routed), one message
+ * handled (a JSON-RPC text), the end (waits for the calls in flight). */
+kopt__mcp_server *kopt__mcp_server_new(kopt_ctx *ctx, int out_fd, const kopt_mcp_opts *opts);
+void kopt__mcp_handle(kopt__mcp_server *s, const char *text);
+void kopt__mcp_server_free(kopt__mcp_server *s);
+
+/* Where the messages of the handling thread go (http.c sets it around kopt__mcp_handle): a
+ * reply is kept in `reply` (owned), and a tools/call takes `stream` (call_started set). */
+typedef struct kopt__mcp_route {
+    json_t *reply;
+    kopt__mcp_stream *stream;
+    int call_started;
+} kopt__mcp_route;
+extern _Thread_local kopt__mcp_route *kopt__mcp_route_cur;
+
+/* http.c: a call's stream of messages (text/event-stream): pushed by the call's thread,
+ * read by the HTTP response; ended after the call's last message. */
+void kopt__mcp_stream_push(kopt__mcp_stream *st, char *text);   /* takes text */
+void kopt__mcp_stream_end(kopt__mcp_stream *st);
+kopt__mcp_stream *kopt__mcp_stream_ref(kopt__mcp_stream *st);
+void kopt__mcp_stream_unref(kopt__mcp_stream *st);
 
 /* server.c */
 const kopt_mcp_opts *kopt__mcp_opts(kopt__mcp_call *c);

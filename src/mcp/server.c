@@ -7,6 +7,8 @@
  */
 #include "mcp_int.h"
 
+#include "kopt/search.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,14 +43,34 @@ const kopt_mcp_opts *kopt__mcp_opts(kopt__mcp_call *c)
 
 /* ---- sending ------------------------------------------------------------------------------ */
 
-static void send_json(kopt__mcp_server *s, json_t *msg)
+_Thread_local kopt__mcp_route *kopt__mcp_route_cur;
+
+/* A message to its destination: the call's HTTP stream, the handling thread's route (an
+ * HTTP request's reply), or out_fd. */
+static void emit(kopt__mcp_server *s, kopt__mcp_call *c, json_t *msg)
 {
-    char *text = json_dumps(msg, JSON_COMPACT | JSON_REAL_PRECISION(9));
+    char *text;
     size_t len, at = 0;
 
+    if (!c && kopt__mcp_route_cur) {
+        if (!kopt__mcp_route_cur->reply)
+            kopt__mcp_route_cur->reply = msg;
+        else
+            json_decref(msg);
+        return;
+    }
+    text = json_dumps(msg, JSON_COMPACT | JSON_REAL_PRECISION(9));
     json_decref(msg);
     if (!text)
         return;
+    if (c && c->stream) {
+        kopt__mcp_stream_push(c->stream, text);
+        return;
+    }
+    if (s->out_fd < 0) {
+        free(text);
+        return;
+    }
     len = strlen(text);
     text[len++] = '\n';   /* json_dumps leaves room: the NUL becomes the newline */
     pthread_mutex_lock(&s->out_lock);
@@ -63,6 +85,11 @@ static void send_json(kopt__mcp_server *s, json_t *msg)
     }
     pthread_mutex_unlock(&s->out_lock);
     free(text);
+}
+
+static void send_json(kopt__mcp_server *s, json_t *msg)
+{
+    emit(s, NULL, msg);
 }
 
 static void send_result(kopt__mcp_server *s, json_t *id, json_t *result)
@@ -95,8 +122,8 @@ void kopt__mcp_progress(kopt__mcp_call *c, double progress, double total, const 
         json_object_set_new(p, "total", json_real(total));
     if (msg)
         json_object_set_new(p, "message", json_string(msg));
-    send_json(c->srv, json_pack("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method",
-                                "notifications/progress", "params", p));
+    emit(c->srv, c, json_pack("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method",
+                              "notifications/progress", "params", p));
 }
 
 /* ---- tool calls ------------------------------------------------------------------------- */
@@ -181,7 +208,13 @@ static void *call_main(void *arg)
             result = json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text",
                                ctx ? kopt_errmsg(ctx) : "out of memory", "isError", 1);
         }
-        send_result(s, c->id, result);
+        emit(s, c, json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", c->id, "result",
+                             result));
+    }
+    if (c->stream) {   /* HTTP: the stream ends (a cancelled call's with no result) */
+        kopt__mcp_stream_end(c->stream);
+        kopt__mcp_stream_unref(c->stream);
+        c->stream = NULL;
     }
     json_decref(out);
     kopt_buf_free(&text);
@@ -235,6 +268,10 @@ static void tools_call(kopt__mcp_server *s, json_t *id, json_t *params)
     c->id = json_incref(id);
     c->args = args ? json_incref(args) : json_object();
     c->token = json_incref(json_object_get(json_object_get(params, "_meta"), "progressToken"));
+    if (kopt__mcp_route_cur && kopt__mcp_route_cur->stream) {
+        c->stream = kopt__mcp_stream_ref(kopt__mcp_route_cur->stream);
+        kopt__mcp_route_cur->call_started = 1;
+    }
     pthread_mutex_lock(&s->calls_lock);
     c->next = s->calls;
     s->calls = c;
@@ -247,6 +284,11 @@ static void tools_call(kopt__mcp_server *s, json_t *id, json_t *params)
         s->calls = c->next;
         s->ncalls--;
         pthread_mutex_unlock(&s->calls_lock);
+        if (c->stream) {
+            kopt__mcp_stream_unref(c->stream);
+            c->stream = NULL;
+            kopt__mcp_route_cur->call_started = 0;
+        }
         send_error(s, id, RPC_INTERNAL, "no thread for the call");
         call_free(c);
     }
@@ -291,7 +333,9 @@ static void initialize(kopt__mcp_server *s, json_t *id, json_t *params)
 #endif
         "instructions", "kopt checks, times, profiles and tunes CUDA kernels. Start with "
         "list_problems; eval a candidate (a .cu path or its source text) before profiling it; "
-        "every result is stored and readable as kopt://run/ID."));
+        "every result is stored and readable as kopt://run/ID. To optimize a kernel with you as "
+        "the model: optimize_start, then optimize_step / optimize_prompts / optimize_reply in "
+        "turn; optimize_tree shows the search."));
 }
 
 static void tools_list(kopt__mcp_server *s, json_t *id)
@@ -311,13 +355,16 @@ static void resources_list(kopt__mcp_server *s, json_t *id)
 {
     kopt_ctx *ctx = kopt_ctx_new();
     kopt_store_run *runs = NULL;
+    kopt_store *store = NULL;
     json_t *arr = json_array();
     int n = 0;
 
     if (s->o.db_path && ctx && kopt_run_list(ctx, s->o.db_path, NULL, 100, &runs, &n) != KOPT_OK)
         n = 0;   /* no store yet: no resources */
+    if (s->o.db_path && n > 0 && kopt_store_open(&store, ctx, s->o.db_path) != KOPT_OK)
+        store = NULL;
     for (int i = 0; i < n; i++) {
-        char uri[64], name[96], desc[700];
+        char uri[64], name[96], desc[700], *path = NULL, *opts = NULL;
         snprintf(uri, sizeof(uri), "kopt://run/%lld", (long long)runs[i].id);
         snprintf(name, sizeof(name), "run %lld (%s, %s)", (long long)runs[i].id, runs[i].kind,
                  runs[i].status);
@@ -326,7 +373,21 @@ static void resources_list(kopt__mcp_server *s, json_t *id)
         json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s}", "uri", uri, "name", name,
                                              "description", desc, "mimeType",
                                              "application/json"));
+        /* an optimize run that began a tree (not a resume of one): the tree too */
+        if (store && strcmp(runs[i].kind, "optimize") == 0 &&
+            kopt_store_opt_tree_get(store, ctx, runs[i].id, &path, &opts) == KOPT_OK) {
+            snprintf(uri, sizeof(uri), "kopt://optimize_tree/%lld", (long long)runs[i].id);
+            snprintf(name, sizeof(name), "optimize tree %lld", (long long)runs[i].id);
+            snprintf(desc, sizeof(desc), "the search tree of %.300s: nodes with plans, "
+                     "verdicts, sources; the best node and the path to it", path ? path : "?");
+            json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s}", "uri", uri, "name",
+                                                 name, "description", desc, "mimeType",
+                                                 "application/json"));
+        }
+        free(path);
+        free(opts);
     }
+    kopt_store_close(store);
     free(runs);
     kopt_ctx_free(ctx);
     send_result(s, id, json_pack("{s:o}", "resources", arr));
@@ -334,7 +395,8 @@ static void resources_list(kopt__mcp_server *s, json_t *id)
 
 static void resource_templates(kopt__mcp_server *s, json_t *id)
 {
-    static const char *const kinds[] = {"run", "evaluation", "profile", "tune_run"};
+    static const char *const kinds[] = {"run", "evaluation", "profile", "tune_run",
+                                        "optimize_tree"};
     json_t *arr = json_array();
 
     for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
@@ -364,7 +426,7 @@ static void resources_read(kopt__mcp_server *s, json_t *id, json_t *params)
         (size_t)(slash - uri - 7) >= sizeof(what) ||
         (rid = strtoll(slash + 1, &end, 10)) <= 0 || *end) {
         send_error(s, id, RPC_INVALID_PARAMS, "params.uri: '%s' is not kopt://KIND/ID "
-                   "(KIND: run, evaluation, profile, tune_run)", uri);
+                   "(KIND: run, evaluation, profile, tune_run, optimize_tree)", uri);
         return;
     }
     snprintf(what, sizeof(what), "%.*s", (int)(slash - uri - 7), uri + 7);
@@ -373,7 +435,9 @@ static void resources_read(kopt__mcp_server *s, json_t *id, json_t *params)
         return;
     }
     rc = strcmp(what, "run") == 0 ? kopt_run_document_json(ctx, s->o.db_path, rid, &text)
-                                  : kopt_run_item_json(ctx, s->o.db_path, what, rid, &text);
+       : strcmp(what, "optimize_tree") == 0 ? kopt_search_stored_json(ctx, s->o.db_path, rid, 1,
+                                                                      &text)
+       : kopt_run_item_json(ctx, s->o.db_path, what, rid, &text);
     if (rc == KOPT_OK)
         send_result(s, id, json_pack("{s:[{s:s, s:s, s:s}]}", "contents", "uri", uri,
                                      "mimeType", "application/json", "text", text));
@@ -388,7 +452,7 @@ static void resources_read(kopt__mcp_server *s, json_t *id, json_t *params)
 
 /* ---- the reader ------------------------------------------------------------------------- */
 
-static void handle(kopt__mcp_server *s, const char *line)
+void kopt__mcp_handle(kopt__mcp_server *s, const char *line)
 {
     json_error_t err;
     json_t *msg = json_loads(line, JSON_DECODE_ANY, &err), *id, *params;
@@ -453,47 +517,68 @@ done:
     json_decref(msg);
 }
 
+kopt__mcp_server *kopt__mcp_server_new(kopt_ctx *ctx, int out_fd, const kopt_mcp_opts *opts)
+{
+    kopt__mcp_server *s = calloc(1, sizeof(*s));
+    kopt_mcp_opts defaults = KOPT_MCP_OPTS_INIT;
+
+    if (!s)
+        return NULL;
+    s->ctx = ctx;
+    s->out_fd = out_fd;
+    s->o = opts ? *opts : defaults;
+    if (s->o.max_tune_budget <= 0)
+        s->o.max_tune_budget = defaults.max_tune_budget;
+    pthread_mutex_init(&s->out_lock, NULL);
+    pthread_mutex_init(&s->run_lock, NULL);
+    pthread_mutex_init(&s->calls_lock, NULL);
+    pthread_cond_init(&s->calls_done, NULL);
+    return s;
+}
+
+void kopt__mcp_server_free(kopt__mcp_server *s)
+{
+    if (!s)
+        return;
+    /* the calls in flight end (each is bounded) and answer */
+    pthread_mutex_lock(&s->calls_lock);
+    while (s->ncalls > 0)
+        pthread_cond_wait(&s->calls_done, &s->calls_lock);
+    pthread_mutex_unlock(&s->calls_lock);
+    pthread_cond_destroy(&s->calls_done);
+    pthread_mutex_destroy(&s->calls_lock);
+    pthread_mutex_destroy(&s->run_lock);
+    pthread_mutex_destroy(&s->out_lock);
+    free(s);
+}
+
 kopt_status kopt_mcp_serve(kopt_ctx *ctx, int in_fd, int out_fd, const kopt_mcp_opts *opts)
 {
-    kopt__mcp_server s;
-    kopt_mcp_opts defaults = KOPT_MCP_OPTS_INIT;
+    kopt__mcp_server *s;
     FILE *in;
     char *line = NULL;
     size_t cap = 0;
     ssize_t len;
-    int fd = dup(in_fd);
+    int fd = dup(in_fd), failed;
 
     if (fd < 0 || !(in = fdopen(fd, "r"))) {
         if (fd >= 0)
             close(fd);
         return kopt_seterr(ctx, KOPT_E_IO, "mcp: cannot read the input descriptor");
     }
-    memset(&s, 0, sizeof(s));
-    s.ctx = ctx;
-    s.out_fd = out_fd;
-    s.o = opts ? *opts : defaults;
-    if (s.o.max_tune_budget <= 0)
-        s.o.max_tune_budget = defaults.max_tune_budget;
-    pthread_mutex_init(&s.out_lock, NULL);
-    pthread_mutex_init(&s.run_lock, NULL);
-    pthread_mutex_init(&s.calls_lock, NULL);
-    pthread_cond_init(&s.calls_done, NULL);
-    while (!s.write_failed && (len = getline(&line, &cap, in)) >= 0) {
+    if (!(s = kopt__mcp_server_new(ctx, out_fd, opts))) {
+        fclose(in);
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "mcp server");
+    }
+    while (!s->write_failed && (len = getline(&line, &cap, in)) >= 0) {
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
             line[--len] = '\0';
         if (len > 0)
-            handle(&s, line);
+            kopt__mcp_handle(s, line);
     }
-    /* end of input: the calls in flight end (each is bounded) and answer */
-    pthread_mutex_lock(&s.calls_lock);
-    while (s.ncalls > 0)
-        pthread_cond_wait(&s.calls_done, &s.calls_lock);
-    pthread_mutex_unlock(&s.calls_lock);
+    failed = s->write_failed;
+    kopt__mcp_server_free(s);
     free(line);
     fclose(in);
-    pthread_cond_destroy(&s.calls_done);
-    pthread_mutex_destroy(&s.calls_lock);
-    pthread_mutex_destroy(&s.run_lock);
-    pthread_mutex_destroy(&s.out_lock);
-    return s.write_failed ? kopt_seterr(ctx, KOPT_E_IO, "mcp: the output closed") : KOPT_OK;
+    return failed ? kopt_seterr(ctx, KOPT_E_IO, "mcp: the output closed") : KOPT_OK;
 }

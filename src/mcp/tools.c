@@ -1,10 +1,11 @@
 /*
  * The MCP server's tools, each through the run API as the CLI's verb would do it: a run
  * recorded in the server's store per call, the same evaluation options and checks. The
- * optimize tools (start, step with a propose/evaluate split, inspect) and CuTe search are
- * later lines of the table.
+ * optimize tools and CuTe search are in tools_optimize.c; their schemas are here.
  */
 #include "mcp_int.h"
+
+#include "kopt/search.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -506,6 +507,8 @@ static kopt_status t_get_run(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out, kop
         return rc;
     rc = strcmp(what, "run") == 0 ? kopt_run_document_json(ctx, kopt__mcp_opts(c)->db_path, id,
                                                            &text)
+       : strcmp(what, "optimize_tree") == 0 ? kopt_search_stored_json(ctx,
+                                                  kopt__mcp_opts(c)->db_path, id, 1, &text)
        : kopt_run_item_json(ctx, kopt__mcp_opts(c)->db_path, what, id, &text);
     if (rc)
         return rc;
@@ -628,12 +631,72 @@ static const kopt__mcp_tool tools[] = {
      "runs with every outcome, device ceilings), or one evaluation, profile or tuning run.",
      "{\"type\": \"object\", \"properties\": {\"id\": {\"type\": \"integer\", \"minimum\": 1}, "
      "\"what\": {\"type\": \"string\", \"enum\": [\"run\", \"evaluation\", \"profile\", "
-     "\"tune_run\"], \"description\": \"default run\"}}, \"required\": [\"id\"]}", t_get_run},
+     "\"tune_run\", \"optimize_tree\"], \"description\": \"default run\"}}, \"required\": [\"id\"]}", t_get_run},
     {"device", "GPU and its ceilings",
      "The GPU (NVML: name, UUID, compute capability), its measured ceilings (measured once "
      "and stored), and every device the store knows with its ceilings.",
      "{\"type\": \"object\", \"properties\": {\"device\": {\"type\": \"integer\", \"minimum\": "
      "0}}}", t_device},
+    {"optimize_start", "Start an optimize tree",
+     "Begin a kopt optimize search tree for a problem, with you as its model: nothing is asked "
+     "of any LLM. The root is the reference. Then call optimize_step: it evaluates what is "
+     "pending and writes the planner/coder/debugger prompts; answer them with "
+     "optimize_prompts and optimize_reply; repeat. evaluator fake: outcomes scripted in the "
+     "sources (tests, no GPU).",
+     "{\"type\": \"object\", \"properties\": {" PROBLEM_PROP ", \"search\": {\"type\": "
+     "\"string\", \"enum\": [\"mcts\", \"greedy\", \"beam\", \"best-of-n\"]}, \"iterations\": "
+     "{\"type\": \"integer\", \"minimum\": 0, \"description\": \"expansions (default 10)\"}, "
+     "\"proposals\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 16, \"description\": "
+     "\"children per expansion (default 2; greedy 1)\"}, \"debug_attempts\": {\"type\": "
+     "\"integer\", \"minimum\": 0}, \"no_tune\": {\"type\": \"boolean\"}, \"tune_budget\": "
+     "{\"type\": \"integer\", \"minimum\": 1}, \"no_memory\": {\"type\": \"boolean\"}, "
+     "\"objective\": {\"type\": \"string\", \"enum\": [\"time\", \"energy\", \"time-energy\"]}, "
+     "\"evaluator\": {\"type\": \"string\", \"enum\": [\"live\", \"fake\"], \"description\": "
+     "\"live (the GPU, default) or fake (scripted outcomes)\"}, \"fake_ref_ms\": {\"type\": "
+     "\"number\", \"exclusiveMinimum\": 0}, \"workdir\": {\"type\": \"string\", "
+     "\"description\": \"the tree's folder (default kopt-optimize/TREE)\"}, \"device\": "
+     "{\"type\": \"integer\", \"minimum\": 0}}, \"required\": [\"problem\"]}",
+     kopt__mcp_t_optimize_start},
+    {"optimize_step", "Step an optimize tree",
+     "One step of the tree, as kopt optimize --resume TREE --llm manual: action evaluate "
+     "checks and times every pending candidate (GPU, or the fake evaluator); propose reads "
+     "your replies and turns them into pending candidates, then writes the next prompts (one "
+     "round); auto (default) does both. Reports progress; cancel to stop after the current "
+     "evaluation (the tree is stored).",
+     "{\"type\": \"object\", \"properties\": {\"tree\": {\"type\": \"integer\", \"minimum\": 1}, "
+     "\"action\": {\"type\": \"string\", \"enum\": [\"auto\", \"propose\", \"evaluate\"]}, "
+     "\"iterations\": {\"type\": \"integer\", \"minimum\": 0, \"description\": \"raise the "
+     "tree's expansion budget\"}, \"device\": {\"type\": \"integer\", \"minimum\": 0}}, "
+     "\"required\": [\"tree\"]}", kopt__mcp_t_optimize_step},
+    {"optimize_prompts", "Prompts waiting for you",
+     "The prompts of a tree still waiting for a reply: name, role (planner, coder, debugger, "
+     "templatizer) and text. Each prompt ends with its role's reply contract.",
+     "{\"type\": \"object\", \"properties\": {\"tree\": {\"type\": \"integer\", \"minimum\": 1}, "
+     "\"text\": {\"type\": \"boolean\", \"description\": \"include the prompt texts (default "
+     "true)\"}}, \"required\": [\"tree\"]}", kopt__mcp_t_optimize_prompts},
+    {"optimize_reply", "Answer a prompt",
+     "Your reply to one waiting prompt, written as the model's reply (manual mode's "
+     "NAME.reply.md; stored as an exchange, so the tree can be replayed). Final once given.",
+     "{\"type\": \"object\", \"properties\": {\"tree\": {\"type\": \"integer\", \"minimum\": 1}, "
+     "\"name\": {\"type\": \"string\", \"description\": \"the prompt's name\"}, \"text\": "
+     "{\"type\": \"string\", \"description\": \"the reply, following the prompt's contract\"}}, "
+     "\"required\": [\"tree\", \"name\", \"text\"]}", kopt__mcp_t_optimize_reply},
+    {"optimize_tree", "Inspect an optimize tree",
+     "A tree's nodes (kind, plan, verdict, time, reward, visits, closed), the best node, the "
+     "path to it with predicted and realized gains, the waiting prompts; with node: that "
+     "node's source, log, findings and its parent's source.",
+     "{\"type\": \"object\", \"properties\": {\"tree\": {\"type\": \"integer\", \"minimum\": 1}, "
+     "\"node\": {\"type\": \"integer\", \"minimum\": 0}}, \"required\": [\"tree\"]}",
+     kopt__mcp_t_optimize_tree},
+    {"cute_search", "Search CUTLASS/CuTe",
+     "Search the CUTLASS and CuTe headers (and CUTLASS's examples) by identifier or words, "
+     "as kopt cute search: ranked snippets with file and lines. Needs the CUTLASS headers "
+     "(python3 -m pip install nvidia-cutlass, or CUTLASS_PATH).",
+     "{\"type\": \"object\", \"properties\": {\"query\": {\"type\": \"string\"}, \"limit\": "
+     "{\"type\": \"integer\", \"minimum\": 1, \"maximum\": 50, \"description\": \"default 5\"}, "
+     "\"headers_only\": {\"type\": \"boolean\"}, \"cutlass\": {\"type\": \"string\", "
+     "\"description\": \"a CUTLASS folder (default: CUTLASS_PATH, then the Python package)\"}}, "
+     "\"required\": [\"query\"]}", kopt__mcp_t_cute_search},
 };
 
 const kopt__mcp_tool *kopt__mcp_tools(int *n)

@@ -9,7 +9,8 @@
 /* One section of the page: shown when applies() says the document has something for it
  * (NULL: always); render() appends its HTML to the page. Adding a section (the optimize
  * search tree: nodes colored by verdict, sized by visits, the path to the best, each
- * node's plan and diff on click) is one function pair and one line in report.c's table. */
+ * node's plan and diff on click, tree.c) is one function pair and one line in report.c's
+ * table. */
 typedef struct kopt__report_section {
     const char *id;               /* the HTML id of its <section> */
     const char *title;
@@ -27,6 +28,10 @@ int kopt__report_has_findings(json_t *doc);
 void kopt__report_findings(kopt_buf *b, json_t *doc);
 int kopt__report_has_tuning(json_t *doc);
 void kopt__report_tuning(kopt_buf *b, json_t *doc);
+
+/* tree.c: the optimize search tree (doc["optimize"]) */
+int kopt__report_has_tree(json_t *doc);
+void kopt__report_tree(kopt_buf *b, json_t *doc);
 
 /* report.c: text escaped for HTML (and attribute values); a number with `decimals` and a suffix, "-" when absent */
 void kopt__report_esc(kopt_buf *b, const char *s);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- scripted ------------------------------------------------------------------------------ */
 
@@ -113,9 +114,26 @@ static void fake_log(const char *tag, const char *source)
     fclose(f);
 }
 
+/* $KOPT_FAKE_EVAL_DELAY_MS: each evaluation takes that long (tests of progress and
+ * cancellation, where a real evaluation would). */
+static void fake_delay(void)
+{
+    const char *d = getenv("KOPT_FAKE_EVAL_DELAY_MS");
+    double ms = d ? strtod(d, NULL) : 0;
+    struct timespec ts;
+
+    if (ms <= 0)
+        return;
+    ts.tv_sec = (time_t)(ms / 1000);
+    ts.tv_nsec = (long)((ms - (double)ts.tv_sec * 1000) * 1e6);
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
 static kopt_status fake_evaluate(void *self, kopt_ctx *ctx, const char *source, const char *tag,
                                  kopt_search_outcome *out)
 {
+    fake_delay();
     fake_log(tag, source);
     return fake_outcome(self, ctx, source, 0, out);
 }

@@ -31,7 +31,7 @@ char *kopt_search_json(const kopt_search *s)
     char sig[65], *text;
 
     json_object_set_new(o, "tree_id", json_integer(s->tree_id));
-    json_object_set_new(o, "problem", json_string(s->prob->name));
+    json_object_set_new(o, "problem", json_string(s->prob ? s->prob->name : s->view_problem ? s->view_problem : ""));
     json_object_set_new(o, "policy", json_string(kopt_search_policy_name(s->o.policy)));
     json_object_set_new(o, "objective",
                         json_string(kopt_run_tune_objective_name(s->o.objective)));

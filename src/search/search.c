@@ -11,7 +11,7 @@
 
 /* ---- open / close ------------------------------------------------------------------------ */
 
-static kopt_status load_tree(kopt_search *s, kopt_ctx *ctx)
+kopt_status kopt__search_load_tree(kopt_search *s, kopt_ctx *ctx)
 {
     char **rows = NULL;
     int nrows = 0;
@@ -77,7 +77,7 @@ kopt_status kopt_search_open(kopt_search **out, kopt_ctx *ctx, const kopt_proble
         if ((rc = kopt_agent_prompt_load(ctx, s->prompts_dir, (kopt_agent_role)r,
                                          &s->templates[r])) != KOPT_OK)
             goto fail;
-    if ((rc = load_tree(s, ctx)) != KOPT_OK)
+    if ((rc = kopt__search_load_tree(s, ctx)) != KOPT_OK)
         goto fail;
     fresh = s->n == 0;
     if (s->n == 0) {
@@ -115,6 +115,7 @@ void kopt_search_close(kopt_search *s)
         free(s->templates[r]);
     free(s->prompts_dir);
     kopt__search_tool_close(&s->tool);
+    free(s->view_problem);
     free(s);
 }
 

@@ -35,7 +35,11 @@ struct kopt_search {
     kopt_search_stats st;
     double t_start;
     kopt__search_tool tool;
+    char *view_problem;         /* a view (kopt_search_view): the stored problem path */
 };
+
+/* search.c: the stored nodes appended to s (nothing without a store) */
+kopt_status kopt__search_load_tree(kopt_search *s, kopt_ctx *ctx);
 
 /* tools.c */
 /* Decide whether the tool is described and active (the root records it: a resume or a

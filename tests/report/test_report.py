@@ -2,10 +2,14 @@
 """kopt report in a real browser (Debian's Chromium, headless), without a GPU: a store of
 recorded H200 work (make_store: an eval run and a profile run imported from
 tests/data/cupti/h200, the H200's measured ceilings) plus a tuning replay
-(tests/data/tune/h200/softmax.json). For each run's page: no network reference; loaded in
+(tests/data/tune/h200/softmax.json) and a recorded optimize run (kopt optimize with the
+scripted model and the scripted evaluator of tests/optimize). For each run's page: no network reference; loaded in
 Chromium with no console error; the dumped DOM has as many roofline points, findings rows and
 tuning dots as the store says it should (counted here from the store with sqlite3, not from
-the page); a screenshot is written and is not blank.
+the page); the optimize page's search tree has a node and a panel per stored node, an edge
+per non-root node, the best path as kopt optimize --json gives it, node areas growing with
+visits, and a #node-N address opens that node's panel with its diff; a screenshot is written
+and is not blank.
 usage: test_report.py KOPT MAKE_STORE REPO_ROOT"""
 import json, os, re, shutil, sqlite3, struct, subprocess, sys, tempfile, zlib
 
@@ -56,6 +60,15 @@ try:
                    capture_output=True, env=env, cwd=root)
     con = sqlite3.connect(db)
     ids["tune"] = str(con.execute("SELECT max(id) FROM runs WHERE kind='tune'").fetchone()[0])
+    opt = subprocess.run([kopt, "optimize", os.path.join(root, "examples/softmax"), "--db", db,
+                          "--evaluator", "fake", "--iterations", "6", "--json", "--llm",
+                          "command:%s %s %s" % (sys.executable, os.path.join(root, "tests/optimize/scripted_llm.py"),
+                                                os.path.join(root, "tests/optimize/softmax"))],
+                         check=True, capture_output=True, text=True, cwd=tmp,
+                         env=dict(env, KOPT_PROMPTS=os.path.join(root, "prompts")))
+    opt_doc = json.loads(opt.stdout)
+    ids["optimize"] = str(opt_doc["tree_id"])
+    con = sqlite3.connect(db)
 
     def expected_points(run):
         n = {"eval": 0, "kernel": 0}
@@ -74,7 +87,7 @@ try:
                     n["kernel"] += 1
         return n
 
-    for kind in ("eval", "profile", "tune"):
+    for kind in ("eval", "profile", "tune", "optimize"):
         run = int(ids[kind])
         page = os.path.join(tmp, "report-%s.html" % kind)
         r = subprocess.run([kopt, "report", str(run), "--db", db, "-o", page],
@@ -116,6 +129,33 @@ try:
             check(dots == ok > 0, "tune: %d evaluations on the best-so-far chart, the store has %d" % (dots, ok))
             check('<path class="best"' in d and "Parameter space explored" in d,
                   "tune: best-so-far line and the parameter space")
+        if kind == "optimize":
+            nn = con.execute("SELECT count(*) FROM opt_nodes WHERE tree_id=?", (run,)).fetchone()[0]
+            circles = re.findall(r'<circle class="tn ([a-z]+)( path)?" data-node="(\d+)" cx="[^"]*" cy="[^"]*" r="([^"]*)"', d)
+            edges = len(re.findall(r'<line class="te', d))
+            path_edges = len(re.findall(r'<line class="te path', d))
+            panels = len(re.findall(r'<div class="nd" id="nd-\d+"', d))
+            want_path = len(opt_doc["path"])
+            check(len(circles) == nn > 5 and edges == nn - 1 and panels == nn,
+                  "optimize: %d nodes, %d edges, %d panels drawn; the store has %d nodes" % (len(circles), edges, panels, nn))
+            check(sum(1 for c in circles if c[1]) == want_path > 1 and path_edges == want_path - 1,
+                  "optimize: the path to the best (%d nodes, %d edges) highlighted, as kopt optimize --json says (%d)"
+                  % (sum(1 for c in circles if c[1]), path_edges, want_path))
+            verdict = {int(c[2]): c[0] for c in circles}
+            stored = {n["id"]: n.get("verdict") for n in opt_doc["nodes"]}
+            check(all((verdict[i] == "ok") == (stored[i] == "OK") for i in stored) and "fail" in verdict.values(),
+                  "optimize: nodes colored by verdict (%s)" % sorted(set(verdict.values())))
+            radius = {int(c[2]): float(c[3]) for c in circles}
+            visits = {n["id"]: n["visits"] for n in opt_doc["nodes"]}
+            check(all(radius[a] >= radius[b] for a in visits for b in visits if visits[a] > visits[b])
+                  and radius[0] > min(radius.values()), "optimize: node size grows with visits")
+            bid = opt_doc["best"]["id"]
+            check(re.search(r'<div class="nd" id="nd-%d" hidden(="")?>' % bid, d) is not None,
+                  "optimize: the node panels start hidden")
+            sel = browser(["--dump-dom"], "file://%s#node-%d" % (page, bid)).stdout
+            m = re.search(r'<div class="nd" id="nd-%d"( hidden(="")?)?>(.*?)</div>' % bid, sel, re.S)
+            check(m and not m.group(1) and '<span class="add">' in m.group(3) and "plan" in m.group(3),
+                  "optimize: selecting n%d shows its plan and diff against its parent (script ran)" % bid)
         shot = os.path.join(tmp, "shot-%s.png" % kind)
         browser(["--screenshot=" + shot, "--window-size=1200,1600"], "file://" + page)
         check(os.path.exists(shot) and os.path.getsize(shot) > 10000 and png_not_blank(shot),

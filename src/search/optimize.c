@@ -1,0 +1,488 @@
+/* One kopt optimize invocation as a library call (kopt/search.h: kopt_optimize_*): the run,
+ * the stored tree and its options, the model, the evaluator, the search, the run's end.
+ * The CLI (cli/cmd_optimize.c) and the MCP optimize tools (src/mcp) are thin layers on it.
+ * Also the stored options as JSON, read-only views of a stored tree, and the manual
+ * prompts still waiting for a reply. */
+#include "search_int.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- stored options ------------------------------------------------------------------------ */
+
+char *kopt_search_opts_json(const kopt_search_opts *o)
+{
+    json_t *j = json_pack("{s:s,s:i,s:i,s:f,s:f,s:f,s:f,s:i,s:i,s:f,s:i,s:i,s:s,s:b,s:b,s:b,"
+                          "s:i,s:i,s:i,s:i}",
+        "search", kopt_search_policy_name(o->policy), "iterations", o->iterations,
+        "proposals", o->proposals, "uct_c", o->uct_c, "widen_c", o->widen_c,
+        "widen_alpha", o->widen_alpha, "top_quantile", o->top_quantile,
+        "top_extra", o->top_extra, "prune_m", o->prune_m, "prune_eps", o->prune_eps,
+        "debug_attempts", o->debug_attempts, "beam_width", o->beam_width,
+        "objective", kopt_run_tune_objective_name(o->objective), "no_tools", o->no_tools,
+        "no_memory", o->no_memory, "no_tune", o->no_tune, "tune_budget", o->tune_budget,
+        "tune_after", o->tune_after, "cute", o->cute, "max_searches", o->max_searches);
+    char *t = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    return t;
+}
+
+static void get_int(json_t *j, const char *k, int *v)
+{
+    if (json_is_integer(json_object_get(j, k)))
+        *v = (int)json_integer_value(json_object_get(j, k));
+}
+
+static void get_num(json_t *j, const char *k, double *v)
+{
+    if (json_is_number(json_object_get(j, k)))
+        *v = json_number_value(json_object_get(j, k));
+}
+
+static void get_bool(json_t *j, const char *k, int *v)
+{
+    if (json_is_boolean(json_object_get(j, k)))
+        *v = json_is_true(json_object_get(j, k));
+}
+
+void kopt_search_opts_load(kopt_search_opts *o, const char *text, int keep_iterations)
+{
+    json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+    const char *str;
+
+    if (!j)
+        return;
+    if ((str = json_string_value(json_object_get(j, "search"))))
+        kopt_search_policy_parse(str, &o->policy);
+    if (!keep_iterations)
+        get_int(j, "iterations", &o->iterations);
+    get_int(j, "proposals", &o->proposals);
+    get_num(j, "uct_c", &o->uct_c);
+    get_num(j, "widen_c", &o->widen_c);
+    get_num(j, "widen_alpha", &o->widen_alpha);
+    get_num(j, "top_quantile", &o->top_quantile);
+    get_int(j, "top_extra", &o->top_extra);
+    get_int(j, "prune_m", &o->prune_m);
+    get_num(j, "prune_eps", &o->prune_eps);
+    get_int(j, "debug_attempts", &o->debug_attempts);
+    get_int(j, "beam_width", &o->beam_width);
+    if ((str = json_string_value(json_object_get(j, "objective"))))
+        kopt_run_tune_objective_parse(str, &o->objective);
+    get_bool(j, "no_tools", &o->no_tools);
+    get_bool(j, "no_memory", &o->no_memory);
+    get_bool(j, "no_tune", &o->no_tune);
+    get_int(j, "tune_budget", &o->tune_budget);
+    get_int(j, "tune_after", &o->tune_after);
+    get_int(j, "cute", &o->cute);
+    get_int(j, "max_searches", &o->max_searches);
+    json_decref(j);
+}
+
+/* ---- a read-only view ------------------------------------------------------------------------ */
+
+kopt_status kopt_search_view(kopt_search **out, kopt_ctx *ctx, kopt_store *store,
+                             int64_t tree_id)
+{
+    kopt_search *s;
+    kopt_search_opts o = KOPT_SEARCH_OPTS_INIT;
+    kopt_problem *prob = NULL;
+    char *path = NULL, *opts = NULL;
+    kopt_status rc;
+
+    *out = NULL;
+    if (!store)
+        return kopt_seterr(ctx, KOPT_E_INVALID, "optimize tree %lld: no store",
+                           (long long)tree_id);
+    if ((rc = kopt_store_opt_tree_get(store, ctx, tree_id, &path, &opts)) != KOPT_OK)
+        return rc;
+    if (!(s = calloc(1, sizeof(*s)))) {
+        free(path);
+        free(opts);
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "search view");
+    }
+    kopt_search_opts_load(&o, opts, 0);
+    s->store = store;
+    s->tree_id = tree_id;
+    s->o = o;
+    s->best = -1;
+    /* the problem's name when its folder is still there, else the folder's name */
+    if (path && kopt_problem_load(&prob, ctx, path) == KOPT_OK && prob->name)
+        s->view_problem = strdup(prob->name);
+    else if (path)
+        s->view_problem = strdup(strrchr(path, '/') && strrchr(path, '/')[1] ?
+                                 strrchr(path, '/') + 1 : path);
+    kopt_problem_free(prob);
+    free(path);
+    free(opts);
+    if ((rc = kopt__search_load_tree(s, ctx)) != KOPT_OK) {
+        kopt_search_close(s);
+        return rc;
+    }
+    if (s->n == 0) {
+        kopt_search_close(s);
+        return kopt_seterr(ctx, KOPT_E_NOT_FOUND, "optimize tree %lld has no nodes",
+                           (long long)tree_id);
+    }
+    kopt__search_derive(s);
+    for (int i = 0; i < s->n; i++)
+        s->st.pending += s->nodes[i].state == KOPT_SEARCH_PENDING;
+    *out = s;
+    return KOPT_OK;
+}
+
+/* ---- manual prompts waiting for a reply --------------------------------------------------- */
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+kopt_status kopt_optimize_waiting(kopt_ctx *ctx, const char *workdir, char ***names, int *n)
+{
+    DIR *d;
+    struct dirent *e;
+    char **v = NULL;
+    int cap = 0;
+
+    *names = NULL;
+    *n = 0;
+    if (!(d = opendir(workdir)))
+        return KOPT_OK;   /* nothing asked yet */
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        char reply[4096];
+        struct stat st;
+        if (len <= 10 || strcmp(e->d_name + len - 10, ".prompt.md") != 0)
+            continue;
+        snprintf(reply, sizeof(reply), "%s/%.*s.reply.md", workdir, (int)(len - 10),
+                 e->d_name);
+        if (stat(reply, &st) == 0)
+            continue;
+        if (*n == cap) {
+            char **g = realloc(v, (size_t)(cap = cap ? 2 * cap : 8) * sizeof(*v));
+            if (!g)
+                break;
+            v = g;
+        }
+        if (!(v[*n] = strndup(e->d_name, len - 10)))
+            break;
+        (*n)++;
+    }
+    closedir(d);
+    if (*n > 1)
+        qsort(v, (size_t)*n, sizeof(*v), by_name);
+    *names = v;
+    if (!v && *n)
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "waiting prompts");
+    return KOPT_OK;
+}
+
+/* ---- one invocation ----------------------------------------------------------------------- */
+
+struct kopt_optimize {
+    kopt_optimize_opts o;
+    kopt_run *run;
+    kopt_problem *prob;
+    kopt_search *search;
+    kopt_search_evaluator ev;
+    int have_ev;
+    int64_t tree_id;
+    char workdir[4096];
+    char evaluator[16];
+    double fake_ref_ms;
+    kopt_llm_client *replay_llm;   /* a replay's model when the caller gave none */
+    char *start_source;            /* --start: the checked kernel */
+};
+
+/* The stored options with what the optimize layer adds (evaluator, workdir). */
+static char *tree_options(const kopt_optimize *op)
+{
+    char *t = kopt_search_opts_json(&op->o.search);
+    json_t *j = t ? json_loads(t, 0, NULL) : NULL;
+    char *out;
+
+    free(t);
+    if (!j)
+        return NULL;
+    json_object_set_new(j, "evaluator", json_string(op->evaluator));
+    json_object_set_new(j, "fake_ref_ms", json_real(op->fake_ref_ms));
+    json_object_set_new(j, "workdir", json_string(op->workdir));
+    out = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    return out;
+}
+
+kopt_status kopt_optimize_open(kopt_optimize **out, kopt_ctx *ctx, const kopt_optimize_opts *o)
+{
+    kopt_optimize *op = calloc(1, sizeof(*op));
+    kopt_run_opts ro = KOPT_RUN_OPTS_INIT;
+    kopt_store *store;
+    char *stored_problem = NULL, *stored_opts = NULL, *opts_text = NULL;
+    const char *problem = o->problem, *ev_name = o->evaluator, *wd = o->workdir;
+    json_t *sj = NULL;
+    kopt_status rc;
+
+    *out = NULL;
+    if (!op)
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "optimize");
+    op->o = *o;
+    op->fake_ref_ms = o->fake_ref_ms;
+    if (!o->db_path) {
+        rc = kopt_seterr(ctx, KOPT_E_INVALID, "optimize: a store is required (the tree lives "
+                         "there)");
+        goto fail;
+    }
+    if ((o->resume && o->replay) || (o->propose_only && o->evaluate_only) ||
+        ((o->propose_only || o->evaluate_only) && o->replay) ||
+        (!o->resume && !o->replay && !problem)) {
+        rc = kopt_seterr(ctx, KOPT_E_INVALID, "optimize: give a problem, a tree to resume or "
+                         "one to replay; propose and evaluate are steps of a resumable tree");
+        goto fail;
+    }
+    if (ev_name && strcmp(ev_name, "live") != 0 && strcmp(ev_name, "fake") != 0) {
+        rc = kopt_seterr(ctx, KOPT_E_INVALID, "optimize: evaluator '%s': want live or fake",
+                         ev_name);
+        goto fail;
+    }
+    ro.kind = KOPT_RUN_OPTIMIZE;
+    ro.db_path = o->db_path;
+    ro.parent_id = o->resume ? o->resume : o->replay;
+    ro.device = o->live.eval.device;
+    ro.cache_dir = o->live.eval.cache_dir;
+    ro.argc = o->argc;
+    ro.argv = o->argv;
+    if ((rc = kopt_run_open(&op->run, ctx, &ro)) != KOPT_OK)
+        goto fail;
+    store = kopt_run_store(op->run);
+    op->tree_id = o->resume ? o->resume : kopt_run_id(op->run);
+    if (o->resume || o->replay) {
+        if ((rc = kopt_store_opt_tree_get(store, ctx, o->resume ? o->resume : o->replay,
+                                          &stored_problem, &stored_opts)) != KOPT_OK)
+            goto fail;
+        kopt_search_opts_load(&op->o.search, stored_opts, o->keep_iterations);
+        sj = stored_opts ? json_loads(stored_opts, 0, NULL) : NULL;
+        if (!problem)
+            problem = stored_problem;
+        if (!ev_name && o->resume)
+            ev_name = json_string_value(json_object_get(sj, "evaluator"));
+        if (!wd && o->resume)
+            wd = json_string_value(json_object_get(sj, "workdir"));
+        if (op->fake_ref_ms <= 0 && json_is_number(json_object_get(sj, "fake_ref_ms")))
+            op->fake_ref_ms = json_number_value(json_object_get(sj, "fake_ref_ms"));
+    }
+    if (op->fake_ref_ms <= 0)
+        op->fake_ref_ms = 1.0;
+    snprintf(op->evaluator, sizeof(op->evaluator), "%s", ev_name ? ev_name : "live");
+    if (wd && wd[0])
+        snprintf(op->workdir, sizeof(op->workdir), "%s", wd);
+    else
+        snprintf(op->workdir, sizeof(op->workdir), "kopt-optimize/%lld",
+                 (long long)op->tree_id);
+    if ((rc = kopt_problem_load(&op->prob, ctx, problem)) != KOPT_OK)
+        goto fail;
+    if (o->start) {   /* checked before anything is stored: a bad file is an error at once */
+        kopt_compile_opts co = KOPT_COMPILE_OPTS_INIT;
+        co.arch = op->o.live.eval.arch;
+        co.cache_dir = op->o.live.eval.cache_dir;
+        if ((rc = kopt_search_start_check(ctx, op->prob, o->start, &co, &op->start_source)) !=
+            KOPT_OK)
+            goto fail;
+        op->o.search.start_source = op->start_source;
+        op->o.search.start_name = o->start;
+    }
+    opts_text = tree_options(op);
+    if ((rc = kopt_store_opt_tree_put(store, ctx, op->tree_id, op->prob->hash, op->prob->path,
+                                      opts_text)) != KOPT_OK ||
+        (rc = kopt_mkdirs(ctx, op->workdir)) != KOPT_OK)
+        goto fail;
+    op->o.live.workdir = op->workdir;
+    if (op->o.search.objective != KOPT_TUNE_TIME && op->o.live.energy_s <= 0)
+        op->o.live.energy_s = 1.0;
+    op->o.live.objective = op->o.search.objective;
+
+    /* the model: none (evaluate), manual files, the caller's, or the recorded replies */
+    op->o.search.manual_dir = NULL;
+    if (o->evaluate_only || o->create_only) {
+        op->o.llm = NULL;
+    } else if (o->manual) {
+        op->o.search.manual_dir = op->workdir;
+        op->o.llm = NULL;
+    } else if (!o->llm && o->replay) {
+        char spec[64];
+        kopt_llm_options lo = KOPT_LLM_OPTIONS_INIT;
+        snprintf(spec, sizeof(spec), "replay:%lld", (long long)o->replay);
+        lo.load_run = kopt_store_llm_load_run;
+        lo.load_user = store;
+        if ((rc = kopt_llm_open(&op->replay_llm, ctx, spec, &lo)) != KOPT_OK)
+            goto fail;
+        op->o.llm = op->replay_llm;
+    }
+    /* the evaluator: none (propose), the recorded outcomes (replay), scripted, live */
+    if (!o->propose_only && !o->create_only) {
+        if (o->replay)
+            rc = kopt_search_evaluator_replay(&op->ev, ctx, store, o->replay);
+        else if (strcmp(op->evaluator, "fake") == 0)
+            rc = kopt_search_evaluator_fake(&op->ev, ctx, op->fake_ref_ms);
+        else
+            rc = kopt_search_evaluator_live(&op->ev, ctx, op->run, op->prob, &op->o.live);
+        if (rc != KOPT_OK)
+            goto fail;
+        op->have_ev = 1;
+    }
+    op->o.search.propose_only = o->propose_only;
+    op->o.search.memory_as_of = o->replay ? o->replay : 0;
+    op->o.search.replay_of = o->replay;
+    op->o.search.cache_dir = op->o.live.eval.cache_dir;
+    if ((rc = kopt_search_open(&op->search, ctx, op->prob, store, op->tree_id,
+                               &op->o.search)) != KOPT_OK)
+        goto fail;
+    json_decref(sj);
+    free(stored_problem);
+    free(stored_opts);
+    free(opts_text);
+    *out = op;
+    return KOPT_OK;
+fail:
+    json_decref(sj);
+    free(stored_problem);
+    free(stored_opts);
+    free(opts_text);
+    if (op->run) {   /* the run records why; the caller still gets the message and detail */
+        char why[1024], *detail = strdup(kopt_errdetail(ctx));
+        snprintf(why, sizeof(why), "%s", kopt_errmsg(ctx));
+        kopt_run_finish(op->run, ctx, KOPT_RUN_FAILED, why);
+        kopt_seterr(ctx, rc, "%s", why);
+        if (detail)
+            kopt_set_errdetail(ctx, detail);
+        free(detail);
+    }
+    kopt_optimize_close(op);
+    return rc;
+}
+
+kopt_status kopt_optimize_go(kopt_optimize *op, kopt_ctx *ctx, int *exit_code)
+{
+    const kopt_search_node *b, *root;
+    kopt_search_stats st;
+    char summary[512];
+    int stopped = op->o.search.stop && *op->o.search.stop;
+
+    if (exit_code)
+        *exit_code = 0;
+    if (!op->o.create_only &&
+        kopt_search_go(op->search, ctx, op->o.llm, op->have_ev ? &op->ev : NULL) != KOPT_OK) {
+        char why[512];
+        snprintf(why, sizeof(why), "%s", kopt_errmsg(ctx));
+        kopt_run_finish(op->run, ctx, KOPT_RUN_FAILED, why);
+        kopt_seterr(ctx, KOPT_E_ERROR, "%s", why);
+        if (exit_code)
+            *exit_code = 1;
+        return KOPT_E_ERROR;
+    }
+    stopped = op->o.search.stop && *op->o.search.stop;
+    kopt_search_get_stats(op->search, &st);
+    b = kopt_search_best(op->search);
+    root = kopt_search_node_at(op->search, 0);
+    if (op->o.create_only)
+        snprintf(summary, sizeof(summary), "tree %lld: started (%s evaluator)",
+                 (long long)op->tree_id, op->evaluator);
+    else
+        snprintf(summary, sizeof(summary), "tree %lld: %d nodes, best %s; %s",
+                 (long long)op->tree_id, kopt_search_count(op->search), b ? b->hash : "none",
+                 st.stop_reason);
+    if (root->state == KOPT_SEARCH_DONE && !root->ok) {
+        /* no GPU (SKIPPED), or a reference that does not run: nothing to search from */
+        kopt_run_finish(op->run, ctx, root->verdict == KOPT_VERDICT_SKIPPED ? KOPT_RUN_SKIPPED
+                        : KOPT_RUN_FAILED, summary);
+        if (exit_code)
+            *exit_code = kopt_verdict_exit_code(root->failure[0] ? KOPT_VERDICT_ERROR
+                                                                 : root->verdict);
+        return KOPT_OK;
+    }
+    kopt_run_finish(op->run, ctx, stopped ? KOPT_RUN_INTERRUPTED : KOPT_RUN_OK, summary);
+    return KOPT_OK;
+}
+
+void kopt_optimize_close(kopt_optimize *op)
+{
+    if (!op)
+        return;
+    kopt_search_close(op->search);
+    kopt_search_evaluator_close(op->have_ev ? &op->ev : NULL);
+    kopt_llm_close(op->replay_llm);
+    kopt_problem_free(op->prob);
+    kopt_run_close(op->run);
+    free(op->start_source);
+    free(op);
+}
+
+kopt_search *kopt_optimize_search(kopt_optimize *op) { return op->search; }
+const kopt_problem *kopt_optimize_problem(const kopt_optimize *op) { return op->prob; }
+int64_t kopt_optimize_tree_id(const kopt_optimize *op) { return op->tree_id; }
+int64_t kopt_optimize_run_id(const kopt_optimize *op) { return kopt_run_id(op->run); }
+const char *kopt_optimize_workdir(const kopt_optimize *op) { return op->workdir; }
+const char *kopt_optimize_evaluator(const kopt_optimize *op) { return op->evaluator; }
+
+kopt_status kopt_search_stored_json(kopt_ctx *ctx, const char *db_path, int64_t tree_id,
+                                    int full, char **out)
+{
+    kopt_store *store = NULL;
+    kopt_search *s = NULL;
+    char *text = NULL, *path = NULL, *opts = NULL, **names = NULL;
+    json_t *doc = NULL, *o, *nodes, *w;
+    const char *wd;
+    int nw = 0;
+    kopt_status rc;
+
+    *out = NULL;
+    if (!db_path)
+        return kopt_seterr(ctx, KOPT_E_INVALID, "optimize tree %lld: no store",
+                           (long long)tree_id);
+    if ((rc = kopt_store_open(&store, ctx, db_path)) != KOPT_OK ||
+        (rc = kopt_store_opt_tree_get(store, ctx, tree_id, &path, &opts)) != KOPT_OK ||
+        (rc = kopt_search_view(&s, ctx, store, tree_id)) != KOPT_OK)
+        goto done;
+    if (!(text = kopt_search_json(s)) || !(doc = json_loads(text, 0, NULL))) {
+        rc = kopt_seterr(ctx, KOPT_E_NOMEM, "optimize tree %lld as JSON", (long long)tree_id);
+        goto done;
+    }
+    o = opts ? json_loads(opts, 0, NULL) : NULL;
+    json_object_set_new(doc, "options", o ? o : json_object());
+    json_object_set_new(doc, "problem_path", json_string(path ? path : ""));
+    wd = json_string_value(json_object_get(o, "workdir"));
+    w = json_array();
+    if (wd && kopt_optimize_waiting(ctx, wd, &names, &nw) == KOPT_OK)
+        for (int i = 0; i < nw; i++)
+            json_array_append_new(w, json_string(names[i]));
+    for (int i = 0; i < nw; i++)
+        free(names[i]);
+    free(names);
+    json_object_set_new(doc, "waiting", w);
+    json_object_set_new(json_object_get(doc, "stats"), "waiting",
+                        json_integer((json_int_t)json_array_size(w)));
+    nodes = json_object_get(doc, "nodes");
+    for (int i = 0; full && i < s->n && i < (int)json_array_size(nodes); i++) {
+        const kopt_search_node *n = &s->nodes[i];
+        json_t *j = json_array_get(nodes, (size_t)i);
+        json_object_set_new(j, "source", json_string(n->source ? n->source : ""));
+        if (n->log)
+            json_object_set_new(j, "log", json_string(n->log));
+        if (n->findings)
+            json_object_set_new(j, "findings", json_string(n->findings));
+        if (n->facts)
+            json_object_set_new(j, "facts", json_string(n->facts));
+    }
+    if (!(*out = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(9))))
+        rc = kopt_seterr(ctx, KOPT_E_NOMEM, "optimize tree %lld as JSON", (long long)tree_id);
+done:
+    json_decref(doc);
+    free(text);
+    free(path);
+    free(opts);
+    kopt_search_close(s);
+    kopt_store_close(store);
+    return rc;
+}
