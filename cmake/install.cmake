@@ -28,11 +28,11 @@ foreach(d LIBDIR INCLUDEDIR)
     set(KOPT_PC_${d} "\${prefix}/${CMAKE_INSTALL_${d}}")
   endif()
 endforeach()
-# libcurl and libmicrohttpd by name rather than through their .pc: their Libs.private
-# (nghttp2, ssh2, ldap; gnutls, unistring, ...) name static libraries a distribution does
-# not ship; -lcurl and -lmicrohttpd take the shared ones.
+# libcurl by name rather than through its .pc: its Libs.private (nghttp2, ssh2, ldap, ...)
+# name static libraries a distribution does not ship; -lcurl takes the shared one.
+# (libmicrohttpd is loaded at run time by `kopt mcp --http`, not linked.)
 set(KOPT_PC_LIBS_PRIVATE "")
-foreach(l curl microhttpd ${CMAKE_DL_LIBS} pthread m)
+foreach(l curl ${CMAKE_DL_LIBS} pthread m)
   string(APPEND KOPT_PC_LIBS_PRIVATE " -l${l}")
 endforeach()
 configure_file(cmake/kopt.pc.in ${PROJECT_BINARY_DIR}/kopt.pc @ONLY)

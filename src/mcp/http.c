@@ -8,6 +8,7 @@
 #include "mcp_int.h"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -16,6 +17,60 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+/* libmicrohttpd is loaded when `kopt mcp --http` starts, not linked: kopt and libkopt run
+ * where it is not installed (a GPU node), and only the HTTP transport needs it. */
+static struct {
+    void *so;
+    struct MHD_Daemon *(*start_daemon)(unsigned int, uint16_t, MHD_AcceptPolicyCallback, void *,
+                                       MHD_AccessHandlerCallback, void *, ...);
+    void (*stop_daemon)(struct MHD_Daemon *);
+    const union MHD_DaemonInfo *(*get_daemon_info)(struct MHD_Daemon *,
+                                                   enum MHD_DaemonInfoType, ...);
+    enum MHD_Result (*add_response_header)(struct MHD_Response *, const char *, const char *);
+    const char *(*lookup_connection_value)(struct MHD_Connection *, enum MHD_ValueKind,
+                                           const char *);
+    enum MHD_Result (*queue_response)(struct MHD_Connection *, unsigned int,
+                                      struct MHD_Response *);
+    void (*destroy_response)(struct MHD_Response *);
+    struct MHD_Response *(*create_response_from_buffer)(size_t, void *,
+                                                        enum MHD_ResponseMemoryMode);
+    struct MHD_Response *(*create_response_from_callback)(uint64_t, size_t,
+                                                          MHD_ContentReaderCallback, void *,
+                                                          MHD_ContentReaderFreeCallback);
+} mhd;
+
+static kopt_status load_mhd(kopt_ctx *ctx)
+{
+    if (mhd.so)
+        return KOPT_OK;
+    if (!(mhd.so = dlopen("libmicrohttpd.so.12", RTLD_NOW | RTLD_LOCAL)))
+        return kopt_seterr(ctx, KOPT_E_NOT_FOUND, "mcp http: libmicrohttpd is not installed "
+                           "(%s): apt-get install libmicrohttpd12 (the stdio transport needs "
+                           "nothing)", dlerror());
+#define SYM(f) (*(void **)&mhd.f = dlsym(mhd.so, "MHD_" #f)) == NULL
+    if (SYM(start_daemon) || SYM(stop_daemon) || SYM(get_daemon_info) ||
+        SYM(add_response_header) || SYM(lookup_connection_value) || SYM(queue_response) ||
+        SYM(destroy_response) || SYM(create_response_from_buffer) ||
+        SYM(create_response_from_callback)) {
+        dlclose(mhd.so);
+        mhd.so = NULL;
+        return kopt_seterr(ctx, KOPT_E_NOT_FOUND, "mcp http: libmicrohttpd.so.12 lacks a "
+                           "function kopt uses");
+    }
+#undef SYM
+    return KOPT_OK;
+}
+
+#define MHD_start_daemon mhd.start_daemon
+#define MHD_stop_daemon mhd.stop_daemon
+#define MHD_get_daemon_info mhd.get_daemon_info
+#define MHD_add_response_header mhd.add_response_header
+#define MHD_lookup_connection_value mhd.lookup_connection_value
+#define MHD_queue_response mhd.queue_response
+#define MHD_destroy_response mhd.destroy_response
+#define MHD_create_response_from_buffer mhd.create_response_from_buffer
+#define MHD_create_response_from_callback mhd.create_response_from_callback
 
 #define MAX_BODY (8u << 20)   /* a request body at most (a candidate's source fits) */
 #define MAX_SESSIONS 64
@@ -410,6 +465,10 @@ kopt_status kopt_mcp_http_start(kopt_mcp_http **out, kopt_ctx *ctx, int port,
     if (port < 0 || port > 65535) {
         free(h);
         return kopt_seterr(ctx, KOPT_E_INVALID, "mcp http: port %d: want 0 to 65535", port);
+    }
+    if (load_mhd(ctx) != KOPT_OK) {
+        free(h);
+        return KOPT_E_NOT_FOUND;
     }
     pthread_mutex_init(&h->lock, NULL);
     h->ctx = ctx;
