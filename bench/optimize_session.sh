@@ -25,6 +25,8 @@ EXAMPLES=${*:-softmax vector_add}
 SCRIPT=tests/optimize/scripted_llm.py
 TABLE=$O/table.txt
 : > "$TABLE"
+# sqlite3's command-line shell is not on every GPU machine: queries through python3
+q() { python3 -c 'import sqlite3,sys; [print("|".join("" if v is None else str(v) for v in r)) for r in sqlite3.connect(sys.argv[1]).execute(sys.argv[2])]' "$@"; }
 j() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$@" 2>/dev/null || echo "?"; }
 row() { printf '%-11s %-34s %s\n' "$@" | tee -a "$TABLE"; }
 
@@ -62,12 +64,12 @@ for E in $EXAMPLES; do
   KOPT_SCRIPT_SLEEP=1 $K optimize $EV examples/$E --db "$DB" --llm "$LLM" --iterations "$ITERS" \
     > "$O/$E-killed.txt" 2>&1 &
   pid=$!; sleep "${OPT_KILL_AFTER:-25}"; kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
-  TK=$(sqlite3 "$DB" "SELECT max(tree_id) FROM opt_trees")
-  sqlite3 "$DB" "SELECT node, parent, source_hash, verdict FROM opt_nodes WHERE tree_id=$TK AND state='done' ORDER BY node" > "$O/$E-before.txt"
+  TK=$(q "$DB" "SELECT max(tree_id) FROM opt_trees")
+  q "$DB" "SELECT node, parent, source_hash, verdict FROM opt_nodes WHERE tree_id=$TK AND state='done' ORDER BY node" > "$O/$E-before.txt"
   $K optimize $EV --db "$DB" --resume "$TK" --llm "$LLM" --json > "$O/$E-resumed.json" 2> "$O/$E-resumed.err"
-  sqlite3 "$DB" "SELECT node, parent, source_hash, verdict FROM opt_nodes WHERE tree_id=$TK AND state='done' ORDER BY node" > "$O/$E-after.txt"
+  q "$DB" "SELECT node, parent, source_hash, verdict FROM opt_nodes WHERE tree_id=$TK AND state='done' ORDER BY node" > "$O/$E-after.txt"
   kept=$(python3 -c "import sys; b=open(sys.argv[1]).read().splitlines(); a=open(sys.argv[2]).read().splitlines(); print('yes (%d of %d nodes before the kill)' % (len(b), len(a)) if a[:len(b)] == b else 'NO')" "$O/$E-before.txt" "$O/$E-after.txt")
-  dup=$(sqlite3 "$DB" "SELECT count(*) FROM (SELECT tag FROM evaluations WHERE tag LIKE 'n%' AND run_id IN (SELECT id FROM runs WHERE id=$TK OR parent_id=$TK) GROUP BY tag HAVING count(*) > 1)")
+  dup=$(q "$DB" "SELECT count(*) FROM (SELECT tag FROM evaluations WHERE tag LIKE 'n%' AND run_id IN (SELECT id FROM runs WHERE id=$TK OR parent_id=$TK) GROUP BY tag HAVING count(*) > 1)")
   row "$E" "3 kill -9 + resume" "nothing lost: $kept; evaluations repeated: $dup; best $(j "$O/$E-resumed.json" '"%.2f" % d["best"]["speedup"]')x"
 
   # 4: propose / evaluate, three rounds (each evaluate is one GPU call)
@@ -92,3 +94,5 @@ for E in $EXAMPLES; do
   row "$E" "4 manual round trip" "$r rounds, best $(j "$O/$E-m$r.json" '"%.2f" % d["best"]["speedup"]')x, waiting $(j "$O/$E-m$r.json" 'd["stats"]["waiting"]')"
 done
 echo; cat "$TABLE"
+# one archive: the device tool brings back a limited number of files
+tar czf "$FINAL/optimize.tgz" -C "$FINAL" optimize && cp "$TABLE" "$FINAL/table.txt" && rm -rf "$O"
