@@ -1,34 +1,38 @@
 /*@kopt
 {
   "mode": "host",
-  "params": {"STAGES": 4},
-  "constraints": ["STAGES >= 2", "STAGES <= 6"]
+  "params": {"BN": 256, "STAGES": 4},
+  "constraints": ["BN == 128 || BN == 256", "STAGES >= 2",
+                  "STAGES * (128 + BN) * 64 * 2 + 2048 <= 232448"]
 }
 */
-// gemm_bf16 with CuTe on Hopper (sm_90a): TMA loads into a STAGES-deep shared-memory ring,
-// WGMMA (SS: both operands from shared memory) accumulating in f32 registers.
+// gemm_bf16 with CuTe on Hopper (sm_90a): warp-specialized TMA + WGMMA, STAGES-deep ring.
 //
-// Block tile 128 x 128 x 64, 256 threads = two warpgroups; each warpgroup owns 64 rows of
-// the tile and issues SM90_64x128x16 bf16 WGMMAs (four per 64-wide k tile). A is row-major
-// (M x K, K-major in CuTe's words), B is row-major (K x N), which seen as an (N, K) tensor
-// is N-major: its shared tile uses the MN-major 128-byte swizzle and the WGMMA reads B as
-// MN-major. Out-of-range rows/columns of a tile are zero-filled by TMA, so any M, N, K
-// whose rows are 16-byte aligned (K and N multiples of 8) take this path; other sizes take
-// a plain SIMT kernel (correct, slow: it exists for the problem's odd check sizes).
+// Block tile 128 x BN x 64, 384 threads = three warpgroups. Warpgroup 0 is the producer:
+// it gives most of its registers back (setmaxnreg) and one thread issues the TMA loads of
+// A (128 x 64, K-major, 128-byte swizzle) and B (BN x 64 seen as an (N, K) tensor that is
+// N-major, since B is row-major K x N: MN-major 128-byte swizzle) into the ring. Warpgroups
+// 1 and 2 are the consumers: each owns 64 rows of the tile and issues
+// SM90_64xBNx16_F32BF16BF16_SS WGMMAs (four per 64-wide k tile) into f32 registers
+// (BN / 2 of them per thread), keeping one batch in flight.
 //
-// The pipeline, per k tile kt (stage s = kt % STAGES, n = kt / STAGES its use of s):
-//   all threads wait full[s] (parity n & 1): TMA has landed tile kt
-//   both warpgroups issue their WGMMAs on stage s, commit, and wait until at most one
-//   batch is in flight: then tile kt-1's WGMMAs are done and every thread arrives on
-//   empty[(kt-1) % STAGES]
-//   thread 0 then refills that stage with tile kt + STAGES - 1, after waiting until the
-//   stage's previous use was released by all 256 threads (empty, parity (use-1) & 1)
-// Thread 0 reconverges with its warp (__syncwarp) before the next WGMMA, which its whole
-// warp must execute together. Blocks walk the tiles GROUP_M tile rows at a time (L2 reuse).
+// Barriers (one mbarrier of each kind per stage s; n = kt / STAGES is tile kt's use of s):
+//   full[s]  producer -> consumers: arrive_and_expect_tx(stage bytes), TMA completes it;
+//            consumers wait with parity n & 1
+//   empty[s] consumers -> producer: lane 0 of each of the 8 consumer warps arrives once
+//            tile kt's WGMMAs are done (after the next tile's batch is issued and
+//            warpgroup_wait<1>); the producer waits with parity (n - 1) & 1 before it
+//            refills s with tile kt + STAGES
+// TMA zero-fills out-of-range rows and columns (and counts them in the transaction bytes),
+// so any M, N, K whose rows are 16-byte aligned (K and N multiples of 8) take this path;
+// the epilogue stores float2s straight from registers, guarded only in edge tiles. Other
+// sizes take a plain SIMT kernel (correct, slow: it exists for the problem's odd check
+// sizes). Blocks walk the tiles GROUP_M tile rows at a time (L2 reuse).
 #include <kopt/candidate.h>
 
 #include <cute/tensor.hpp>
 #include <cutlass/arch/barrier.h>
+#include <cutlass/arch/reg_reconfig.h>
 #include <cutlass/numeric_types.h>
 
 #include <cuda_runtime.h>
@@ -38,11 +42,17 @@ using namespace cute;
 #ifndef STAGES
 #define STAGES 4
 #endif
+#ifndef BN
+#define BN 256
+#endif
 
 namespace cute_gemm {   // named: an anonymous one clashes with CuTe's in nvcc's stubs
 
 using T = cutlass::bfloat16_t;
-constexpr int BM = 128, BN = 128, BK = 64, NTHREADS = 256, GROUP_M = 16;
+constexpr int BM = 128, BK = 64, GROUP_M = 16;
+constexpr int CONSUMERS = 2;                          // warpgroups, 64 tile rows each
+constexpr int NTHREADS = 128 * (1 + CONSUMERS);
+constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;   // 128*40 + 256*232 <= 65536
 
 using Tiler = decltype(make_shape(Int<BM>{}, Int<BN>{}, Int<BK>{}));
 // (BM, BK, STAGES) and (BN, BK, STAGES) shared tiles in the layouts WGMMA reads
@@ -50,8 +60,11 @@ using SmemA = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<T>{},
                                      make_shape(Int<BM>{}, Int<BK>{}, Int<STAGES>{})));
 using SmemB = decltype(tile_to_shape(GMMA::Layout_MN_SW128_Atom<T>{},
                                      make_shape(Int<BN>{}, Int<BK>{}, Int<STAGES>{})));
-using Mma = decltype(make_tiled_mma(SM90_64x128x16_F32BF16BF16_SS<GMMA::Major::K, GMMA::Major::MN>{},
-                                    Layout<Shape<_2, _1, _1>>{}));
+// one warpgroup: 64 x BN x 16 (A K-major, B MN-major), two of them stacked along M
+using Atom = decltype(GMMA::ss_op_selector<T, T, float, Shape<_64, Int<BN>, Int<BK>>,
+                                           GMMA::Major::K, GMMA::Major::MN>());
+using Mma = decltype(make_tiled_mma(Atom{}, Layout<Shape<Int<CONSUMERS>, _1, _1>>{}));
+static_assert(size(Mma{}) == 128 * CONSUMERS, "one warpgroup per 64 rows");
 
 struct Shared {
     alignas(1024) T a[cosize_v<SmemA>];   // 128-byte swizzles want 1024-byte alignment
@@ -59,6 +72,7 @@ struct Shared {
     alignas(8) uint64_t full[STAGES];     // TMA -> consumers: bytes landed
     alignas(8) uint64_t empty[STAGES];    // consumers -> producer: stage free again
 };
+constexpr int SMEM_BYTES = (int)sizeof(Shared) + 1024;   // + room to align the base
 
 template <class TmaA, class TmaB>
 __global__ void __launch_bounds__(NTHREADS, 1)
@@ -70,7 +84,7 @@ gemm_tma_wgmma(int M, int N, int K, float *C, __grid_constant__ const TmaA tma_a
     extern __shared__ __align__(16) unsigned char smem_raw[];
     Shared &sh = *reinterpret_cast<Shared *>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) &
                                              ~uintptr_t(1023));
-    const int tid = threadIdx.x;
+    const int tid = threadIdx.x, wg = tid / 128;
 
     // tile order: GROUP_M tile rows at a time, so the blocks running together share
     // their A and B strips in L2 (a 1-D grid of tiles_m * tiles_n blocks)
@@ -79,49 +93,57 @@ gemm_tma_wgmma(int M, int N, int K, float *C, __grid_constant__ const TmaA tma_a
     const int first_m = group * GROUP_M, rows = min(tiles_m - first_m, GROUP_M);
     const int in_group = blockIdx.x % per_group;
     const int tile_m = first_m + in_group % rows, tile_n = in_group / rows;
-
-    // global views (TMA coordinates for A and B), this block's tiles
-    Tensor mA = tma_a.get_tma_tensor(make_shape(M, K));                       // (M, K)
-    Tensor mB = tma_b.get_tma_tensor(make_shape(N, K));                       // (N, K)
-    Tensor mC = make_tensor(make_gmem_ptr(C), make_shape(M, N), make_stride(N, Int<1>{}));
+    const int ktiles = (K + BK - 1) / BK;
     auto blk = make_coord(tile_m, tile_n, _);
-    Tensor gA = local_tile(mA, Tiler{}, blk, Step<_1, X, _1>{});              // (BM, BK, kt)
-    Tensor gB = local_tile(mB, Tiler{}, blk, Step<X, _1, _1>{});              // (BN, BK, kt)
-    Tensor gC = local_tile(mC, Tiler{}, blk, Step<_1, _1, X>{});              // (BM, BN)
-    Tensor cC = local_tile(make_identity_tensor(make_shape(M, N)), Tiler{}, blk,
-                           Step<_1, _1, X>{});                                // (m, n) of each
+
     Tensor sA = make_tensor(make_smem_ptr(sh.a), SmemA{});                    // (BM, BK, S)
     Tensor sB = make_tensor(make_smem_ptr(sh.b), SmemB{});                    // (BN, BK, S)
-
-    // TMA's view: one copy per stage and per k tile
-    auto tA = tma_partition(tma_a, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sA),
-                            group_modes<0, 2>(gA));   // (TMA, kt), (TMA, S)
-    auto tB = tma_partition(tma_b, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sB),
-                            group_modes<0, 2>(gB));
-    constexpr uint32_t stage_bytes = (BM * BK + BN * BK) * sizeof(T);
-    const int ktiles = (K + BK - 1) / BK;
 
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
             Full::init(&sh.full[s], 1);
-            Empty::init(&sh.empty[s], NTHREADS);
+            Empty::init(&sh.empty[s], CONSUMERS * 4);   // one arrival per consumer warp
         }
         cutlass::arch::fence_barrier_init();
     }
     __syncthreads();
 
-    auto load = [&](int kt) {   // thread 0 only
-        const int s = kt % STAGES;
-        Full::arrive_and_expect_tx(&sh.full[s], stage_bytes);
-        copy(tma_a.with(sh.full[s]), get<0>(tA)(_, kt), get<1>(tA)(_, s));
-        copy(tma_b.with(sh.full[s]), get<0>(tB)(_, kt), get<1>(tB)(_, s));
-    };
-    if (tid == 0)
-        for (int kt = 0; kt < STAGES - 1 && kt < ktiles; ++kt)
-            load(kt);
+    if (wg == 0) {   // producer warpgroup
+        cutlass::arch::warpgroup_reg_dealloc<PRODUCER_REGS>();
+        if (tid == 0) {
+            cute::prefetch_tma_descriptor(tma_a.get_tma_descriptor());
+            cute::prefetch_tma_descriptor(tma_b.get_tma_descriptor());
+            // global views as TMA coordinates, this block's k tiles, TMA's partition
+            Tensor gA = local_tile(tma_a.get_tma_tensor(make_shape(M, K)), Tiler{}, blk,
+                                   Step<_1, X, _1>{});                          // (BM, BK, kt)
+            Tensor gB = local_tile(tma_b.get_tma_tensor(make_shape(N, K)), Tiler{}, blk,
+                                   Step<X, _1, _1>{});                          // (BN, BK, kt)
+            auto tA = tma_partition(tma_a, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sA),
+                                    group_modes<0, 2>(gA));   // (TMA, kt), (TMA, S)
+            auto tB = tma_partition(tma_b, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sB),
+                                    group_modes<0, 2>(gB));
+            constexpr uint32_t stage_bytes = (BM * BK + BN * BK) * sizeof(T);
+            for (int kt = 0; kt < ktiles; ++kt) {
+                const int s = kt % STAGES;
+                if (kt >= STAGES)
+                    Empty::wait(&sh.empty[s], ((kt / STAGES) - 1) & 1);
+                Full::arrive_and_expect_tx(&sh.full[s], stage_bytes);
+                copy(tma_a.with(sh.full[s]), get<0>(tA)(_, kt), get<1>(tA)(_, s));
+                copy(tma_b.with(sh.full[s]), get<0>(tB)(_, kt), get<1>(tB)(_, s));
+            }
+        }
+        return;
+    }
 
+    // consumer warpgroups
+    cutlass::arch::warpgroup_reg_alloc<CONSUMER_REGS>();
+    const int ctid = tid - 128, lane = tid % 32;
     Mma mma;
-    auto thr = mma.get_thread_slice(tid);
+    auto thr = mma.get_thread_slice(ctid);
+    Tensor mC = make_tensor(make_gmem_ptr(C), make_shape(M, N), make_stride(N, Int<1>{}));
+    Tensor gC = local_tile(mC, Tiler{}, blk, Step<_1, _1, X>{});              // (BM, BN)
+    Tensor cC = local_tile(make_identity_tensor(make_shape(M, N)), Tiler{}, blk,
+                           Step<_1, _1, X>{});                                // (m, n) of each
     Tensor tCsA = thr.partition_A(sA);                // (MMA, MMA_M, MMA_K, S)
     Tensor tCsB = thr.partition_B(sB);                // (MMA, MMA_N, MMA_K, S)
     Tensor tCrA = thr.make_fragment_A(tCsA);          // shared-memory descriptors
@@ -140,26 +162,26 @@ gemm_tma_wgmma(int M, int N, int K, float *C, __grid_constant__ const TmaA tma_a
         warpgroup_commit_batch();
         warpgroup_wait<1>();                          // tile kt-1's WGMMAs are done
         warpgroup_fence_operand(acc);
-        if (kt > 0)
+        if (kt > 0 && lane == 0)
             Empty::arrive(&sh.empty[(kt - 1) % STAGES]);
-        if (tid == 0) {
-            const int next = kt + STAGES - 1;         // goes to stage (kt-1) % STAGES
-            if (next < ktiles) {
-                if (next >= STAGES)
-                    Empty::wait(&sh.empty[next % STAGES], ((next / STAGES) - 1) & 1);
-                load(next);
-            }
-        }
-        __syncwarp();
     }
     warpgroup_wait<0>();
     warpgroup_fence_operand(acc);
 
-    // epilogue: registers -> C, guarded at the edges of the matrix
-    CUTE_UNROLL
-    for (int i = 0; i < size(acc); ++i)
-        if (elem_less(tCcC(i), make_coord(M, N)))
-            tCgC(i) = acc(i);
+    // epilogue: registers -> C. Accumulator values 2i and 2i+1 are columns n and n+1 of
+    // one row (the WGMMA D layout), so an interior tile stores float2s (N is even here).
+    if ((tile_m + 1) * BM <= M && (tile_n + 1) * BN <= N) {
+        CUTE_UNROLL
+        for (int i = 0; i < size(acc); i += 2) {
+            const int m = get<0>(tCcC(i)), n = get<1>(tCcC(i));
+            *reinterpret_cast<float2 *>(C + (long long)m * N + n) = make_float2(acc(i), acc(i + 1));
+        }
+    } else {
+        CUTE_UNROLL
+        for (int i = 0; i < size(acc); ++i)
+            if (elem_less(tCcC(i), make_coord(M, N)))
+                tCgC(i) = acc(i);
+    }
 }
 
 // Sizes TMA cannot describe (rows not 16-byte aligned): one thread per output.
@@ -174,12 +196,29 @@ __global__ void gemm_simt(int M, int N, int K, const T *A, const T *B, float *C)
     C[(long long)m * N + n] = s;
 }
 
+// The TMA descriptors for one (A, B, M, N, K), built on the host (cuTensorMapEncodeTiled).
+// A is seen as (M, K) with unit stride along K; B as (N, K) with unit stride along N.
+auto make_tma_a(const T *A, int M, int K)
+{
+    Tensor g = make_tensor(make_gmem_ptr(A), make_shape(M, K), make_stride(K, Int<1>{}));
+    return make_tma_atom(SM90_TMA_LOAD{}, g, SmemA{}(_, _, 0), make_shape(Int<BM>{}, Int<BK>{}));
+}
+auto make_tma_b(const T *B, int N, int K)
+{
+    Tensor g = make_tensor(make_gmem_ptr(B), make_shape(N, K), make_stride(Int<1>{}, N));
+    return make_tma_atom(SM90_TMA_LOAD{}, g, SmemB{}(_, _, 0), make_shape(Int<BN>{}, Int<BK>{}));
+}
+using TmaA = decltype(make_tma_a(nullptr, 0, 0));
+using TmaB = decltype(make_tma_b(nullptr, 0, 0));
+
 } // namespace cute_gemm
 
 using namespace cute_gemm;
 
 extern "C" int kopt_candidate_run(const kopt_candidate_io *io)
 {
+    // the descriptors of the last inputs, kept so that timed calls skip the encoding
+    static struct { const void *a, *b; int m, n, k; TmaA tma_a; TmaB tma_b; } *last;
     const int M = (int)kopt_size(io, "M"), N = (int)kopt_size(io, "N"), K = (int)kopt_size(io, "K");
     const T *A = (const T *)kopt_tensor(io, "A"), *B = (const T *)kopt_tensor(io, "B");
     float *C = (float *)kopt_tensor(io, "C");
@@ -191,17 +230,18 @@ extern "C" int kopt_candidate_run(const kopt_candidate_io *io)
         gemm_simt<<<dim3((N + 127) / 128, M), 128, 0, stream>>>(M, N, K, A, B, C);
         return cudaGetLastError() != cudaSuccess;
     }
-    // A as (M, K) with unit stride along K; B as (N, K) with unit stride along N
-    Tensor gA = make_tensor(make_gmem_ptr(A), make_shape(M, K), make_stride(K, Int<1>{}));
-    Tensor gB = make_tensor(make_gmem_ptr(B), make_shape(N, K), make_stride(Int<1>{}, N));
-    auto tma_a = make_tma_atom(SM90_TMA_LOAD{}, gA, SmemA{}(_, _, 0), make_shape(Int<BM>{}, Int<BK>{}));
-    auto tma_b = make_tma_atom(SM90_TMA_LOAD{}, gB, SmemB{}(_, _, 0), make_shape(Int<BN>{}, Int<BK>{}));
-    auto kernel = gemm_tma_wgmma<decltype(tma_a), decltype(tma_b)>;
-    const int smem = (int)sizeof(Shared) + 1024;   // + room to align the base
-    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) !=
+    if (!last)
+        last = new std::remove_pointer_t<decltype(last)>{nullptr, nullptr, 0, 0, 0,
+                                                          make_tma_a(A, M, K), make_tma_b(B, N, K)};
+    if (last->a != A || last->b != B || last->m != M || last->n != N || last->k != K) {
+        last->tma_a = make_tma_a(A, M, K), last->tma_b = make_tma_b(B, N, K);
+        last->a = A, last->b = B, last->m = M, last->n = N, last->k = K;
+    }
+    auto kernel = gemm_tma_wgmma<TmaA, TmaB>;
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES) !=
         cudaSuccess)
         return 2;
-    kernel<<<((N + BN - 1) / BN) * ((M + BM - 1) / BM), NTHREADS, smem, stream>>>(
-        M, N, K, C, tma_a, tma_b);
+    const int blocks = ((N + BN - 1) / BN) * ((M + BM - 1) / BM);
+    kernel<<<blocks, NTHREADS, SMEM_BYTES, stream>>>(M, N, K, C, last->tma_a, last->tma_b);
     return cudaGetLastError() != cudaSuccess ? 3 : 0;
 }
