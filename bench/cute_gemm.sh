@@ -2,14 +2,15 @@
 # One device call that verifies and times examples/gemm_bf16/cute_wgmma.cu against cuBLAS
 # (cublas_host.cu) and the hand-written fast.cu at 8192^3 with `kopt eval`, in one run on
 # one GPU. Also checks the TMA path at sizes with edge tiles and a K tail, and counts the
-# WGMMA/TMA instructions in the compiled candidate. Variants: CUTE_VARIANTS="BN:STAGES ..."
-# (default "256:4 128:6"; the first is the file's own default params).
+# WGMMA/TMA instructions in the compiled candidate. Variants: CUTE_VARIANTS="BN:STAGES:CLUSTER
+# ..." (default "256:4:2 256:4:1"; the first should be the file's own default params).
 # Usage on the GPU machine, from the repo root, with build/ carried and CUTLASS reachable
 # ($CUTLASS_PATH, or WHEEL=path/to/nvidia_cutlass-*.whl to install it under /tmp):
 #   bash bench/cute_gemm.sh
-# Results: $OUT/cute/ (each eval's text and JSON, env), tarred to $OUT/cute.tgz; a table last.
+# Results: each eval's JSON and stderr, env, SASS counts in $OUT/cute.tgz (folder cute/); the
+# table in $OUT/table.txt and printed last.
 set -u
-FINAL=${OUT:-/tmp/kopt-out}; O=$FINAL/cute; mkdir -p "$O"
+FINAL=${OUT:-/tmp/kopt-out}; W=$(mktemp -d); O=$W/cute; mkdir -p "$O" "$FINAL"
 B=${KOPT_BUILD:-build}; K=$PWD/$B/kopt; P=examples/gemm_bf16
 src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$B/CMakeCache.txt")
 # the carried build names its source folder by absolute path: make it resolve here
@@ -24,13 +25,13 @@ fi
   nvcc --version | tail -2; $K cute info; } > "$O/env.txt" 2>&1
 cat "$O/env.txt"
 S8="--size M=8192 --size N=8192 --size K=8192"
-variants=${CUTE_VARIANTS:-"256:4 128:6"}
+variants=${CUTE_VARIANTS:-"256:4:2 256:4:1"}
 cands=()
 for v in $variants; do   # one copy of the candidate per variant, its params as defaults
-  bn=${v%:*}; st=${v#*:}; f=$P/cute_bn${bn}_s${st}.tmp.cu
-  sed "s/\"params\": {\"BN\": [0-9]*, \"STAGES\": [0-9]*}/\"params\": {\"BN\": $bn, \"STAGES\": $st}/" \
-    $P/cute_wgmma.cu > "$f"
-  grep -q "\"BN\": $bn, \"STAGES\": $st" "$f" || { echo "variant $v: front matter not rewritten"; exit 1; }
+  IFS=: read -r bn st cl <<< "$v"; f=$P/cute_bn${bn}_s${st}_c${cl}.tmp.cu
+  pm="\"params\": {\"BN\": $bn, \"STAGES\": $st, \"CLUSTER\": $cl}"
+  sed "s/\"params\": {[^}]*}/$pm/" $P/cute_wgmma.cu > "$f"
+  grep -qF "$pm" "$f" || { echo "variant $v: front matter not rewritten"; exit 1; }
   cands+=("$f")
 done
 ev() {   # name, args...: one kopt eval, text and JSON kept
@@ -55,10 +56,12 @@ print("%-22s %-8s %s checks=%d failing=%d maxrel=%.2g median=%.4f ms %.1f TFLOP/
 PY
 }
 # 1. correctness of every variant at sizes with partial tiles in M and N and a K tail (the
-#    TMA path: N, K multiples of 8), compiled in parallel; then the problem's default sizes
+#    TMA path: N, K multiples of 8; an odd number of tile rows; fewer k tiles than stages),
+#    compiled in parallel; then the problem's default sizes
 i=0
 for f in "${cands[@]}"; do
-  ev "edge_$i" $P "$f" --size M=1000 --size N=1032 --size K=520 --no-time --trials 2 &
+  ( ev "edge_$i" $P "$f" --size M=1100 --size N=1032 --size K=520 --no-time --trials 2
+    ev "small_$i" $P "$f" --size M=300 --size N=264 --size K=72 --no-time --trials 2 ) &
   i=$((i + 1))
 done
 ev cublas_compile $P $P/cublas_host.cu --no-time --no-check-sizes &
@@ -80,6 +83,6 @@ for s in "$KOPT_CACHE_DIR"/compile/*.so; do
 done
 rm -f "${cands[@]}"
 echo "== SASS instruction counts per compiled CuTe candidate"; head -20 "$O"/sass_*.txt
-(cd "$FINAL" && tar czf cute.tgz cute)
+(cd "$W" && tar czf "$FINAL/cute.tgz" cute); cp "$O/table.txt" "$FINAL/table.txt"
 echo "== summary (median over kopt eval's timed runs, L2 flushed between runs)"
 cat "$O/table.txt"

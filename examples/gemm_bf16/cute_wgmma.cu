@@ -1,8 +1,8 @@
 /*@kopt
 {
   "mode": "host",
-  "params": {"BN": 256, "STAGES": 4},
-  "constraints": ["BN == 128 || BN == 256", "STAGES >= 2",
+  "params": {"BN": 256, "STAGES": 4, "CLUSTER": 2},
+  "constraints": ["BN == 128 || BN == 256", "STAGES >= 2", "CLUSTER == 1 || CLUSTER == 2",
                   "STAGES * (128 + BN) * 64 * 2 + 2048 <= 232448"]
 }
 */
@@ -45,6 +45,9 @@ using namespace cute;
 #ifndef BN
 #define BN 256
 #endif
+#ifndef CLUSTER
+#define CLUSTER 2
+#endif
 
 namespace cute_gemm {   // named: an anonymous one clashes with CuTe's in nvcc's stubs
 
@@ -53,6 +56,8 @@ constexpr int BM = 128, BK = 64, GROUP_M = 16;
 constexpr int CONSUMERS = 2;                          // warpgroups, 64 tile rows each
 constexpr int NTHREADS = 128 * (1 + CONSUMERS);
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;   // 128*40 + 256*232 <= 65536
+
+static_assert(GROUP_M % CLUSTER == 0, "clusters stack whole tiles along M");
 
 using Tiler = decltype(make_shape(Int<BM>{}, Int<BN>{}, Int<BK>{}));
 // (BM, BK, STAGES) and (BN, BK, STAGES) shared tiles in the layouts WGMMA reads
@@ -75,7 +80,7 @@ struct Shared {
 constexpr int SMEM_BYTES = (int)sizeof(Shared) + 1024;   // + room to align the base
 
 template <class TmaA, class TmaB>
-__global__ void __launch_bounds__(NTHREADS, 1)
+__global__ void __launch_bounds__(NTHREADS, 1) __cluster_dims__(CLUSTER, 1, 1)
 gemm_tma_wgmma(int M, int N, int K, float *C, __grid_constant__ const TmaA tma_a,
                __grid_constant__ const TmaB tma_b)
 {
@@ -86,13 +91,18 @@ gemm_tma_wgmma(int M, int N, int K, float *C, __grid_constant__ const TmaA tma_a
                                              ~uintptr_t(1023));
     const int tid = threadIdx.x, wg = tid / 128;
 
-    // tile order: GROUP_M tile rows at a time, so the blocks running together share
-    // their A and B strips in L2 (a 1-D grid of tiles_m * tiles_n blocks)
+    // tile order: clusters of CLUSTER tiles stacked along M (block rank r takes row
+    // CLUSTER * cluster row + r; all of them share one B tile), walked GROUP_M tile rows
+    // at a time so that the blocks running together share their A and B strips in L2.
+    // The grid may hold one row of tiles past M (CLUSTER not dividing the tile rows): those
+    // blocks load zeros (TMA fills out-of-range boxes), help multicast B, and store nothing.
+    const int rank = (int)cute::block_rank_in_cluster(), cluster = blockIdx.x / CLUSTER;
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
-    const int per_group = GROUP_M * tiles_n, group = blockIdx.x / per_group;
-    const int first_m = group * GROUP_M, rows = min(tiles_m - first_m, GROUP_M);
-    const int in_group = blockIdx.x % per_group;
-    const int tile_m = first_m + in_group % rows, tile_n = in_group / rows;
+    const int crows = (tiles_m + CLUSTER - 1) / CLUSTER, group_rows = GROUP_M / CLUSTER;
+    const int per_group = group_rows * tiles_n, group = cluster / per_group;
+    const int first = group * group_rows, rows = min(crows - first, group_rows);
+    const int in_group = cluster % per_group;
+    const int tile_m = (first + in_group % rows) * CLUSTER + rank, tile_n = in_group / rows;
     const int ktiles = (K + BK - 1) / BK;
     auto blk = make_coord(tile_m, tile_n, _);
 
@@ -102,11 +112,13 @@ gemm_tma_wgmma(int M, int N, int K, float *C, __grid_constant__ const TmaA tma_a
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
             Full::init(&sh.full[s], 1);
-            Empty::init(&sh.empty[s], CONSUMERS * 4);   // one arrival per consumer warp
+            // one arrival per consumer warp of every block of the cluster: B lands in
+            // all of them, so a stage is free only once all of them are done with it
+            Empty::init(&sh.empty[s], CONSUMERS * 4 * CLUSTER);
         }
         cutlass::arch::fence_barrier_init();
     }
-    __syncthreads();
+    cute::cluster_sync();   // barriers initialized in every block before any remote use
 
     if (wg == 0) {   // producer warpgroup
         cutlass::arch::warpgroup_reg_dealloc<PRODUCER_REGS>();
@@ -120,8 +132,11 @@ gemm_tma_wgmma(int M, int N, int K, float *C, __grid_constant__ const TmaA tma_a
                                    Step<X, _1, _1>{});                          // (BN, BK, kt)
             auto tA = tma_partition(tma_a, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sA),
                                     group_modes<0, 2>(gA));   // (TMA, kt), (TMA, S)
-            auto tB = tma_partition(tma_b, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sB),
+            // B: this block loads 1/CLUSTER of the tile and multicasts it to the cluster
+            auto tB = tma_partition(tma_b, rank, Layout<Int<CLUSTER>>{}, group_modes<0, 2>(sB),
                                     group_modes<0, 2>(gB));
+            constexpr uint16_t everyone = (1u << CLUSTER) - 1;
+            // the whole stage lands here: own A, own share of B and the others' shares
             constexpr uint32_t stage_bytes = (BM * BK + BN * BK) * sizeof(T);
             for (int kt = 0; kt < ktiles; ++kt) {
                 const int s = kt % STAGES;
@@ -129,8 +144,15 @@ gemm_tma_wgmma(int M, int N, int K, float *C, __grid_constant__ const TmaA tma_a
                     Empty::wait(&sh.empty[s], ((kt / STAGES) - 1) & 1);
                 Full::arrive_and_expect_tx(&sh.full[s], stage_bytes);
                 copy(tma_a.with(sh.full[s]), get<0>(tA)(_, kt), get<1>(tA)(_, s));
-                copy(tma_b.with(sh.full[s]), get<0>(tB)(_, kt), get<1>(tB)(_, s));
+                if constexpr (CLUSTER == 1)
+                    copy(tma_b.with(sh.full[s]), get<0>(tB)(_, kt), get<1>(tB)(_, s));
+                else
+                    copy(tma_b.with(sh.full[s], everyone), get<0>(tB)(_, kt), get<1>(tB)(_, s));
             }
+            // tail: stay until every block of the cluster has released the last stages,
+            // so no block exits while another may still arrive on its barriers
+            for (int kt = max(ktiles - STAGES, 0); kt < ktiles; ++kt)
+                Empty::wait(&sh.empty[kt % STAGES], (kt / STAGES) & 1);
         }
         return;
     }
@@ -163,10 +185,14 @@ gemm_tma_wgmma(int M, int N, int K, float *C, __grid_constant__ const TmaA tma_a
         warpgroup_wait<1>();                          // tile kt-1's WGMMAs are done
         warpgroup_fence_operand(acc);
         if (kt > 0 && lane == 0)
-            Empty::arrive(&sh.empty[(kt - 1) % STAGES]);
+            for (int r = 0; r < CLUSTER; ++r)   // release tile kt-1's stage everywhere
+                Empty::arrive(&sh.empty[(kt - 1) % STAGES], r, 1);
     }
     warpgroup_wait<0>();
     warpgroup_fence_operand(acc);
+    if (ktiles > 0 && lane == 0)
+        for (int r = 0; r < CLUSTER; ++r)
+            Empty::arrive(&sh.empty[(ktiles - 1) % STAGES], r, 1);
 
     // epilogue: registers -> C. Accumulator values 2i and 2i+1 are columns n and n+1 of
     // one row (the WGMMA D layout), so an interior tile stores float2s (N is even here).
@@ -206,7 +232,9 @@ auto make_tma_a(const T *A, int M, int K)
 auto make_tma_b(const T *B, int N, int K)
 {
     Tensor g = make_tensor(make_gmem_ptr(B), make_shape(N, K), make_stride(Int<1>{}, N));
-    return make_tma_atom(SM90_TMA_LOAD{}, g, SmemB{}(_, _, 0), make_shape(Int<BN>{}, Int<BK>{}));
+    using Op = conditional_t<CLUSTER == 1, SM90_TMA_LOAD, SM90_TMA_LOAD_MULTICAST>;
+    return make_tma_atom(Op{}, g, SmemB{}(_, _, 0), make_shape(Int<BN>{}, Int<BK>{}),
+                         Int<CLUSTER>{});   // each block of a cluster loads 1/CLUSTER of it
 }
 using TmaA = decltype(make_tma_a(nullptr, 0, 0));
 using TmaB = decltype(make_tma_b(nullptr, 0, 0));
@@ -241,7 +269,8 @@ extern "C" int kopt_candidate_run(const kopt_candidate_io *io)
     if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES) !=
         cudaSuccess)
         return 2;
-    const int blocks = ((N + BN - 1) / BN) * ((M + BM - 1) / BM);
+    const int crows = ((M + BM - 1) / BM + CLUSTER - 1) / CLUSTER;   // clusters along M
+    const int blocks = ((N + BN - 1) / BN) * crows * CLUSTER;
     kernel<<<blocks, NTHREADS, SMEM_BYTES, stream>>>(M, N, K, C, last->tma_a, last->tma_b);
     return cudaGetLastError() != cudaSuccess ? 3 : 0;
 }
