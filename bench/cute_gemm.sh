@@ -2,8 +2,9 @@
 # One device call that verifies and times examples/gemm_bf16/cute_wgmma.cu against cuBLAS
 # (cublas_host.cu) and the hand-written fast.cu at 8192^3 with `kopt eval`, in one run on
 # one GPU. Also checks the TMA path at sizes with edge tiles and a K tail, and counts the
-# WGMMA/TMA instructions in the compiled candidate. Variants: CUTE_VARIANTS="BN:STAGES:CLUSTER
-# ..." (default "256:4:2 256:4:1"; the first should be the file's own default params).
+# WGMMA/TMA instructions in the compiled candidate, and profiles the first variant (kopt
+# profile, CUPTI) unless CUTE_PROFILE=0. Variants: CUTE_VARIANTS="BN:BK:STAGES:CLUSTER:PERSISTENT
+# ..." (the candidate's params; the first should be the file's own defaults).
 # Usage on the GPU machine, from the repo root, with build/ carried and CUTLASS reachable
 # ($CUTLASS_PATH, or WHEEL=path/to/nvidia_cutlass-*.whl to install it under /tmp):
 #   bash bench/cute_gemm.sh
@@ -25,11 +26,11 @@ fi
   nvcc --version | tail -2; $K cute info; } > "$O/env.txt" 2>&1
 cat "$O/env.txt"
 S8="--size M=8192 --size N=8192 --size K=8192"
-variants=${CUTE_VARIANTS:-"256:4:2 256:4:1"}
+variants=${CUTE_VARIANTS:-"256:64:4:2:1 256:64:4:1:1 256:32:8:1:1 256:64:4:1:0"}
 cands=()
 for v in $variants; do   # one copy of the candidate per variant, its params as defaults
-  IFS=: read -r bn st cl <<< "$v"; f=$P/cute_bn${bn}_s${st}_c${cl}.tmp.cu
-  pm="\"params\": {\"BN\": $bn, \"STAGES\": $st, \"CLUSTER\": $cl}"
+  IFS=: read -r bn bk st cl pe <<< "$v"; f=$P/cute_${bn}_${bk}_${st}_${cl}_${pe}.tmp.cu
+  pm="\"params\": {\"BN\": $bn, \"BK\": $bk, \"STAGES\": $st, \"CLUSTER\": $cl, \"PERSISTENT\": $pe}"
   sed "s/\"params\": {[^}]*}/$pm/" $P/cute_wgmma.cu > "$f"
   grep -qF "$pm" "$f" || { echo "variant $v: front matter not rewritten"; exit 1; }
   cands+=("$f")
@@ -60,11 +61,12 @@ PY
 #    compiled in parallel; then the problem's default sizes
 i=0
 for f in "${cands[@]}"; do
-  ( ev "edge_$i" $P "$f" --size M=1100 --size N=1032 --size K=520 --no-time --trials 2
+  ( export KOPT_DB=$W/edge_$i.db   # one store each: kopt guards its store against writers
+    ev "edge_$i" $P "$f" --size M=1100 --size N=1032 --size K=520 --no-time --trials 2
     ev "small_$i" $P "$f" --size M=300 --size N=264 --size K=72 --no-time --trials 2 ) &
   i=$((i + 1))
 done
-ev cublas_compile $P $P/cublas_host.cu --no-time --no-check-sizes &
+KOPT_DB=$W/cublas.db ev cublas_compile $P $P/cublas_host.cu --no-time --no-check-sizes &
 wait
 i=0
 for f in "${cands[@]}"; do ev "default_$i" $P "$f" --no-time; i=$((i + 1)); done
@@ -81,6 +83,10 @@ for s in "$KOPT_CACHE_DIR"/compile/*.so; do
   cuobjdump -sass "$s" 2>/dev/null | grep -o -E "HGMMA\.[A-Z0-9x.]*|UTMALDG[A-Z0-9.]*|SYNCS\.[A-Z.]*|USETMAXREG[A-Z.]*| LDL| STL" \
     | sort | uniq -c > "$O/sass_$(basename "$s" .so | cut -c1-12).txt"
 done
+if [ "${CUTE_PROFILE:-1}" != 0 ]; then   # where the first variant's time goes (CUPTI metrics)
+  timeout 90 "$K" profile $P "${cands[0]}" $S8 > "$O/profile_0.txt" 2>&1
+  echo "== kopt profile (first variant) exit $?"; grep -v "^ *$" "$O/profile_0.txt" | tail -40 | cut -c1-200
+fi
 rm -f "${cands[@]}"
 echo "== SASS instruction counts per compiled CuTe candidate"; head -20 "$O"/sass_*.txt
 (cd "$W" && tar czf "$FINAL/cute.tgz" cute); cp "$O/table.txt" "$FINAL/table.txt"

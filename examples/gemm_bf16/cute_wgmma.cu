@@ -1,9 +1,9 @@
 /*@kopt
 {
   "mode": "host",
-  "params": {"BN": 256, "STAGES": 4, "CLUSTER": 2},
-  "constraints": ["BN == 128 || BN == 256", "STAGES >= 2", "CLUSTER == 1 || CLUSTER == 2",
-                  "STAGES * (128 + BN) * 64 * 2 + 2048 <= 232448"]
+  "params": {"BN": 256, "BK": 64, "STAGES": 4, "CLUSTER": 2, "PERSISTENT": 1},
+  "constraints": ["BN == 128 || BN == 256", "BK == 32 || BK == 64", "STAGES >= 2",
+                  "CLUSTER == 1 || CLUSTER == 2", "PERSISTENT == 0 || PERSISTENT == 1", "STAGES * (128 + BN) * BK * 2 + 2048 <= 232448"]
 }
 */
 // gemm_bf16 with CuTe on Hopper (sm_90a): warp-specialized TMA + WGMMA, STAGES-deep ring.
@@ -48,11 +48,17 @@ using namespace cute;
 #ifndef CLUSTER
 #define CLUSTER 2
 #endif
+#ifndef BK
+#define BK 64
+#endif
+#ifndef PERSISTENT
+#define PERSISTENT 1
+#endif
 
 namespace cute_gemm {   // named: an anonymous one clashes with CuTe's in nvcc's stubs
 
 using T = cutlass::bfloat16_t;
-constexpr int BM = 128, BK = 64, GROUP_M = 16;
+constexpr int BM = 128, GROUP_M = 16;
 constexpr int CONSUMERS = 2;                          // warpgroups, 64 tile rows each
 constexpr int NTHREADS = 128 * (1 + CONSUMERS);
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;   // 128*40 + 256*232 <= 65536
@@ -61,7 +67,9 @@ static_assert(GROUP_M % CLUSTER == 0, "clusters stack whole tiles along M");
 
 using Tiler = decltype(make_shape(Int<BM>{}, Int<BN>{}, Int<BK>{}));
 // (BM, BK, STAGES) and (BN, BK, STAGES) shared tiles in the layouts WGMMA reads
-using SmemA = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<T>{},
+// (a K-major row of 64 bf16 is 128 bytes: the 128-byte swizzle; 32 of them, the 64-byte one)
+using SmemAtomA = conditional_t<BK == 64, GMMA::Layout_K_SW128_Atom<T>, GMMA::Layout_K_SW64_Atom<T>>;
+using SmemA = decltype(tile_to_shape(SmemAtomA{},
                                      make_shape(Int<BM>{}, Int<BK>{}, Int<STAGES>{})));
 using SmemB = decltype(tile_to_shape(GMMA::Layout_MN_SW128_Atom<T>{},
                                      make_shape(Int<BN>{}, Int<BK>{}, Int<STAGES>{})));
@@ -96,15 +104,19 @@ gemm_tma_wgmma(int M, int N, int K, float *C, __grid_constant__ const TmaA tma_a
     // at a time so that the blocks running together share their A and B strips in L2.
     // The grid may hold one row of tiles past M (CLUSTER not dividing the tile rows): those
     // blocks load zeros (TMA fills out-of-range boxes), help multicast B, and store nothing.
-    const int rank = (int)cute::block_rank_in_cluster(), cluster = blockIdx.x / CLUSTER;
+    // PERSISTENT: each cluster walks cluster tiles c, c + clusters, ...; otherwise one each.
+    const int rank = (int)cute::block_rank_in_cluster();
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
     const int crows = (tiles_m + CLUSTER - 1) / CLUSTER, group_rows = GROUP_M / CLUSTER;
-    const int per_group = group_rows * tiles_n, group = cluster / per_group;
-    const int first = group * group_rows, rows = min(crows - first, group_rows);
-    const int in_group = cluster % per_group;
-    const int tile_m = (first + in_group % rows) * CLUSTER + rank, tile_n = in_group / rows;
+    const int per_group = group_rows * tiles_n;
+    const int first_c = blockIdx.x / CLUSTER, step_c = gridDim.x / CLUSTER;
+    const int end_c = PERSISTENT ? crows * tiles_n : first_c + 1;
+    auto tile_of = [&](int c) {   // cluster tile -> this block's (tile_m, tile_n, _)
+        const int group = c / per_group, first = group * group_rows;
+        const int rows = min(crows - first, group_rows), in_group = c % per_group;
+        return make_coord((first + in_group % rows) * CLUSTER + rank, in_group / rows, _);
+    };
     const int ktiles = (K + BK - 1) / BK;
-    auto blk = make_coord(tile_m, tile_n, _);
 
     Tensor sA = make_tensor(make_smem_ptr(sh.a), SmemA{});                    // (BM, BK, S)
     Tensor sB = make_tensor(make_smem_ptr(sh.b), SmemB{});                    // (BN, BK, S)
@@ -120,39 +132,45 @@ gemm_tma_wgmma(int M, int N, int K, float *C, __grid_constant__ const TmaA tma_a
     }
     cute::cluster_sync();   // barriers initialized in every block before any remote use
 
+    // k tiles are numbered across this block's output tiles (it): stage it % STAGES, use
+    // it / STAGES of that stage
     if (wg == 0) {   // producer warpgroup
         cutlass::arch::warpgroup_reg_dealloc<PRODUCER_REGS>();
         if (tid == 0) {
             cute::prefetch_tma_descriptor(tma_a.get_tma_descriptor());
             cute::prefetch_tma_descriptor(tma_b.get_tma_descriptor());
-            // global views as TMA coordinates, this block's k tiles, TMA's partition
-            Tensor gA = local_tile(tma_a.get_tma_tensor(make_shape(M, K)), Tiler{}, blk,
-                                   Step<_1, X, _1>{});                          // (BM, BK, kt)
-            Tensor gB = local_tile(tma_b.get_tma_tensor(make_shape(N, K)), Tiler{}, blk,
-                                   Step<X, _1, _1>{});                          // (BN, BK, kt)
-            auto tA = tma_partition(tma_a, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sA),
-                                    group_modes<0, 2>(gA));   // (TMA, kt), (TMA, S)
-            // B: this block loads 1/CLUSTER of the tile and multicasts it to the cluster
-            auto tB = tma_partition(tma_b, rank, Layout<Int<CLUSTER>>{}, group_modes<0, 2>(sB),
-                                    group_modes<0, 2>(gB));
+            Tensor mA = tma_a.get_tma_tensor(make_shape(M, K));   // TMA coordinates
+            Tensor mB = tma_b.get_tma_tensor(make_shape(N, K));
             constexpr uint16_t everyone = (1u << CLUSTER) - 1;
             // the whole stage lands here: own A, own share of B and the others' shares
             constexpr uint32_t stage_bytes = (BM * BK + BN * BK) * sizeof(T);
-            for (int kt = 0; kt < ktiles; ++kt) {
-                const int s = kt % STAGES;
-                if (kt >= STAGES)
-                    Empty::wait(&sh.empty[s], ((kt / STAGES) - 1) & 1);
-                Full::arrive_and_expect_tx(&sh.full[s], stage_bytes);
-                copy(tma_a.with(sh.full[s]), get<0>(tA)(_, kt), get<1>(tA)(_, s));
-                if constexpr (CLUSTER == 1)
-                    copy(tma_b.with(sh.full[s]), get<0>(tB)(_, kt), get<1>(tB)(_, s));
-                else
-                    copy(tma_b.with(sh.full[s], everyone), get<0>(tB)(_, kt), get<1>(tB)(_, s));
+            int it = 0;
+            for (int c = first_c; c < end_c; c += step_c) {
+                auto blk = tile_of(c);
+                Tensor gA = local_tile(mA, Tiler{}, blk, Step<_1, X, _1>{});   // (BM, BK, kt)
+                Tensor gB = local_tile(mB, Tiler{}, blk, Step<X, _1, _1>{});   // (BN, BK, kt)
+                auto tA = tma_partition(tma_a, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sA),
+                                        group_modes<0, 2>(gA));   // (TMA, kt), (TMA, S)
+                // B: this block loads 1/CLUSTER of the tile and multicasts it to the cluster
+                auto tB = tma_partition(tma_b, rank, Layout<Int<CLUSTER>>{},
+                                        group_modes<0, 2>(sB), group_modes<0, 2>(gB));
+                for (int kt = 0; kt < ktiles; ++kt, ++it) {
+                    const int s = it % STAGES;
+                    if (it >= STAGES)
+                        Empty::wait(&sh.empty[s], ((it / STAGES) - 1) & 1);
+                    Full::arrive_and_expect_tx(&sh.full[s], stage_bytes);
+                    copy(tma_a.with(sh.full[s]), get<0>(tA)(_, kt), get<1>(tA)(_, s));
+                    if constexpr (CLUSTER == 1)
+                        copy(tma_b.with(sh.full[s]), get<0>(tB)(_, kt), get<1>(tB)(_, s));
+                    else
+                        copy(tma_b.with(sh.full[s], everyone), get<0>(tB)(_, kt),
+                             get<1>(tB)(_, s));
+                }
             }
             // tail: stay until every block of the cluster has released the last stages,
             // so no block exits while another may still arrive on its barriers
-            for (int kt = max(ktiles - STAGES, 0); kt < ktiles; ++kt)
-                Empty::wait(&sh.empty[kt % STAGES], (kt / STAGES) & 1);
+            for (int j = max(it - STAGES, 0); j < it; ++j)
+                Empty::wait(&sh.empty[j % STAGES], (j / STAGES) & 1);
         }
         return;
     }
@@ -163,50 +181,57 @@ gemm_tma_wgmma(int M, int N, int K, float *C, __grid_constant__ const TmaA tma_a
     Mma mma;
     auto thr = mma.get_thread_slice(ctid);
     Tensor mC = make_tensor(make_gmem_ptr(C), make_shape(M, N), make_stride(N, Int<1>{}));
-    Tensor gC = local_tile(mC, Tiler{}, blk, Step<_1, _1, X>{});              // (BM, BN)
-    Tensor cC = local_tile(make_identity_tensor(make_shape(M, N)), Tiler{}, blk,
-                           Step<_1, _1, X>{});                                // (m, n) of each
+    Tensor cMN = make_identity_tensor(make_shape(M, N));
     Tensor tCsA = thr.partition_A(sA);                // (MMA, MMA_M, MMA_K, S)
     Tensor tCsB = thr.partition_B(sB);                // (MMA, MMA_N, MMA_K, S)
     Tensor tCrA = thr.make_fragment_A(tCsA);          // shared-memory descriptors
     Tensor tCrB = thr.make_fragment_B(tCsB);
-    Tensor tCgC = thr.partition_C(gC);                // (MMA, MMA_M, MMA_N)
-    Tensor tCcC = thr.partition_C(cC);
-    Tensor acc = thr.make_fragment_C(tCgC);           // f32 registers
-    clear(acc);
+    Tensor acc = partition_fragment_C(mma, Shape<Int<BM>, Int<BN>>{});   // f32 registers
+    auto release = [&](int j) {   // stage of k tile j: free in every block of the cluster
+        if (lane == 0)
+            for (int r = 0; r < CLUSTER; ++r)
+                Empty::arrive(&sh.empty[j % STAGES], r, 1);
+    };
 
-    for (int kt = 0; kt < ktiles; ++kt) {
-        const int s = kt % STAGES;
-        Full::wait(&sh.full[s], (kt / STAGES) & 1);
-        warpgroup_fence_operand(acc);
-        warpgroup_arrive();
-        gemm(mma, tCrA(_, _, _, s), tCrB(_, _, _, s), acc);
-        warpgroup_commit_batch();
-        warpgroup_wait<1>();                          // tile kt-1's WGMMAs are done
-        warpgroup_fence_operand(acc);
-        if (kt > 0 && lane == 0)
-            for (int r = 0; r < CLUSTER; ++r)   // release tile kt-1's stage everywhere
-                Empty::arrive(&sh.empty[(kt - 1) % STAGES], r, 1);
-    }
-    warpgroup_wait<0>();
-    warpgroup_fence_operand(acc);
-    if (ktiles > 0 && lane == 0)
-        for (int r = 0; r < CLUSTER; ++r)
-            Empty::arrive(&sh.empty[(ktiles - 1) % STAGES], r, 1);
-
-    // epilogue: registers -> C. Accumulator values 2i and 2i+1 are columns n and n+1 of
-    // one row (the WGMMA D layout), so an interior tile stores float2s (N is even here).
-    if ((tile_m + 1) * BM <= M && (tile_n + 1) * BN <= N) {
-        CUTE_UNROLL
-        for (int i = 0; i < size(acc); i += 2) {
-            const int m = get<0>(tCcC(i)), n = get<1>(tCcC(i));
-            *reinterpret_cast<float2 *>(C + (long long)m * N + n) = make_float2(acc(i), acc(i + 1));
+    int it = 0;
+    for (int c = first_c; c < end_c; c += step_c) {
+        auto blk = tile_of(c);
+        const int tile_m = get<0>(blk), tile_n = get<1>(blk);
+        clear(acc);
+        for (int kt = 0; kt < ktiles; ++kt, ++it) {
+            const int s = it % STAGES;
+            Full::wait(&sh.full[s], (it / STAGES) & 1);
+            warpgroup_fence_operand(acc);
+            warpgroup_arrive();
+            gemm(mma, tCrA(_, _, _, s), tCrB(_, _, _, s), acc);
+            warpgroup_commit_batch();
+            warpgroup_wait<1>();                      // k tile it-1's WGMMAs are done
+            warpgroup_fence_operand(acc);
+            if (kt > 0)
+                release(it - 1);
         }
-    } else {
-        CUTE_UNROLL
-        for (int i = 0; i < size(acc); ++i)
-            if (elem_less(tCcC(i), make_coord(M, N)))
-                tCgC(i) = acc(i);
+        warpgroup_wait<0>();
+        warpgroup_fence_operand(acc);
+        if (ktiles > 0)
+            release(it - 1);
+
+        // epilogue: registers -> C. Accumulator values 2i and 2i+1 are columns n and n+1
+        // of one row (the WGMMA D layout), so an interior tile stores float2s (N is even).
+        Tensor tCgC = thr.partition_C(local_tile(mC, Tiler{}, blk, Step<_1, _1, X>{}));
+        Tensor tCcC = thr.partition_C(local_tile(cMN, Tiler{}, blk, Step<_1, _1, X>{}));
+        if ((tile_m + 1) * BM <= M && (tile_n + 1) * BN <= N) {
+            CUTE_UNROLL
+            for (int i = 0; i < size(acc); i += 2) {
+                const int m = get<0>(tCcC(i)), n = get<1>(tCcC(i));
+                *reinterpret_cast<float2 *>(C + (long long)m * N + n) =
+                    make_float2(acc(i), acc(i + 1));
+            }
+        } else {
+            CUTE_UNROLL
+            for (int i = 0; i < size(acc); ++i)
+                if (elem_less(tCcC(i), make_coord(M, N)))
+                    tCgC(i) = acc(i);
+        }
     }
 }
 
@@ -266,11 +291,29 @@ extern "C" int kopt_candidate_run(const kopt_candidate_io *io)
         last->a = A, last->b = B, last->m = M, last->n = N, last->k = K;
     }
     auto kernel = gemm_tma_wgmma<TmaA, TmaB>;
-    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES) !=
-        cudaSuccess)
-        return 2;
+    static int max_clusters;   // clusters resident at once: a persistent grid's size
+    if (!max_clusters) {
+        int dev = 0, sms = 0, n = 0;
+        if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 SMEM_BYTES) != cudaSuccess ||
+            cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+            return 2;
+        cudaLaunchConfig_t cfg = {};
+        cudaLaunchAttribute attr = {};
+        attr.id = cudaLaunchAttributeClusterDimension;
+        attr.val.clusterDim.x = CLUSTER, attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
+        cfg.gridDim = dim3(sms / CLUSTER * CLUSTER), cfg.blockDim = dim3(NTHREADS);
+        cfg.dynamicSmemBytes = SMEM_BYTES, cfg.attrs = &attr, cfg.numAttrs = 1;
+        if (cudaOccupancyMaxActiveClusters(&n, kernel, &cfg) != cudaSuccess || n <= 0) {
+            (void)cudaGetLastError();   // not fatal: assume every SM holds one block
+            n = sms / CLUSTER;
+        }
+        max_clusters = n;
+    }
     const int crows = ((M + BM - 1) / BM + CLUSTER - 1) / CLUSTER;   // clusters along M
-    const int blocks = ((N + BN - 1) / BN) * crows * CLUSTER;
+    const int clusters = ((N + BN - 1) / BN) * crows;
+    const int blocks = (PERSISTENT ? min(clusters, max_clusters) : clusters) * CLUSTER;
     kernel<<<blocks, NTHREADS, SMEM_BYTES, stream>>>(M, N, K, C, last->tma_a, last->tma_b);
     return cudaGetLastError() != cudaSuccess ? 3 : 0;
 }
