@@ -3,8 +3,9 @@
 # (cublas_host.cu) and the hand-written fast.cu at 8192^3 with `kopt eval`, in one run on
 # one GPU. Also checks the TMA path at sizes with edge tiles and a K tail, and counts the
 # WGMMA/TMA instructions in the compiled candidate, and profiles the first variant (kopt
-# profile, CUPTI) unless CUTE_PROFILE=0. Variants: CUTE_VARIANTS="BN:BK:STAGES:CLUSTER:PERSISTENT
-# ..." (the candidate's params; the first should be the file's own defaults).
+# profile, CUPTI) unless CUTE_PROFILE=0. The candidate file itself comes first (its own
+# params); CUTE_VARIANTS="BN:BK:STAGES:CLUSTER:PERSISTENT:B_KFIRST ..." adds copies of it with
+# other params.
 # Usage on the GPU machine, from the repo root, with build/ carried and CUTLASS reachable
 # ($CUTLASS_PATH, or WHEEL=path/to/nvidia_cutlass-*.whl to install it under /tmp):
 #   bash bench/cute_gemm.sh
@@ -26,15 +27,16 @@ fi
   nvcc --version | tail -2; $K cute info; } > "$O/env.txt" 2>&1
 cat "$O/env.txt"
 S8="--size M=8192 --size N=8192 --size K=8192"
-variants=${CUTE_VARIANTS:-"256:64:4:2:1 256:64:4:1:1 256:32:8:1:1 256:64:4:1:0"}
-cands=()
+variants=${CUTE_VARIANTS-"256:64:4:1:1:1 256:64:4:2:0:1 256:64:4:2:1:0"}
+cands=("$P/cute_wgmma.cu")
 for v in $variants; do   # one copy of the candidate per variant, its params as defaults
-  IFS=: read -r bn bk st cl pe <<< "$v"; f=$P/cute_${bn}_${bk}_${st}_${cl}_${pe}.tmp.cu
-  pm="\"params\": {\"BN\": $bn, \"BK\": $bk, \"STAGES\": $st, \"CLUSTER\": $cl, \"PERSISTENT\": $pe}"
+  IFS=: read -r bn bk st cl pe kf <<< "$v"; f=$P/cute_${bn}_${bk}_${st}_${cl}_${pe}_${kf}.tmp.cu
+  pm="\"params\": {\"BN\": $bn, \"BK\": $bk, \"STAGES\": $st, \"CLUSTER\": $cl, \"PERSISTENT\": $pe, \"B_KFIRST\": $kf}"
   sed "s/\"params\": {[^}]*}/$pm/" $P/cute_wgmma.cu > "$f"
   grep -qF "$pm" "$f" || { echo "variant $v: front matter not rewritten"; exit 1; }
   cands+=("$f")
 done
+i=0; for f in "${cands[@]}"; do echo "variant $i: $f $(grep -o '"params": {[^}]*}' "$f")" | tee -a "$O/table.txt"; i=$((i + 1)); done
 ev() {   # name, args...: one kopt eval, text and JSON kept
   local n=$1; shift
   "$K" eval "$@" --json > "$O/$n.json" 2> "$O/$n.err"; local rc=$?
@@ -87,7 +89,7 @@ if [ "${CUTE_PROFILE:-1}" != 0 ]; then   # where the first variant's time goes (
   timeout 90 "$K" profile $P "${cands[0]}" $S8 > "$O/profile_0.txt" 2>&1
   echo "== kopt profile (first variant) exit $?"; grep -v "^ *$" "$O/profile_0.txt" | tail -40 | cut -c1-200
 fi
-rm -f "${cands[@]}"
+rm -f "${cands[@]:1}"
 echo "== SASS instruction counts per compiled CuTe candidate"; head -20 "$O"/sass_*.txt
 (cd "$W" && tar czf "$FINAL/cute.tgz" cute); cp "$O/table.txt" "$FINAL/table.txt"
 echo "== summary (median over kopt eval's timed runs, L2 flushed between runs)"

@@ -1,9 +1,10 @@
 /*@kopt
 {
   "mode": "host",
-  "params": {"BN": 256, "BK": 64, "STAGES": 4, "CLUSTER": 2, "PERSISTENT": 1},
+  "params": {"BN": 256, "BK": 64, "STAGES": 4, "CLUSTER": 2, "PERSISTENT": 1, "B_KFIRST": 1},
   "constraints": ["BN == 128 || BN == 256", "BK == 32 || BK == 64", "STAGES >= 2",
-                  "CLUSTER == 1 || CLUSTER == 2", "PERSISTENT == 0 || PERSISTENT == 1", "STAGES * (128 + BN) * BK * 2 + 2048 <= 232448"]
+                  "CLUSTER == 1 || CLUSTER == 2", "PERSISTENT == 0 || PERSISTENT == 1",
+                  "B_KFIRST == 0 || B_KFIRST == 1", "STAGES * (128 + BN) * BK * 2 + 2048 <= 232448"]
 }
 */
 // gemm_bf16 with CuTe on Hopper (sm_90a): warp-specialized TMA + WGMMA, STAGES-deep ring.
@@ -54,6 +55,9 @@ using namespace cute;
 #ifndef PERSISTENT
 #define PERSISTENT 1
 #endif
+#ifndef B_KFIRST
+#define B_KFIRST 1
+#endif
 
 namespace cute_gemm {   // named: an anonymous one clashes with CuTe's in nvcc's stubs
 
@@ -71,8 +75,12 @@ using Tiler = decltype(make_shape(Int<BM>{}, Int<BN>{}, Int<BK>{}));
 using SmemAtomA = conditional_t<BK == 64, GMMA::Layout_K_SW128_Atom<T>, GMMA::Layout_K_SW64_Atom<T>>;
 using SmemA = decltype(tile_to_shape(SmemAtomA{},
                                      make_shape(Int<BM>{}, Int<BK>{}, Int<STAGES>{})));
+// B's atoms (64 n x 8 k) are stacked along k first (B_KFIRST): each 64-column strip of a
+// stage is then one contiguous 64 x BK block, which TMA fills with one box; stacked along n,
+// the largest box is one 1 KiB atom (32 TMA instructions a stage instead of 4)
 using SmemB = decltype(tile_to_shape(GMMA::Layout_MN_SW128_Atom<T>{},
-                                     make_shape(Int<BN>{}, Int<BK>{}, Int<STAGES>{})));
+                                     make_shape(Int<BN>{}, Int<BK>{}, Int<STAGES>{}),
+                                     conditional_t<(B_KFIRST != 0), Step<_2, _1, _3>, Step<_1, _2, _3>>{}));
 // one warpgroup: 64 x BN x 16 (A K-major, B MN-major), two of them stacked along M
 using Atom = decltype(GMMA::ss_op_selector<T, T, float, Shape<_64, Int<BN>, Int<BK>>,
                                            GMMA::Major::K, GMMA::Major::MN>());

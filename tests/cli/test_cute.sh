@@ -51,6 +51,28 @@ if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
     --db "$work/kopt.db" >"$work/eval" 2>&1
   check eval "compile    compiled"
   check eval "kernel   cute_gemm::gemm_tma_wgmma: [0-9]* registers, .*no spills"
+  # what makes it fast, as ptxas saw it (the same cache entry, as JSON with the compile
+  # log): no local memory in the warp-specialized kernel, and none of ptxas's warnings;
+  # those include the ones that cost most silently: WGMMAs serialized (C7510 and kin) and
+  # setmaxnreg ignored (C7508)
+  "$kopt" eval "$examples/gemm_bf16" "$examples/gemm_bf16/cute_wgmma.cu" --cache-dir "$work/cc" \
+    --no-store --json >"$work/eval.json" 2>/dev/null
+  python3 - "$work/eval.json" <<'PY' || fail=1
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+ks = {k["name"]: k for k in d.get("kernels") or []}
+main = [k for n, k in ks.items() if "gemm_tma_wgmma" in n]
+assert main, "no gemm_tma_wgmma kernel in %s" % sorted(ks)
+k = main[0]
+assert k["stack_frame"] == 0 and k["spill_stores"] == 0 and k["spill_loads"] == 0, k
+# 384 threads with __launch_bounds__(384, 1): ptxas caps the kernel at 168 registers
+assert 0 < k["registers"] <= 168, k
+log = d.get("compile_log") or ""
+assert "Compiling entry function" in log, "no ptxas report in the compile log"
+warn = [l for l in log.splitlines() if re.search(r"warning|C75[0-9][0-9]", l, re.I)]
+assert not warn, "ptxas warnings:\n" + "\n".join(warn[:5])
+print("cute_wgmma static: %d registers, no stack, no spills, no ptxas warnings" % k["registers"])
+PY
 else
   echo "nvcc not found: the CuTe candidate's compile was not checked"
 fi
