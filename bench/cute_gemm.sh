@@ -13,7 +13,7 @@
 # table in $OUT/table.txt and printed last.
 set -u
 FINAL=${OUT:-/tmp/kopt-out}; W=$(mktemp -d); O=$W/cute; mkdir -p "$O" "$FINAL"
-B=${KOPT_BUILD:-build}; K=$PWD/$B/kopt; P=examples/gemm_bf16
+B=${KOPT_BUILD:-build}; K=${KOPT_BIN:-$PWD/$B/kopt}; P=examples/gemm_bf16
 src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$B/CMakeCache.txt")
 # the carried build names its source folder by absolute path: make it resolve here
 if [ -n "$src" ] && [ "$src" != "$PWD" ] && [ ! -e "$src" ]; then mkdir -p "$(dirname "$src")"; ln -s "$PWD" "$src"; fi
@@ -37,7 +37,7 @@ for v in $variants; do   # one copy of the candidate per variant, its params as 
   cands+=("$f")
 done
 i=0; for f in "${cands[@]}"; do echo "variant $i: $f $(grep -o '"params": {[^}]*}' "$f")" | tee -a "$O/table.txt"; i=$((i + 1)); done
-ev() {   # name, args...: one kopt eval, text and JSON kept
+ev() {   # name, args...: one kopt eval, its JSON and stderr kept, a table line
   local n=$1; shift
   "$K" eval "$@" --json > "$O/$n.json" 2> "$O/$n.err"; local rc=$?
   python3 - "$O/$n.json" "$n" "$rc" <<'PY' | tee -a "$O/table.txt"
@@ -79,7 +79,8 @@ for f in "${cands[@]}"; do ev "cute_8192_$i" $P "$f" $S8; i=$((i + 1)); done
 ev fast_8192 $P $P/fast.cu $S8
 ev cute_8192_0b $P "${cands[0]}" $S8
 ev cublas_8192_b $P $P/cublas_host.cu $S8
-# 3. what the compiler made of the first variant: WGMMA, TMA, barriers, local memory
+# 3. what the compiler made of each CuTe variant (one file per compiled .so, in no set
+#    order): WGMMA, TMA, barriers, local memory
 for s in "$KOPT_CACHE_DIR"/compile/*.so; do
   grep -q gemm_tma_wgmma "$s.log" 2>/dev/null || continue
   cuobjdump -sass "$s" 2>/dev/null | grep -o -E "HGMMA\.[A-Z0-9x.]*|UTMALDG[A-Z0-9.]*|SYNCS\.[A-Z.]*|USETMAXREG[A-Z.]*| LDL| STL" \
