@@ -151,6 +151,14 @@ typedef struct kopt_eval_result {
     /* Where the wall time went, step by step: JSON {"parent": {step: ms}, "reference":
      * {...}, "candidate": {...}} (docs/eval.md, "Where the time goes"); NULL when unknown */
     char *trace;
+    /* a problem with a PyTorch reference (docs/kernelbench.md): ref_timing is PyTorch eager;
+     * with opts.torch_compile, torch.compile (default mode) timed the same way, in the same
+     * run, its outputs checked against eager's */
+    int torch_ref;
+    int has_compile;            /* compile_timing is valid */
+    kopt_timing compile_timing;
+    double compile_speedup;     /* compile median / candidate median; 0 when unknown */
+    char compile_note[512];     /* why the compile baseline is missing or not trusted */
 } kopt_eval_result;
 
 typedef struct kopt_eval_opts {
@@ -196,9 +204,10 @@ typedef struct kopt_eval_opts {
                                  * before compiling, so their CUDA contexts are made
                                  * meanwhile; 1: start them once their jobs are ready */
     struct kopt_eval_pool *pool;    /* workers started ahead (kopt_eval_pool_*), or NULL */
+    int torch_compile;          /* PyTorch reference: also time torch.compile (default mode) */
 } kopt_eval_opts;
 #define KOPT_EVAL_OPTS_INIT {1, 3, 0, NULL, 0, 0, 10.0, 25.0, 100.0, 10, 1000, 0, 0, NULL, NULL, \
-                             NULL, 1.10, 0, 120.0, 64.0, 65536.0, 0, 0.0, 0, NULL, 0.005, 0, NULL}
+                             NULL, 1.10, 0, 120.0, 64.0, 65536.0, 0, 0.0, 0, NULL, 0.005, 0, NULL, 0}
 #define KOPT_PRECISION_MIN_REPS 50
 enum { KOPT_SANITIZE_MEMCHECK = 1, KOPT_SANITIZE_RACECHECK = 2, KOPT_SANITIZE_INITCHECK = 4 };
 

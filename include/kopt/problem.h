@@ -51,6 +51,8 @@ typedef struct kopt_tensor_spec {
     kopt_init init;
     int has_tol;
     double atol, rtol;
+    char *pytorch;          /* PyTorch reference: "input:I", "param:KEY", "buffer:KEY",
+                             * "output:I" (docs/kernelbench.md), else NULL */
 } kopt_tensor_spec;
 
 typedef enum kopt_arg_kind {
@@ -110,6 +112,9 @@ typedef struct kopt_problem {
     int allow_libraries;
     uint64_t seed;
     char hash[65];          /* problem.json + reference source */
+    int ref_torch;          /* "reference": {"pytorch": "model.py"}: ref_path is a PyTorch
+                             * program (class Model, get_inputs, get_init_inputs), run by
+                             * the Python worker; ref_plan is empty */
 } kopt_problem;
 
 kopt_status kopt_problem_load(kopt_problem **out, kopt_ctx *ctx, const char *dir_or_json);
@@ -153,6 +158,8 @@ typedef struct kopt_candidate {
     int nlibraries;
     char **libraries;       /* host mode: "cublas", ... */
     char hash[65];          /* of the source text */
+    int torch_module;       /* a .py file defining ModelNew (KernelBench's form), for a
+                             * problem with a PyTorch reference; nothing else is parsed */
 } kopt_candidate;
 
 /* Parse a candidate file for a problem. */

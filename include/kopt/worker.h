@@ -38,6 +38,15 @@ kopt_status kopt_worker_set_path(kopt_ctx *ctx, const char *path);
  * looked. Logs the path at INFO level whenever it differs from the last one logged. */
 kopt_status kopt_worker_find(kopt_ctx *ctx, char **path, const char **source);
 
+/* The PyTorch worker (kopt_torch_worker.py: problems with a PyTorch reference, `kopt kb
+ * import`), run by the Python of kopt_torch_python(). Looked for, the first readable file
+ * winning: $KOPT_TORCH_WORKER; beside the running program; <libdir>/../libexec/kopt beside
+ * libkopt.so; the install prefix's libexec/kopt; the source tree's libexec/. *path is the
+ * caller's (free()). */
+kopt_status kopt_torch_worker_find(kopt_ctx *ctx, char **path);
+/* $KOPT_PYTHON, or "python3" (looked up on PATH). */
+const char *kopt_torch_python(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,6 +8,7 @@
 #include "worker_int.h"
 #include "sandbox_int.h"
 #include "kopt/proc.h"
+#include "kopt/worker.h"
 
 #include <fcntl.h>
 #include <math.h>
@@ -734,6 +735,385 @@ struct kopt_eval_session {
     int runs, workers;
 };
 
+/* ---- problems with a PyTorch reference (docs/kernelbench.md) ----------------------------- */
+
+/* The job of one PyTorch-worker subject: "reference" (the Model, eager), "compile"
+ * (torch.compile of it), "modelnew" (a KernelBench-native candidate) or "host" (a kopt-native
+ * host-mode shared object, called through ctypes). Shaped as subject_job()'s, with the
+ * problem's "pytorch" field on each tensor and a "torch" object naming what to run. */
+static json_t *torch_job(const char *subject, const kopt_problem *prob, const phase_plan *phases,
+                         int nphases, int is_ref, const kopt_candidate *cand,
+                         const kopt_compiled *comp, const kopt_eval_opts *o, const char *script)
+{
+    json_t *arr = json_array(), *tj, *job;
+    const char *dev = getenv("KOPT_TORCH_DEVICE");
+    char devbuf[32];
+
+    for (int p = 0; p < nphases; p++) {
+        const kopt_bound *b = is_ref ? phases[p].ref : phases[p].cand;
+        json_t *ph = phase_json(&phases[p], b, NULL, o);
+        json_t *ts = json_object_get(ph, "tensors"), *t;
+        size_t i;
+        json_array_foreach(ts, i, t)
+            if ((int)i < prob->ntensors && prob->tensors[i].pytorch)
+                json_object_set_new(t, "pytorch", json_string(prob->tensors[i].pytorch));
+        json_object_del(ph, "launches");
+        json_array_append_new(arr, ph);
+    }
+    if (!dev || !dev[0]) {
+        snprintf(devbuf, sizeof(devbuf), "cuda:%d", o->device);
+        dev = devbuf;
+    }
+    tj = json_pack("{s:s, s:s, s:I, s:s}", "subject", subject, "model", prob->ref_path,
+                   "init_seed", (json_int_t)prob->seed, "device", dev);
+    if (cand && cand->torch_module)
+        json_object_set_new(tj, "file", json_string(cand->path));
+    if (comp && comp->host_mode)
+        json_object_set_new(tj, "so", json_string(comp->binary_path));
+    job = json_pack("{s:s, s:o, s:o, s:[s, s, s]}", "op", "run", "torch", tj, "phases", arr,
+                    "program", kopt_torch_python(), script, "worker");
+    json_object_set_new(job, "spawned_ms", json_real(kopt_now_ms()));
+    return job;
+}
+
+/* Run one PyTorch-worker subject to its end. */
+static kopt_status torch_start(kopt_ctx *ctx, json_t *job, size_t total, kopt__worker_proc **proc)
+{
+    kopt_status rc;
+
+    if (!job)
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "job");
+    rc = kopt__worker_start(ctx, job, total, proc);
+    json_decref(job);
+    return rc;
+}
+
+/* The verdict of a subject whose worker did not give a result. */
+static void torch_failure(kopt_eval_result *r, const kopt__worker_run *run, const char *who,
+                          const kopt_eval_opts *o)
+{
+    const char *kind = run->error ? json_string_value(json_object_get(run->error, "kind")) : NULL;
+    const char *msg = run->error ? json_string_value(json_object_get(run->error, "message")) : NULL;
+
+    if (kind && strcmp(kind, "wrong") == 0) {
+        set_verdict(r, KOPT_VERDICT_WRONG, "the %s's outputs do not match the problem's: %s", who,
+                    msg ? msg : "");
+        return;
+    }
+    worker_failure(r, run, who, o, 0);
+}
+
+static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_problem *prob,
+                              const kopt_candidate *cand, const kopt_eval_opts *opts)
+{
+    kopt_eval_opts o = KOPT_EVAL_OPTS_INIT;
+    kopt_eval_result *r = calloc(1, sizeof(*r));
+    kopt_candidate ref;                      /* binds the problem's tensors, nothing else */
+    kopt_compiled *comp = NULL;
+    kopt_compile_opts co = KOPT_COMPILE_OPTS_INIT;
+    kopt__worker_run ref_run, cand_run, cmp_run;
+    kopt__worker_proc *ref_proc = NULL, *cand_proc = NULL, *cmp_proc = NULL;
+    kopt__file_guard *guard = NULL;
+    phase_plan phases[2];
+    int nphases = 0, ncompared = 0, cpu = 0;
+    char *script = NULL;
+    kopt_device_info nvml;
+    double t0 = kopt_now_ms(), t1, tmo;
+    kopt_status rc = KOPT_OK;
+    const char *devenv = getenv("KOPT_TORCH_DEVICE");
+    size_t total;
+
+    memset(&ref, 0, sizeof(ref));
+    memset(&ref_run, 0, sizeof(ref_run));
+    memset(&cand_run, 0, sizeof(cand_run));
+    memset(&cmp_run, 0, sizeof(cmp_run));
+    memset(phases, 0, sizeof(phases));
+    *out = NULL;
+    if (!r)
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "result");
+    if (opts)
+        o = *opts;
+    o.trials = o.trials < 1 ? 1 : o.trials > 16 ? 16 : o.trials;
+    /* importing torch, torch.compile and load_inline take far longer than a kernel step */
+    tmo = o.timeout_s > 300 ? o.timeout_s : 300;
+    r->torch_ref = 1;
+    r->is_reference = cand == NULL;
+    ref.host_mode = 1;
+    ref.is_reference = 1;
+    snprintf(r->problem_hash, sizeof(r->problem_hash), "%s", prob->hash);
+    kopt_sha256_hex(prob->ref_source, strlen(prob->ref_source), r->candidate_hash);
+    if (cand)
+        snprintf(r->candidate_hash, sizeof(r->candidate_hash), "%s", cand->hash);
+    if (cand && !cand->torch_module && !cand->host_mode) {
+        set_verdict(r, KOPT_VERDICT_ERROR, "%s: a problem with a PyTorch reference takes a "
+                    "host-mode .cu (\"mode\": \"host\": it receives the inputs, parameters and "
+                    "outputs) or a Python file with class ModelNew", cand->path);
+        goto done;
+    }
+    if ((rc = kopt_sizes_resolve(&r->sizes, ctx, prob, o.sizes)) != KOPT_OK)
+        goto fail;
+    if (prob->has_check_sizes && !o.skip_check_sizes) {
+        kopt_vars merged = KOPT_VARS_INIT;
+        kopt_vars_copy(&merged, o.sizes);
+        kopt_vars_copy(&merged, &prob->check_sizes);
+        rc = kopt_sizes_resolve(&r->check_sizes, ctx, prob, &merged);
+        kopt_vars_free(&merged);
+        if (rc != KOPT_OK)
+            goto fail;
+    }
+    cpu = devenv && strcmp(devenv, "cpu") == 0;   /* tests: the CPU build of PyTorch */
+    r->has_device = kopt_device_nvml(ctx, o.device, &nvml, NULL) == KOPT_OK;
+    if (o.arch)
+        snprintf(r->arch, sizeof(r->arch), "%s", o.arch);
+    else if (r->has_device)
+        kopt_arch_for_cc(nvml.cc_major, nvml.cc_minor, r->arch);
+    else
+        snprintf(r->arch, sizeof(r->arch), "sm_90a");
+    co.arch = r->arch;
+    co.cache_dir = o.cache_dir;
+    t1 = kopt_now_ms();
+    if (cand && cand->host_mode) {
+        rc = kopt_compile(&comp, ctx, cand, &co);
+        if (rc == KOPT_E_COMPILE) {
+            r->compile_log = strdup(kopt_errdetail(ctx));
+            r->compile_ms = kopt_now_ms() - t1;
+            set_verdict(r, KOPT_VERDICT_COMPILE_ERROR, "%s", kopt_errmsg(ctx));
+            rc = KOPT_OK;
+            goto done;
+        }
+        if (rc != KOPT_OK)
+            goto fail;
+        r->compile_cache_hit = comp->cache_hit;
+        r->compile_log = strdup(comp->log ? comp->log : "");
+        add_kernels(r, comp);
+    }
+    r->compile_ms = kopt_now_ms() - t1;
+    phases[0].label = "main";
+    phases[nphases++].timed = !o.no_timing;
+    if (r->check_sizes.n) {
+        phases[1].label = "check";
+        nphases++;
+    }
+    for (int p = 0; p < nphases; p++) {
+        const kopt_vars *sz = p == 0 ? &r->sizes : &r->check_sizes;
+        if ((rc = kopt_bind(&phases[p].ref, ctx, prob, &ref, sz)) != KOPT_OK)
+            goto fail;
+        if (cand && (rc = kopt_bind(&phases[p].cand, ctx, prob, cand->torch_module ? &ref : cand,
+                                    sz)) != KOPT_OK) {
+            set_verdict(r, KOPT_VERDICT_LAUNCH_ERROR, "the candidate does not bind at the %s "
+                        "sizes: %s", phases[p].label, kopt_errmsg(ctx));
+            rc = KOPT_OK;
+            goto done;
+        }
+        phases[p].slot = slot_bytes(phases[p].ref);
+    }
+    if (!r->has_device && !cpu) {
+        set_verdict(r, KOPT_VERDICT_SKIPPED, "no GPU here (%s): %s; the PyTorch reference, the "
+                    "candidate and the baselines were not run", kopt_errmsg(ctx),
+                    comp ? "the candidate compiled" : "nothing compiled");
+        goto done;
+    }
+    if ((rc = kopt_torch_worker_find(ctx, &script)) != KOPT_OK)
+        goto fail;
+    r->seed = o.seed ? o.seed : fresh_seed();
+    for (int p = 0; p < nphases; p++) {
+        phases[p].ntrials = o.trials;
+        for (int t = 0; t < o.trials; t++)
+            phases[p].seeds[t] = r->seed + (uint64_t)p * 1000 + (uint64_t)t + 1;
+        phases[p].timing_seed = r->seed + 999;
+    }
+    r->checks = calloc((size_t)(2 * (o.trials + 3) * (prob->ntensors + 1)) + 1, sizeof(*r->checks));
+    if (r->has_device && o.ceilings && o.ceilings->valid)
+        r->ceilings = *o.ceilings;
+    else if (r->has_device && get_ceilings(ctx, r, &o) != KOPT_OK)
+        kopt_log(ctx, KOPT_LOG_WARN, "device ceilings not measured: %s", kopt_errmsg(ctx));
+    if (cand && cand->host_mode && !o.no_sandbox) {
+        const char *guarded[] = {prob->path, prob->ref_path, cand->path, comp->binary_path,
+                                 o.db_path};
+        if ((rc = kopt__guard_begin(&guard, ctx, guarded, 5)) != KOPT_OK)
+            goto fail;
+    }
+
+    /* the workers start together (importing torch is the slow part); then each runs alone */
+    t1 = kopt_now_ms();
+    total = layout(phases, nphases);
+    if ((rc = torch_start(ctx, torch_job("reference", prob, phases, nphases, 1, NULL, NULL, &o,
+                                         script), total, &ref_proc)) != KOPT_OK)
+        goto fail;
+    if (cand && (rc = torch_start(ctx, torch_job(cand->torch_module ? "modelnew" : "host", prob,
+                                                 phases, nphases, 0, cand, comp, &o, script),
+                                  total, &cand_proc)) != KOPT_OK)
+        goto fail;
+    if (o.torch_compile && !o.no_timing &&
+        (rc = torch_start(ctx, torch_job("compile", prob, phases, 1, 1, NULL, NULL, &o, script),
+                          layout(phases, 1), &cmp_proc)) != KOPT_OK)
+        goto fail;
+    kopt__worker_ready(ctx, ref_proc);
+    if ((rc = kopt__worker_finish(ctx, ref_proc, tmo, &ref_run)) != KOPT_OK)
+        goto fail;
+    ref_proc = NULL;
+    if (!ref_run.result) {
+        worker_failure(r, &ref_run, "reference", &o, 0);
+        if (r->verdict != KOPT_VERDICT_SKIPPED) {
+            char msg[sizeof(r->message)];
+            snprintf(msg, sizeof(msg), "%s", r->message);
+            set_verdict(r, KOPT_VERDICT_ERROR, "the problem's PyTorch reference failed, so "
+                        "nothing can be checked: %s", msg);
+        }
+        goto done;
+    }
+    kopt__device_from_json(ref_run.device, &r->device);
+    setup_from_device(ref_run.device, &r->ref_setup);
+    r->ref_setup_ms = r->ref_setup.total_ms;
+    r->device.ordinal = o.device;
+    if (phases[0].timed)
+        timing_from_run(&ref_run, 0, &r->ref_timing);
+    if (r->ceilings.valid)
+        kopt_ceilings_fill_spec(&r->ceilings, &r->device);
+
+    if (cmp_proc) {     /* the torch.compile baseline: checked against eager, then timed */
+        kopt_eval_result tmp;
+        int bad = 0;
+        memset(&tmp, 0, sizeof(tmp));
+        tmp.checks = calloc((size_t)(o.trials + 3) * (size_t)(prob->ntensors + 1) + 1,
+                            sizeof(*tmp.checks));
+        kopt__worker_ready(ctx, cmp_proc);
+        rc = kopt__worker_finish(ctx, cmp_proc, tmo, &cmp_run);
+        cmp_proc = NULL;
+        if (rc != KOPT_OK)
+            goto fail;
+        if (!cmp_run.result) {
+            torch_failure(&tmp, &cmp_run, "torch.compile baseline", &o);
+            snprintf(r->compile_note, sizeof(r->compile_note), "%.500s", tmp.message);
+        } else if (tmp.checks && (bad = compare_phase(&tmp, &phases[0], cmp_run.shm,
+                                                      ref_run.shm)) != 0) {
+            snprintf(r->compile_note, sizeof(r->compile_note), "torch.compile's outputs differ "
+                     "from eager's beyond the tolerance (%d check(s)): its time is not used",
+                     bad);
+        } else {
+            timing_from_run(&cmp_run, 0, &r->compile_timing);
+            r->has_compile = r->compile_timing.n > 0;
+        }
+        free(tmp.checks);
+    }
+
+    if (!cand) {
+        r->timing = r->ref_timing;
+        r->time_ms = timing_wall(&ref_run);
+        r->verify_ms = kopt_now_ms() - t1 - r->time_ms;
+        if (phases[0].ref->has_work && r->timing.n && r->ceilings.valid)
+            kopt__roofline(&r->roofline, phases[0].ref->flops, phases[0].ref->bytes,
+                           (int)prob->compute, &r->ceilings, r->timing.median_ms);
+        r->ref_roofline = r->roofline;
+        if (r->has_compile && r->timing.median_ms > 0)
+            r->compile_speedup = r->compile_timing.median_ms / r->timing.median_ms;
+        set_verdict(r, KOPT_VERDICT_OK, "PyTorch reference timed (no candidate given)");
+        goto done;
+    }
+    kopt__worker_ready(ctx, cand_proc);
+    rc = kopt__worker_finish(ctx, cand_proc, tmo, &cand_run);
+    cand_proc = NULL;
+    if (rc != KOPT_OK)
+        goto fail;
+    setup_from_device(cand_run.device, &r->cand_setup);
+    r->cand_setup_ms = r->cand_setup.total_ms;
+    if (guard) {
+        char changed[1024];
+        if (kopt__guard_end(guard, changed, sizeof(changed))) {
+            set_verdict(r, KOPT_VERDICT_TAMPER, "the candidate changed file(s) kopt relies on "
+                        "while it ran: %s", changed);
+            goto done;
+        }
+    }
+    if (!cand_run.result) {
+        torch_failure(r, &cand_run, "candidate", &o);
+        goto done;
+    }
+    for (int p = 0; p < nphases; p++) {
+        char msg[1024];
+        kopt_check rep;
+        if (check_inputs(p, phases[p].label, &cand_run, &ref_run, msg, sizeof(msg))) {
+            set_verdict(r, KOPT_VERDICT_INPUT_MUTATED, "%s", msg);
+            goto done;
+        }
+        if (check_repeat(&phases[p], cand_run.shm, &rep)) {
+            r->checks[r->nchecks++] = rep;
+            set_verdict(r, isnan(rep.first_got) && !isnan(rep.first_want) ? KOPT_VERDICT_STATEFUL
+                                                                          : KOPT_VERDICT_RACE,
+                        "two runs on the same inputs disagree (%s at the %s sizes: %lld of %lld "
+                        "elements; first at index %lld: %.9g then %.9g)", rep.tensor,
+                        rep.sizes_label, (long long)rep.mismatches, (long long)rep.count,
+                        (long long)rep.first_index, rep.first_want, rep.first_got);
+            goto done;
+        }
+    }
+    r->compare_ms = kopt_now_ms();
+    for (int p = 0; p < nphases; p++)
+        ncompared += compare_phase(r, &phases[p], cand_run.shm, ref_run.shm);
+    r->compare_ms = kopt_now_ms() - r->compare_ms;
+    r->time_ms = timing_wall(&ref_run) + timing_wall(&cand_run);
+    r->verify_ms = kopt_now_ms() - t1 - r->time_ms;
+    if (ncompared) {
+        const kopt_check *c = NULL;
+        for (int i = 0; i < r->nchecks && !c; i++)
+            if (r->checks[i].mismatches)
+                c = &r->checks[i];
+        set_verdict(r, KOPT_VERDICT_WRONG, "%s differs from the PyTorch reference at the %s "
+                    "sizes (%s): %lld of %lld elements outside atol=%g rtol=%g; first at index "
+                    "%lld: got %.9g, expected %.9g; max abs error %.3g", c->tensor,
+                    c->sizes_label, c->run, (long long)c->mismatches, (long long)c->count,
+                    c->atol, c->rtol, (long long)c->first_index, c->first_got, c->first_want,
+                    c->max_abs_err);
+        goto done;
+    }
+    if (phases[0].timed) {
+        timing_from_run(&cand_run, 0, &r->timing);
+        if (r->timing.median_ms > 0 && r->ref_timing.median_ms > 0)
+            r->speedup = r->ref_timing.median_ms / r->timing.median_ms;
+        if (r->timing.median_ms > 0 && r->has_compile)
+            r->compile_speedup = r->compile_timing.median_ms / r->timing.median_ms;
+        if (phases[0].cand->has_work && r->ceilings.valid) {
+            kopt__roofline(&r->roofline, phases[0].cand->flops, phases[0].cand->bytes,
+                           (int)prob->compute, &r->ceilings, r->timing.median_ms);
+            kopt__roofline(&r->ref_roofline, phases[0].cand->flops, phases[0].cand->bytes,
+                           (int)prob->compute, &r->ceilings, r->ref_timing.median_ms);
+        }
+        if (r->roofline.valid && r->roofline.bound_ms > 0 &&
+            r->timing.median_ms * o.suspect_margin < r->roofline.bound_ms) {
+            set_verdict(r, KOPT_VERDICT_SUSPECT, "correct, but its median %.4f ms is faster than "
+                        "the device allows for this problem's work (%.4f ms at the measured "
+                        "ceilings, %s-bound): the timing is not trusted", r->timing.median_ms,
+                        r->roofline.bound_ms, r->roofline.limiter);
+            goto done;
+        }
+    }
+    set_verdict(r, KOPT_VERDICT_OK, "correct against the PyTorch reference on %d trial(s) at %d "
+                "size set(s)%s", o.trials, nphases, phases[0].timed ? " and in the timed runs" : "");
+    goto done;
+
+fail:
+    set_verdict(r, KOPT_VERDICT_ERROR, "%s", kopt_errmsg(ctx));
+done:
+    for (int p = 0; p < 2; p++) {
+        kopt_bound_free(phases[p].ref);
+        kopt_bound_free(phases[p].cand);
+    }
+    kopt__guard_free(guard);
+    if (!r->worker_log && cand_run.log && cand_run.log[0] && r->verdict != KOPT_VERDICT_OK)
+        r->worker_log = strdup(cand_run.log);
+    kopt__worker_proc_free(ref_proc);
+    kopt__worker_proc_free(cand_proc);
+    kopt__worker_proc_free(cmp_proc);
+    kopt__worker_run_free(&ref_run);
+    kopt__worker_run_free(&cand_run);
+    kopt__worker_run_free(&cmp_run);
+    kopt_compiled_free(comp);
+    free(script);
+    r->total_ms = kopt_now_ms() - t0;
+    *out = r;
+    return KOPT_OK;
+}
+
 /* One evaluation; with a session S: its seed and ceilings, its reference outputs once they
  * exist, and its serving worker for device-code candidates. */
 static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_problem *prob,
@@ -765,6 +1145,8 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
     *out = NULL;
     if (!r)
         return kopt_seterr(ctx, KOPT_E_NOMEM, "result");
+    if (prob->ref_torch)
+        return free(r), json_decref(trace), eval_torch(out, ctx, prob, cand, opts);
     if ((rc = kopt_candidate_check_concrete(ctx, cand)) != KOPT_OK)
         return free(r), rc;
     if (opts)

@@ -117,6 +117,17 @@ char *kopt_eval_result_json(const kopt_eval_result *r)
     json_object_set_new(root, "timing", timing_json(&r->timing));
     json_object_set_new(root, "reference_timing", timing_json(&r->ref_timing));
     json_object_set_new(root, "speedup", r->speedup > 0 ? num(r->speedup) : json_null());
+    if (r->torch_ref)
+        json_object_set_new(root, "pytorch", json_pack("{s:o, s:o, s:o, s:o, s:o, s:s}",
+                            "eager_ms", r->ref_timing.n ? num(r->ref_timing.median_ms)
+                                                        : json_null(),
+                            "compile_ms", r->has_compile ? num(r->compile_timing.median_ms)
+                                                         : json_null(),
+                            "speedup_eager", r->speedup > 0 ? num(r->speedup) : json_null(),
+                            "speedup_compile", r->compile_speedup > 0 ? num(r->compile_speedup)
+                                                                      : json_null(),
+                            "compile_timing", timing_json(&r->compile_timing),
+                            "compile_note", r->compile_note));
     if (r->has_energy)
         json_object_set_new(root, "energy", json_pack("{s:o, s:o, s:i, s:o}", "mj_per_run",
                             num(r->energy_mj), "power_w", num(r->power_w), "runs",

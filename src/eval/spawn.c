@@ -182,8 +182,8 @@ struct kopt__worker_proc {
 
 /* Pipes, the output buffer's file (empty until the job), the log, and the worker process;
  * `early` >= 0: the worker makes its context on that device before its job comes. */
-static kopt_status launch(kopt_ctx *ctx, json_t *wrap, const kopt__sandbox_limits *sandbox,
-                          int early, kopt__worker_proc **out)
+static kopt_status launch(kopt_ctx *ctx, json_t *wrap, json_t *program,
+                          const kopt__sandbox_limits *sandbox, int early, kopt__worker_proc **out)
 {
     int job_p[2] = {-1, -1}, ev_p[2] = {-1, -1};
     kopt__worker_proc *w = calloc(1, sizeof(*w));
@@ -209,9 +209,18 @@ static kopt_status launch(kopt_ctx *ctx, json_t *wrap, const kopt__sandbox_limit
         rc = kopt_seterr(ctx, KOPT_E_IO, "memfd: %s", strerror(errno));
         goto cleanup;
     }
-    if ((rc = kopt_worker_find(ctx, &worker, NULL)) != KOPT_OK)
+    if (json_array_size(program)) {
+        /* another worker program speaking the same protocol (the PyTorch worker) */
+        size_t n = json_array_size(program);
+        if (!(argv = calloc(n + 1, sizeof(char *)))) {
+            rc = kopt_seterr(ctx, KOPT_E_NOMEM, "worker arguments");
+            goto cleanup;
+        }
+        for (size_t i = 0; i < n; i++)
+            argv[i] = (char *)json_string_value(json_array_get(program, i));
+    } else if ((rc = kopt_worker_find(ctx, &worker, NULL)) != KOPT_OK) {
         goto cleanup;
-    if (!(argv = worker_argv(wrap, worker, early >= 0 ? early_arg : NULL))) {
+    } else if (!(argv = worker_argv(wrap, worker, early >= 0 ? early_arg : NULL))) {
         rc = kopt_seterr(ctx, KOPT_E_NOMEM, "worker arguments");
         goto cleanup;
     }
@@ -258,7 +267,7 @@ static void join_faults(kopt__worker_proc *w)
 
 kopt_status kopt__worker_prestart(kopt_ctx *ctx, int device, kopt__worker_proc **out)
 {
-    return launch(ctx, NULL, NULL, device, out);
+    return launch(ctx, NULL, NULL, NULL, device, out);
 }
 
 kopt_status kopt__worker_buffer(kopt_ctx *ctx, kopt__worker_proc *w, size_t shm_size)
@@ -349,7 +358,8 @@ kopt_status kopt__worker_start(kopt_ctx *ctx, json_t *job, size_t shm_size,
         lim.no_network = json_is_true(json_object_get(sb, "no_network"));
         json_object_set_new(sb, "tmpdir", json_string(tmpdir));
     }
-    if ((rc = launch(ctx, json_object_get(job, "wrap"), sb ? &lim : NULL, -1, out)) != KOPT_OK) {
+    if ((rc = launch(ctx, json_object_get(job, "wrap"), json_object_get(job, "program"),
+                     sb ? &lim : NULL, -1, out)) != KOPT_OK) {
         if (tmpdir[0])
             kopt__rmtree(tmpdir);
         return rc;

@@ -135,3 +135,73 @@ kopt_status kopt_worker_find(kopt_ctx *ctx, char **path, const char **source)
         *source = src;
     return KOPT_OK;
 }
+
+/* ---- the PyTorch worker (kopt/worker.h) ---------------------------------------------------- */
+
+#define TORCH_WORKER_NAME "kopt_torch_worker.py"
+
+static int readable(const char *p)
+{
+    struct stat st;
+    return p && stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, R_OK) == 0;
+}
+
+static char *look_file(kopt_buf *looked, const char *dir, const char *rel)
+{
+    char *p = kopt_path_join(dir, rel), *found = NULL;
+
+    if (!p)
+        return NULL;
+    if (readable(p))
+        found = absolute(p);
+    else
+        kopt_buf_printf(looked, "%s%s", looked->len ? ", " : "", p);
+    free(p);
+    return found;
+}
+
+kopt_status kopt_torch_worker_find(kopt_ctx *ctx, char **path)
+{
+    const char *env = getenv("KOPT_TORCH_WORKER"), *lib = kopt_self_lib();
+    kopt_buf looked = KOPT_BUF_INIT;
+    char *dir = kopt_path_dir(kopt_self_exe()), *found = NULL, *installed;
+
+    *path = NULL;
+    if (env && env[0]) {
+        free(dir);
+        if (!readable(env))
+            return kopt_seterr(ctx, KOPT_E_NOT_FOUND, "KOPT_TORCH_WORKER=%s is not a readable "
+                               "file", env);
+        *path = absolute(env);
+        return *path ? KOPT_OK : kopt_seterr(ctx, KOPT_E_NOMEM, "path");
+    }
+    if (dir)
+        found = look_file(&looked, dir, TORCH_WORKER_NAME);
+    if (!found && lib) {
+        free(dir);
+        if ((dir = kopt_path_dir(lib)))
+            found = look_file(&looked, dir, KOPT_LIB_TO_LIBEXEC "/" TORCH_WORKER_NAME);
+    }
+    free(dir);
+    if (!found && (installed = kopt_path_dir(KOPT_INSTALL_WORKER))) {
+        found = look_file(&looked, installed, TORCH_WORKER_NAME);
+        free(installed);
+    }
+    if (!found)
+        found = look_file(&looked, KOPT_SOURCE_LIBEXEC, TORCH_WORKER_NAME);
+    if (!found) {
+        kopt_seterr(ctx, KOPT_E_NOT_FOUND, "no %s found (looked at %s); install kopt, or name "
+                    "it with $KOPT_TORCH_WORKER", TORCH_WORKER_NAME, kopt_buf_cstr(&looked));
+        kopt_buf_free(&looked);
+        return KOPT_E_NOT_FOUND;
+    }
+    kopt_buf_free(&looked);
+    *path = found;
+    return KOPT_OK;
+}
+
+const char *kopt_torch_python(void)
+{
+    const char *p = getenv("KOPT_PYTHON");
+    return p && p[0] ? p : "python3";
+}

@@ -458,6 +458,35 @@ cleanup:
     return rc;
 }
 
+/* A KernelBench-native candidate: a Python file defining ModelNew, for a problem whose
+ * reference is a PyTorch program. The Python worker loads it; kopt reads nothing in it. */
+static kopt_status torch_module(kopt_candidate **out, kopt_ctx *ctx, const char *text,
+                                const char *path, const kopt_problem *prob)
+{
+    kopt_candidate *c;
+
+    if (!prob->ref_torch)
+        return kopt_seterr(ctx, KOPT_E_INVALID, "%s: a Python candidate (ModelNew) needs a "
+                           "problem with a PyTorch reference (\"reference\": {\"pytorch\": ...}); "
+                           "%s has a CUDA reference", path, prob->path);
+    if (!strstr(text, "class ModelNew") && !strstr(text, "class Model"))
+        return kopt_seterr(ctx, KOPT_E_INVALID, "%s: defines no class ModelNew (a KernelBench "
+                           "candidate is a Python file with class ModelNew)", path);
+    if (!(c = calloc(1, sizeof(*c))))
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "candidate");
+    c->path = strdup(path);
+    c->dir = kopt_path_dir(path);
+    c->source = strdup(text);
+    c->torch_module = 1;
+    kopt_sha256_hex(text, strlen(text), c->hash);
+    if (!c->path || !c->dir || !c->source) {
+        kopt_candidate_free(c);
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "candidate");
+    }
+    *out = c;
+    return KOPT_OK;
+}
+
 kopt_status kopt_candidate_load(kopt_candidate **out, kopt_ctx *ctx, const char *path,
                                 const kopt_problem *prob)
 {
@@ -467,7 +496,10 @@ kopt_status kopt_candidate_load(kopt_candidate **out, kopt_ctx *ctx, const char 
     *out = NULL;
     if ((rc = kopt_file_read(ctx, path, &text, NULL)) != KOPT_OK)
         return rc;
-    rc = kopt_candidate_parse(out, ctx, text, path, prob);
+    if ((strlen(path) > 3 && strcmp(path + strlen(path) - 3, ".py") == 0))
+        rc = torch_module(out, ctx, text, path, prob);
+    else
+        rc = kopt_candidate_parse(out, ctx, text, path, prob);
     free(text);
     return rc;
 }
@@ -564,6 +596,7 @@ static int tensor_copy(kopt_tensor_spec *d, const kopt_tensor_spec *s)
 {
     *d = *s;
     d->name = s->name ? strdup(s->name) : NULL;
+    d->pytorch = s->pytorch ? strdup(s->pytorch) : NULL;
     for (int i = 0; i < KOPT_MAX_DIMS; i++)
         d->shape[i] = s->shape[i] ? strdup(s->shape[i]) : NULL;
     if (s->name && !d->name)

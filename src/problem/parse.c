@@ -404,7 +404,7 @@ static kopt_status parse_init(kopt_where *w, json_t *o, kopt_init *init)
 kopt_status kopt__parse_tensor(kopt_where *w, json_t *o, kopt_tensor_spec *t, int scratch_only)
 {
     static const char *const keys[] = {"name", "dtype", "shape", "role", "init", "tolerance",
-                                       NULL};
+                                       "pytorch", NULL};
     static const char *const tol_keys[] = {"atol", "rtol", NULL};
     char *dtype = NULL, *role = NULL;
     json_t *shape, *v;
@@ -416,7 +416,8 @@ kopt_status kopt__parse_tensor(kopt_where *w, json_t *o, kopt_tensor_spec *t, in
     if ((rc = kopt__check_keys(w, o, keys)) != KOPT_OK ||
         (rc = kopt__get_str(w, o, "name", 1, &t->name)) != KOPT_OK ||
         (rc = kopt__get_str(w, o, "dtype", 1, &dtype)) != KOPT_OK ||
-        (rc = kopt__get_str(w, o, "role", !scratch_only, &role)) != KOPT_OK)
+        (rc = kopt__get_str(w, o, "role", !scratch_only, &role)) != KOPT_OK ||
+        (rc = kopt__get_str(w, o, "pytorch", 0, &t->pytorch)) != KOPT_OK)
         goto cleanup;
     saved = kopt__push(w, "name");
     if (!kopt__is_ident(t->name))
@@ -532,6 +533,7 @@ void kopt__strv_free(int n, char **v)
 void kopt__tensor_free(kopt_tensor_spec *t)
 {
     free(t->name);
+    free(t->pytorch);
     for (int i = 0; i < KOPT_MAX_DIMS; i++)
         free(t->shape[i]);
 }

@@ -145,17 +145,45 @@ static kopt_status check_plan(kopt_where *w, const kopt_problem *p, const kopt_p
 static kopt_status parse_reference(kopt_where *w, kopt_problem *p, json_t *ref)
 {
     static const char *const keys[] = {"source", "launches", "options", "mode", NULL};
+    static const char *const torch_keys[] = {"pytorch", NULL};
     char *mode = NULL, *src = NULL;
     size_t saved = kopt__push(w, "reference");
     kopt_status rc = KOPT_OK;
     kopt_env env = {1, {&p->sizes}};
 
     if (!ref) {
-        rc = kopt__bad(w, "missing (required: {\"source\": ..., \"launches\": [...]})");
+        rc = kopt__bad(w, "missing (required: {\"source\": ..., \"launches\": [...]} or "
+                       "{\"pytorch\": \"model.py\"})");
         goto done;
     }
     if (!json_is_object(ref)) {
         rc = kopt__bad(w, "expected an object");
+        goto done;
+    }
+    if (json_object_get(ref, "pytorch")) {   /* docs/kernelbench.md */
+        if ((rc = kopt__check_keys(w, ref, torch_keys)) != KOPT_OK ||
+            (rc = kopt__get_str(w, ref, "pytorch", 1, &src)) != KOPT_OK)
+            goto done;
+        p->ref_torch = 1;
+        p->ref_path = kopt_path_join(p->dir, src);
+        if (kopt_file_read(w->ctx, p->ref_path, &p->ref_source, NULL) != KOPT_OK) {
+            size_t s2 = kopt__push(w, "pytorch");
+            rc = kopt__bad(w, "cannot read the PyTorch reference: %s", kopt_errmsg(w->ctx));
+            kopt__pop(w, s2);
+            goto done;
+        }
+        for (int i = 0; i < p->ntensors; i++) {
+            const char *f = p->tensors[i].pytorch;
+            size_t s2 = kopt__push(w, "pytorch");
+            if (!f || !(strncmp(f, "input:", 6) == 0 || strncmp(f, "param:", 6) == 0 ||
+                        strncmp(f, "buffer:", 7) == 0 || strncmp(f, "output:", 7) == 0))
+                rc = kopt__bad(w, "tensors[%d] ('%s'): a PyTorch reference needs each tensor's "
+                               "\"pytorch\" field: \"input:I\", \"param:NAME\", "
+                               "\"buffer:NAME\" or \"output:I\"", i, p->tensors[i].name);
+            kopt__pop(w, s2);
+            if (rc != KOPT_OK)
+                goto done;
+        }
         goto done;
     }
     if ((rc = kopt__check_keys(w, ref, keys)) != KOPT_OK ||

@@ -1,0 +1,659 @@
+#!/usr/bin/env python3
+"""kopt's PyTorch worker: runs a problem's PyTorch reference (a KernelBench-style `Model`),
+its torch.compile baseline, and candidates that need Python (a `ModelNew` file, or a kopt-native
+host-mode shared object called through ctypes), for the parent's evaluation (src/eval/torch.c).
+
+Two uses:
+  kopt_torch_worker.py worker      one job, the protocol of kopt's C worker (src/eval/worker_int.h):
+                                   the job as a JSON line on stdin, then a "go" line; events as
+                                   JSON lines on fd 3; every run's outputs copied into the shared
+                                   buffer on fd 4 at the offsets the job gives
+  kopt_torch_worker.py import SRC OUT [--atol A] [--rtol R] [--prefix P] [--device D]
+                                   KernelBench problem files (a file or a folder) -> kopt
+                                   problem folders (docs/kernelbench.md); one JSON line per file
+                                   on stdout
+The parent compares the outputs; this process never sees another subject's outputs.
+"""
+import ctypes
+import hashlib
+import importlib.util
+import inspect
+import json
+import math
+import mmap
+import os
+import re
+import shutil
+import sys
+import time
+import traceback
+
+EVENT_FD = 3
+SHM_FD = 4
+
+# kopt's dtype codes (include/kopt/problem.h) and roles
+DTYPES = ["f32", "f16", "bf16", "f64", "i32", "i64"]
+ROLE_INPUT, ROLE_OUTPUT, ROLE_INOUT, ROLE_SCRATCH = 0, 1, 2, 3
+
+
+class WorkerError(Exception):
+    """An outcome the parent classifies: kind is crash, oom, launch, wrong, harness, nodevice."""
+
+    def __init__(self, kind, message):
+        super().__init__(message)
+        self.kind = kind
+
+
+def torch_dtype(torch, code):
+    return [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int32,
+            torch.int64][code]
+
+
+def dtype_code(torch, dt):
+    table = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2, torch.float64: 3,
+             torch.int32: 4, torch.int64: 5}
+    return table.get(dt)
+
+
+def load_module(path, name):
+    """Import the Python file at `path` as a fresh module."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise WorkerError("harness", "%s: not a Python file" % path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def set_sizes(mod, sizes):
+    """The problem's sizes are the module's integer globals: set them before get_inputs()."""
+    for k, v in (sizes or {}).items():
+        if hasattr(mod, k) and isinstance(getattr(mod, k), int) and \
+                not isinstance(getattr(mod, k), bool):
+            setattr(mod, k, int(v))
+
+
+def as_outputs(torch, out, who):
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (tuple, list)) and all(isinstance(o, torch.Tensor) for o in out):
+        return list(out)
+    raise WorkerError("wrong", "the %s's forward returned %s, not a tensor or a tuple of tensors"
+                      % (who, type(out).__name__))
+
+
+# ---- the worker -------------------------------------------------------------------------------
+
+class Worker:
+    def __init__(self):
+        self.events = os.fdopen(EVENT_FD, "w", buffering=1)
+        self.phase = 0
+        self.trace = {}
+
+    def emit(self, obj):
+        self.events.write(json.dumps(obj) + "\n")
+        self.events.flush()
+
+    def progress(self, what):
+        self.emit({"event": "progress", "phase": self.phase, "what": what})
+
+    # -- setup
+    def setup(self, job):
+        t0 = time.time() * 1e3
+        spawned = job.get("spawned_ms", 0)
+        import torch  # noqa: the slow part of the start
+        self.torch = torch
+        tj = job["torch"]
+        dev = tj.get("device") or os.environ.get("KOPT_TORCH_DEVICE") or "cuda"
+        if dev.startswith("cuda") and not torch.cuda.is_available():
+            raise WorkerError("nodevice", "PyTorch %s sees no CUDA device" % torch.__version__)
+        self.device = torch.device(dev)
+        self.cuda = self.device.type == "cuda"
+        info = {"name": "cpu", "torch": torch.__version__, "exec_ms": 0.0}
+        if self.cuda:
+            torch.cuda.set_device(self.device)
+            p = torch.cuda.get_device_properties(self.device)
+            info.update({"name": p.name, "cc_major": p.major, "cc_minor": p.minor,
+                         "sm_count": p.multi_processor_count,
+                         "l2_bytes": getattr(p, "L2_cache_size", 50 << 20),
+                         "total_mem": p.total_memory})
+            self.l2 = info["l2_bytes"]
+            self.stream = torch.cuda.current_stream()
+        info["context_ms"] = time.time() * 1e3 - t0
+        if spawned > 0:
+            info["exec_ms"] = t0 - spawned
+        self.shm = None
+        size = int(job.get("shm_size", 0))
+        if size:
+            self.shm = mmap.mmap(SHM_FD, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+            self.shm_t = torch.frombuffer(self.shm, dtype=torch.uint8, count=size)
+        t1 = time.time() * 1e3
+        self.mod = load_module(tj["model"], "kopt_reference_model")
+        self.subject = tj.get("subject", "reference")
+        self.init_seed = int(tj.get("init_seed", 1234))
+        if self.subject == "modelnew":
+            self.cand_mod = load_module(tj["file"], "kopt_candidate_model")
+        elif self.subject == "host":
+            self.lib = ctypes.CDLL(tj["so"])
+            self.entry = self.lib.kopt_candidate_run
+        info["candidate_ms"] = time.time() * 1e3 - t1
+        info["setup_ms"] = time.time() * 1e3 - t0
+        return info
+
+    def sync(self):
+        if self.cuda:
+            self.torch.cuda.synchronize(self.device)
+
+    # -- one phase
+    def make_subject(self, ph):
+        torch = self.torch
+        set_sizes(self.mod, ph.get("sizes"))
+        torch.manual_seed(self.init_seed)
+        init = self.mod.get_init_inputs()
+        ref = self.mod.Model(*init).to(self.device)
+        if self.subject in ("reference", "host"):
+            self.model = ref
+        elif self.subject == "compile":
+            self.model = torch.compile(ref)
+        elif self.subject == "modelnew":
+            cls = getattr(self.cand_mod, "ModelNew", None) or getattr(self.cand_mod, "Model", None)
+            if cls is None:
+                raise WorkerError("launch", "the candidate defines no class ModelNew (nor Model)")
+            set_sizes(self.cand_mod, ph.get("sizes"))
+            torch.manual_seed(self.init_seed)
+            try:
+                self.model = cls(*init).to(self.device)
+            except Exception as e:
+                raise WorkerError("launch", "ModelNew(*get_init_inputs()) failed: %s: %s"
+                                  % (type(e).__name__, e))
+        self.state = dict(ref.named_parameters())
+        self.state.update(dict(ref.named_buffers()))
+        self.tensors = ph["tensors"]
+
+    def inputs(self, seed):
+        torch = self.torch
+        torch.manual_seed(seed)
+        vals = list(self.mod.get_inputs())
+        return [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in vals]
+
+    def host_args(self, inputs):
+        """Tensors in problem order for the host-mode entry point; outputs poisoned."""
+        torch = self.torch
+        ts = []
+        outs = []
+        for t in self.tensors:
+            src = t.get("pytorch", "")
+            kind, _, key = src.partition(":")
+            dt = torch_dtype(torch, t["dtype"])
+            if kind == "input":
+                v = inputs[int(key)]
+                if not isinstance(v, torch.Tensor):
+                    v = torch.tensor(v, dtype=dt, device=self.device)
+                ts.append(v.contiguous())
+            elif kind in ("param", "buffer"):
+                ts.append(self.state[key].detach().contiguous())
+            else:
+                fill = float("nan") if dt.is_floating_point else 0x7fa5a5a5
+                o = torch.full(t["shape"], fill, dtype=dt, device=self.device)
+                ts.append(o)
+                outs.append(o)
+        return ts, outs
+
+    def call_host(self, ts):
+        class CTensor(ctypes.Structure):
+            _fields_ = [("name", ctypes.c_char_p), ("data", ctypes.c_void_p),
+                        ("dtype", ctypes.c_int), ("ndim", ctypes.c_int),
+                        ("shape", ctypes.POINTER(ctypes.c_int64)), ("count", ctypes.c_int64)]
+
+        class CIO(ctypes.Structure):
+            _fields_ = [("abi", ctypes.c_int), ("ntensors", ctypes.c_int),
+                        ("tensors", ctypes.POINTER(CTensor)), ("nsizes", ctypes.c_int),
+                        ("size_names", ctypes.POINTER(ctypes.c_char_p)),
+                        ("size_values", ctypes.POINTER(ctypes.c_int64)),
+                        ("stream", ctypes.c_void_p)]
+        if not hasattr(self, "_io_keep"):
+            arr = (CTensor * len(ts))()
+            keep = []
+            for i, (t, spec) in enumerate(zip(ts, self.tensors)):
+                shp = (ctypes.c_int64 * max(1, len(spec["shape"])))(*spec["shape"])
+                name = spec["name"].encode()
+                keep += [shp, name]
+                arr[i] = CTensor(name, t.data_ptr(), spec["dtype"], len(spec["shape"]), shp,
+                                 spec["count"])
+            sizes = self.job_sizes
+            names = (ctypes.c_char_p * max(1, len(sizes)))(*[k.encode() for k in sizes])
+            vals = (ctypes.c_int64 * max(1, len(sizes)))(*[int(v) for v in sizes.values()])
+            io = CIO(1, len(ts), arr, len(sizes), names, vals,
+                     self.stream.cuda_stream if self.cuda else None)
+            self._io_keep = (arr, keep, names, vals, io)
+        else:
+            arr = self._io_keep[0]
+            for i, t in enumerate(ts):
+                arr[i].data = t.data_ptr()
+        self.entry.restype = ctypes.c_int
+        rc = self.entry(ctypes.byref(self._io_keep[4]))
+        if rc != 0:
+            raise WorkerError("crash", "kopt_candidate_run returned %d" % rc)
+
+    def run_once(self, inputs, host_ts=None):
+        """One forward (or host call); returns the outputs."""
+        torch = self.torch
+        if self.subject == "host":
+            ts, outs = host_ts
+            for o in outs:   # poison before every run
+                o.fill_(float("nan") if o.dtype.is_floating_point else 0x7fa5a5a5)
+            self.call_host(ts)
+            return outs
+        with torch.no_grad():
+            return self.model(*inputs)
+
+    def copy_outputs(self, outs, offset):
+        torch = self.torch
+        outs = as_outputs(torch, outs, "candidate" if self.subject in ("modelnew", "host")
+                          else "reference")
+        specs = [t for t in self.tensors if t["role"] in (ROLE_OUTPUT, ROLE_INOUT)]
+        if len(outs) != len(specs):
+            raise WorkerError("wrong", "forward returned %d tensor(s), the problem has %d output(s)"
+                              % (len(outs), len(specs)))
+        for o, s in zip(outs, specs):
+            want = torch_dtype(torch, s["dtype"])
+            if list(o.shape) != list(s["shape"]):
+                raise WorkerError("wrong", "output '%s' has shape %s, expected %s"
+                                  % (s["name"], list(o.shape), s["shape"]))
+            if o.dtype != want:
+                raise WorkerError("wrong", "output '%s' has dtype %s, expected %s"
+                                  % (s["name"], o.dtype, want))
+            n = s["bytes"]
+            if n:
+                src = o.detach().contiguous().reshape(-1).view(torch.uint8)
+                self.shm_t[offset:offset + n].copy_(src)
+            offset += n
+
+    def input_sums(self, inputs):
+        """A digest of each input tensor (the parent compares the candidate's with the
+        reference's: a candidate that writes an input is caught)."""
+        torch = self.torch
+        sums = []
+        for t in self.tensors:
+            if t["role"] != ROLE_INPUT or not t.get("pytorch", "").startswith("input:"):
+                continue
+            v = inputs[int(t["pytorch"].split(":")[1])]
+            if isinstance(v, torch.Tensor):
+                b = v.detach().contiguous().reshape(-1).view(torch.uint8)
+                buf = bytearray(b.numel())
+                if len(buf):
+                    torch.frombuffer(buf, dtype=torch.uint8).copy_(b)
+                h = hashlib.sha256(buf).hexdigest()[:16]
+            else:
+                h = hashlib.sha256(repr(v).encode()).hexdigest()[:16]
+            sums.append({"tensor": t["name"], "sum": h})
+        return sums
+
+    def trials(self, ph, sums):
+        for i, tr in enumerate(ph["trials"]):
+            inputs = self.inputs(int(tr["seed"]))
+            host = self.host_args(inputs) if self.subject == "host" else None
+            try:
+                outs = self.run_once(inputs, host)
+                self.sync()
+            except WorkerError:
+                raise
+            except Exception as e:  # the subject's own failure
+                raise classify(e, self.subject)
+            self.copy_outputs(outs, int(tr["offset"]))
+            if tr.get("check_inputs"):
+                sums["trial %d" % i] = self.input_sums(inputs)
+            self.progress("trial %d" % i)
+
+    def timing(self, ph, tm, po):
+        torch = self.torch
+        inputs = self.inputs(int(tm["seed"]))
+        host = self.host_args(inputs) if self.subject == "host" else None
+        warmup_ms = float(tm.get("warmup_ms", 25))
+        budget_ms = float(tm.get("budget_ms", 100))
+        min_reps = int(tm.get("min_reps", 10))
+        max_reps = int(tm.get("max_reps", 1000))
+        min_warm = int(tm.get("min_warmup", 3))
+        precision = float(tm.get("precision", 0) or 0)
+        flush = bool(tm.get("flush_l2")) and self.cuda
+        fbuf = torch.empty(max(2 * self.l2, 1 << 20) // 4, dtype=torch.int32,
+                           device=self.device) if flush else None
+
+        def timed_run():
+            if flush:
+                fbuf.zero_()
+            if self.cuda:
+                e0 = torch.cuda.Event(enable_timing=True)
+                e1 = torch.cuda.Event(enable_timing=True)
+                e0.record()
+                outs = self.run_once(inputs, host)
+                e1.record()
+                return outs, (e0, e1)
+            t0 = time.perf_counter()
+            outs = self.run_once(inputs, host)
+            return outs, (time.perf_counter() - t0) * 1e3
+
+        def ms_of(mark):
+            return mark[0].elapsed_time(mark[1]) if isinstance(mark, tuple) else mark
+
+        try:
+            warm = 0
+            est = 0.0
+            t0 = time.time()
+            while warm < min_warm or (time.time() - t0) * 1e3 < warmup_ms:
+                outs, mark = timed_run()
+                self.sync()
+                ms = ms_of(mark)
+                est = ms if warm == 0 else min(est, ms)
+                warm += 1
+                if warm >= 1000:
+                    break
+            self.progress("warm-up")
+            overhead = 0.0
+            if self.cuda:   # the event bracket around a one-element kernel
+                one = torch.zeros(1, device=self.device)
+                marks = []
+                for _ in range(64):
+                    if flush:
+                        fbuf.zero_()
+                    e0 = torch.cuda.Event(enable_timing=True)
+                    e1 = torch.cuda.Event(enable_timing=True)
+                    e0.record()
+                    one.add_(0)
+                    e1.record()
+                    marks.append((e0, e1))
+                self.sync()
+                o = sorted(m[0].elapsed_time(m[1]) for m in marks)
+                overhead = o[len(o) // 2]
+            samples = []
+            total = 0.0
+            look_from = max(min_reps, 50) if precision > 0 else max_reps + 1
+            tw = time.time()
+            while len(samples) < max_reps and (len(samples) < min_reps or total < budget_ms) and \
+                    not (len(samples) >= look_from and median_known(samples, precision)):
+                chunk = 64
+                if est > 0:
+                    want = int(math.ceil((budget_ms - total) / est))
+                    want = max(want, min_reps - len(samples))
+                    chunk = max(1, min(chunk, want))
+                chunk = min(chunk, max_reps - len(samples))
+                marks = []
+                for _ in range(chunk):
+                    outs, mark = timed_run()
+                    marks.append(mark)
+                self.sync()
+                for m in marks:
+                    ms = ms_of(m)
+                    samples.append(ms)
+                    total += ms
+                self.progress("timing")
+        except WorkerError:
+            raise
+        except Exception as e:
+            raise classify(e, self.subject)
+        self.copy_outputs(outs, int(tm["offset"]))
+        po["input_sums"]["timed"] = self.input_sums(inputs)
+        po["samples_ms"] = samples
+        po["warmup_runs"] = warm
+        po["event_overhead_ms"] = overhead
+        po["timing_wall_ms"] = (time.time() - tw) * 1e3
+
+    def run(self, job):
+        phases = []
+        for i, ph in enumerate(job["phases"]):
+            self.phase = i
+            self.job_sizes = ph.get("sizes", {})
+            if hasattr(self, "_io_keep"):
+                del self._io_keep
+            po = {"input_sums": {}}
+            phases.append(po)
+            try:
+                self.make_subject(ph)
+            except WorkerError:
+                raise
+            except Exception as e:
+                raise WorkerError("launch" if self.subject == "modelnew" else "harness",
+                                  "building the %s failed: %s: %s"
+                                  % (self.subject, type(e).__name__, e))
+            self.progress("setup")
+            self.trials(ph, po["input_sums"])
+            if isinstance(ph.get("timing"), dict):
+                self.timing(ph, ph["timing"], po)
+        return phases
+
+
+def median_known(samples, precision):
+    n = len(samples)
+    half = 0.98 * math.sqrt(n)
+    lo, hi = int(math.floor(n / 2.0 - half)), int(math.ceil(n / 2.0 + half))
+    if n < 8 or lo < 0 or hi > n - 1:
+        return False
+    s = sorted(samples)
+    med = s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+    return med > 0 and 0.5 * (s[hi] - s[lo]) <= precision * med
+
+
+def classify(e, subject):
+    msg = "%s: %s" % (type(e).__name__, e)
+    low = msg.lower()
+    if "out of memory" in low:
+        return WorkerError("oom", msg)
+    if "illegal" in low or "device-side assert" in low or "cuda error" in low or \
+            "misaligned" in low:
+        return WorkerError("crash", msg)
+    if subject in ("modelnew", "host"):
+        return WorkerError("crash", msg)
+    return WorkerError("harness", msg)
+
+
+def worker_main():
+    w = None
+    job = None
+    try:
+        line = sys.stdin.readline()
+        job = json.loads(line)
+        w = Worker()
+        info = w.setup(job)
+        w.emit({"event": "hello", "device": info})
+        if not sys.stdin.readline():   # the parent's "go", or EOF: it went away
+            return 0
+        phases = w.run(job)
+        w.emit({"event": "result", "device": info, "phases": phases, "kernels": []})
+        return 0
+    except WorkerError as e:
+        ev = {"event": "error", "kind": e.kind, "message": str(e)[:4000]}
+    except Exception as e:   # setup: the problem's or the candidate's file did not load
+        traceback.print_exc()
+        kind = "launch" if job and job.get("torch", {}).get("subject") == "modelnew" else "harness"
+        ev = {"event": "error", "kind": kind,
+              "message": ("%s: %s" % (type(e).__name__, e))[:4000]}
+    if w is not None:
+        if job and len(job.get("phases", [])) > 1:
+            ev["phase"] = job["phases"][w.phase].get("label", "main")
+        w.emit(ev)
+    else:
+        os.write(EVENT_FD, (json.dumps(ev) + "\n").encode())
+    return 0
+
+
+# ---- import ---------------------------------------------------------------------------------
+
+class ImportProblem(Exception):
+    pass
+
+
+def ident(s):
+    s = re.sub(r"[^A-Za-z0-9_]", "_", s)
+    return s if re.match(r"[A-Za-z_]", s) else "t_" + s
+
+
+def import_one(path, out_dir, args):
+    import torch
+    base = os.path.basename(path)
+    name = args.prefix + re.sub(r"[^A-Za-z0-9_-]", "_", os.path.splitext(base)[0])
+    try:
+        mod = load_module(path, "kb_import_" + re.sub(r"\W", "_", name))
+    except Exception as e:
+        raise ImportProblem("%s: cannot be imported: %s: %s" % (path, type(e).__name__, e))
+    for attr in ("Model", "get_inputs", "get_init_inputs"):
+        if not hasattr(mod, attr):
+            raise ImportProblem("%s: no %s (a KernelBench problem defines class Model, "
+                                "get_inputs() and get_init_inputs())" % (path, attr))
+    sizes = {k: v for k, v in vars(mod).items()
+             if isinstance(v, int) and not isinstance(v, bool) and not k.startswith("_")
+             and re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", k) and v >= 0}
+    dev = torch.device(args.device)
+    seed = 1234
+    torch.manual_seed(seed)
+    init = mod.get_init_inputs()
+    for i, v in enumerate(init):
+        if not isinstance(v, (int, float, bool, tuple, list, str)) and v is not None:
+            raise ImportProblem("%s: get_init_inputs() item %d is a %s: only numbers, strings, "
+                                "tuples and lists are passed to Model()"
+                                % (path, i, type(v).__name__))
+    model = mod.Model(*init).to(dev)
+    torch.manual_seed(seed)
+    inputs = [v.to(dev) if isinstance(v, torch.Tensor) else v for v in mod.get_inputs()]
+    try:
+        params = list(inspect.signature(model.forward).parameters)
+    except (TypeError, ValueError):
+        params = []
+    tensors = []
+    used = set()
+
+    def unique(n):
+        n = ident(n)
+        while n in used:
+            n += "_"
+        used.add(n)
+        return n
+
+    # a dim equal to exactly one size's value is written as that size
+    by_value = {}
+    for k, v in sizes.items():
+        by_value.setdefault(v, []).append(k)
+
+    def shape_of(t):
+        return [by_value[d][0] if len(by_value.get(d, [])) == 1 and d > 1 else d
+                for d in t.shape]
+
+    def dt_name(t, what):
+        c = dtype_code(torch, t.dtype)
+        if c is None:
+            raise ImportProblem("%s: %s has dtype %s, which kopt cannot map (f32, f16, bf16, "
+                                "f64, i32, i64)" % (path, what, t.dtype))
+        return DTYPES[c]
+
+    nbytes = 0
+    for i, v in enumerate(inputs):
+        pname = params[i] if i < len(params) and params[i] not in ("args", "kwargs") else "in%d" % i
+        what = "get_inputs() item %d (%s)" % (i, pname)
+        if isinstance(v, bool):
+            raise ImportProblem("%s: %s is a bool: not supported" % (path, what))
+        if isinstance(v, torch.Tensor):
+            tensors.append({"name": unique(pname), "dtype": dt_name(v, what),
+                            "shape": shape_of(v), "role": "input", "pytorch": "input:%d" % i})
+            nbytes += v.numel() * v.element_size()
+        elif isinstance(v, int):
+            tensors.append({"name": unique(pname), "dtype": "i64", "shape": [], "role": "input",
+                            "pytorch": "input:%d" % i})
+        elif isinstance(v, float):
+            tensors.append({"name": unique(pname), "dtype": "f32", "shape": [], "role": "input",
+                            "pytorch": "input:%d" % i})
+        else:
+            raise ImportProblem("%s: %s is a %s: kopt maps tensors, ints and floats"
+                                % (path, what, type(v).__name__))
+    for key, t in list(model.named_parameters()) + list(model.named_buffers()):
+        kind = "param" if any(key == k for k, _ in model.named_parameters()) else "buffer"
+        tensors.append({"name": unique("p_" + key), "dtype": dt_name(t, "%s %s" % (kind, key)),
+                        "shape": shape_of(t), "role": "input", "pytorch": "%s:%s" % (kind, key)})
+        nbytes += t.numel() * t.element_size()
+    from torch.utils.flop_counter import FlopCounterMode
+    counter = FlopCounterMode(display=False)
+    with torch.no_grad(), counter:
+        out = model(*inputs)
+    if isinstance(out, torch.Tensor):
+        outs = [out]
+    elif isinstance(out, (tuple, list)) and out and all(isinstance(o, torch.Tensor) for o in out):
+        outs = list(out)
+    else:
+        raise ImportProblem("%s: forward returns %s: kopt maps a tensor or a tuple of tensors"
+                            % (path, type(out).__name__))
+    for i, o in enumerate(outs):
+        n = "out" if len(outs) == 1 else "out%d" % i
+        tensors.append({"name": unique(n), "dtype": dt_name(o, "output %d" % i),
+                        "shape": shape_of(o), "role": "output", "pytorch": "output:%d" % i})
+        nbytes += o.numel() * o.element_size()
+    flops = int(counter.get_total_flops())
+    counts = ["bytes"] + (["flops"] if flops > 0 else [])
+    work = {"bytes": nbytes}
+    if flops > 0:
+        work["flops"] = flops
+    if any(o.dtype in (torch.float16, torch.bfloat16) for o in outs):
+        work["compute"] = "fp16" if outs[0].dtype == torch.float16 else "bf16"
+    dest = os.path.join(out_dir, name)
+    os.makedirs(dest, exist_ok=True)
+    shutil.copyfile(path, os.path.join(dest, "model.py"))
+    prob = {
+        "name": name,
+        "description": "KernelBench problem %s; work counts: %s" % (
+            base, ", ".join(counts) + ("" if flops > 0 else
+                                       " (no FLOP count: FlopCounterMode counts none of its ops)")),
+        "sizes": sizes,
+        "tensors": tensors,
+        "reference": {"pytorch": "model.py"},
+        "tolerance": {"atol": args.atol, "rtol": args.rtol},
+        "work": work,
+        "seed": seed,
+    }
+    with open(os.path.join(dest, "problem.json"), "w") as f:
+        json.dump(prob, f, indent=1)
+        f.write("\n")
+    return {"file": path, "problem": dest, "name": name, "counts": counts, "bytes": nbytes,
+            "flops": flops, "tensors": len(tensors)}
+
+
+def import_main(argv):
+    import argparse
+    ap = argparse.ArgumentParser(prog="kopt kb import")
+    ap.add_argument("src")
+    ap.add_argument("out")
+    ap.add_argument("--atol", type=float, default=1e-2)
+    ap.add_argument("--rtol", type=float, default=1e-2)
+    ap.add_argument("--prefix", default="")
+    ap.add_argument("--device", default="cpu")
+    args = ap.parse_args(argv)
+    try:
+        import torch  # noqa
+    except Exception as e:
+        print(json.dumps({"file": args.src, "error": "PyTorch is not installed for %s (%s): "
+                          "kopt kb import runs the problems' Python" % (sys.executable, e)}))
+        return 2
+    if os.path.isdir(args.src):
+        files = sorted(os.path.join(args.src, f) for f in os.listdir(args.src)
+                       if f.endswith(".py") and not f.startswith("_"))
+    else:
+        files = [args.src]
+    bad = 0
+    for f in files:
+        try:
+            rec = import_one(f, args.out, args)
+        except ImportProblem as e:
+            rec = {"file": f, "error": str(e)}
+            bad += 1
+        except Exception as e:
+            rec = {"file": f, "error": "%s: running it failed: %s: %s"
+                   % (f, type(e).__name__, str(e).splitlines()[0] if str(e) else "")}
+            bad += 1
+        print(json.dumps(rec), flush=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 2 and sys.argv[1] == "import":
+        sys.exit(import_main(sys.argv[2:]))
+    if len(sys.argv) >= 2 and sys.argv[1] == "worker":
+        sys.exit(worker_main())
+    sys.stderr.write(__doc__)
+    sys.exit(2)
