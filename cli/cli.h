@@ -27,6 +27,8 @@ int cmd_report(int argc, char **argv);
 int cmd_mcp(int argc, char **argv);
 int cmd_cute(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_kb(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 /* Workers started ahead, for kopt eval run inside kopt serve (NULL otherwise). */
 extern kopt_eval_pool *cli_eval_pool;
 

@@ -14,7 +14,7 @@
 static void help(FILE *f)
 {
     fprintf(f,
-        "usage: kopt eval PROBLEM [CANDIDATE.cu] [options]\n"
+        "usage: kopt eval PROBLEM [CANDIDATE.cu|CANDIDATE.py] [options]\n"
         "\n"
         "Compile CANDIDATE for this GPU, check every output element against the problem's\n"
         "reference on fresh random inputs (several trials, at the problem's sizes and at its\n"
@@ -45,6 +45,7 @@ static void help(FILE *f)
         "  --no-sandbox      run host-mode code without the sandbox (trusted code only)\n"
         "  --energy[=S]      also measure energy per run: S seconds (default 1) of back-to-back\n"
         "                    runs between NVML energy-counter updates\n"
+        "  --compile         PyTorch reference: also time torch.compile (default mode)\n"
         "  --json            print the result as JSON\n"
         "  --server[=PATH]   run it in `kopt serve` (workers started ahead; $KOPT_SERVER)\n"
         "  -v, --verbose     log progress to stderr\n"
@@ -205,7 +206,14 @@ static void print_text(const kopt_problem *p, const char *cand_path, const kopt_
     if (r->ref_timing.n)
         print_timing("reference", &r->ref_timing);
     if (r->speedup > 0)
-        printf("speedup    %.2fx over the reference\n", r->speedup);
+        printf("speedup    %.2fx over the reference%s\n", r->speedup,
+               r->torch_ref ? " (PyTorch eager)" : "");
+    if (r->has_compile)
+        print_timing("compile", &r->compile_timing);
+    if (r->compile_speedup > 0)
+        printf("speedup    %.2fx over torch.compile (default mode)\n", r->compile_speedup);
+    if (r->compile_note[0])
+        printf("compile    %s\n", r->compile_note);
     if (r->roofline.valid) {
         printf("roofline   %.0f GB/s, %.1f GFLOP/s: %.1f%% of the %s-bound limit (%.4f ms)\n",
                r->roofline.achieved_gbs, r->roofline.achieved_gflops, r->roofline.pct_of_bound,
@@ -279,6 +287,7 @@ int cmd_eval(int argc, char **argv)
         {"json", no_argument, NULL, 'j'}, {"verbose", no_argument, NULL, 'v'},
         {"sanitize", optional_argument, NULL, 'Z'}, {"limits", required_argument, NULL, 'L'},
         {"no-sandbox", no_argument, NULL, 'B'}, {"energy", optional_argument, NULL, 'E'},
+        {"compile", no_argument, NULL, 'C'},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     kopt_eval_opts eo = KOPT_EVAL_OPTS_INIT;
@@ -327,6 +336,7 @@ int cmd_eval(int argc, char **argv)
                 goto bad_number;
             break;
         case 'B': eo.no_sandbox = 1; break;
+        case 'C': eo.torch_compile = 1; break;
         case 'E': eo.energy_s = optarg ? strtod(optarg, &end) : 1.0;
             if ((optarg && *end) || eo.energy_s <= 0 || eo.energy_s > 60) goto bad_number;
             break;

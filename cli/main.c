@@ -21,6 +21,8 @@ static const verb verbs[] = {
     {"report", cmd_report, "write a stored run as one self-contained HTML page"},
     {"mcp", cmd_mcp, "serve kopt's tools to coding agents (Model Context Protocol, stdio)"},
     {"cute", cmd_cute, "which CUTLASS kopt uses; search its CuTe/CUTLASS code (info, search)"},
+    {"kb", cmd_kb, "KernelBench: import its problem files as kopt problems (kb import)"},
+    {"bench", cmd_bench, "evaluate a suite: fast_p and geomean speedups vs eager and compile"},
     {"serve", cmd_serve, "keep workers started ahead and run `kopt eval --server` commands"},
 };
 

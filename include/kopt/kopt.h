@@ -17,5 +17,6 @@
 #include "kopt/agent.h"
 #include "kopt/search.h"
 #include "kopt/cute.h"
+#include "kopt/kb.h"
 
 #endif

@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define KOPT_STORE_SCHEMA_VERSION 7
+#define KOPT_STORE_SCHEMA_VERSION 8
 
 typedef struct kopt_store kopt_store;
 
@@ -298,6 +298,27 @@ kopt_status kopt_store_opt_search_put(kopt_store *s, kopt_ctx *ctx,
 kopt_status kopt_store_opt_search_get(kopt_store *s, kopt_ctx *ctx, int64_t tree_id,
                                       const char *key, int turn, int idx, const char *query,
                                       char **result, char **hits_json, int *nhits);
+
+/* ---- kopt bench's suites (src/store/bench.c; schema version 8) --------------------------- */
+
+/* Record a suite (once; a second call for the same id changes nothing but a non-NULL
+ * summary, which replaces the stored one). */
+kopt_status kopt_store_bench_suite_put(kopt_store *s, kopt_ctx *ctx, int64_t suite_id,
+                                       const char *problems_dir, const char *candidates,
+                                       const char *options_json, const char *summary_json);
+/* A suite's problems folder, candidates and options (caller-owned; NULL when not stored);
+ * KOPT_E_NOT_FOUND when there is no such suite. */
+kopt_status kopt_store_bench_suite_get(kopt_store *s, kopt_ctx *ctx, int64_t suite_id,
+                                       char **problems_dir, char **candidates,
+                                       char **options_json);
+/* Insert or replace a suite's row for `problem` (its result as JSON), one transaction. */
+kopt_status kopt_store_bench_row_put(kopt_store *s, kopt_ctx *ctx, int64_t suite_id,
+                                     const char *problem, int64_t run_id, const char *verdict,
+                                     const char *row_json);
+/* A suite's rows as JSON texts in problem order; *out (an array of *n strings, each and
+ * the array freed with free()) is caller-owned. */
+kopt_status kopt_store_bench_rows(kopt_store *s, kopt_ctx *ctx, int64_t suite_id, char ***out,
+                                  int *n);
 
 #ifdef __cplusplus
 }

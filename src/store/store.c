@@ -25,6 +25,8 @@ static const char *const migrations[] = {
     KOPT__STORE_OPT_SCHEMA,
     /* 6 -> 7: the agents' code searches (opt.c) */
     KOPT__STORE_OPT_SEARCH_SCHEMA,
+    /* 7 -> 8: kopt bench's suites and rows (bench.c) */
+    KOPT__STORE_BENCH_SCHEMA,
 };
 
 kopt_status kopt__store_err(kopt_store *s, kopt_ctx *ctx, const char *what)

@@ -129,4 +129,15 @@ void kopt__store_copy_col(sqlite3_stmt *st, int col, char *buf, size_t len);
     "  query TEXT NOT NULL, result TEXT, hits_json TEXT, nhits INTEGER, query_ms REAL,"        \
     "  PRIMARY KEY (tree_id, key, turn, idx));"
 
+/* Migration 7 -> 8 (bench.c's tables): kopt bench suites (one row per suite: its options
+ * and, once finished, its summary) and their rows (one per problem, written as each is
+ * evaluated, so a killed suite resumes where it stopped). */
+#define KOPT__STORE_BENCH_SCHEMA                                                               \
+    "CREATE TABLE bench_suites (suite_id INTEGER PRIMARY KEY,"                                 \
+    "  created_at TEXT DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')),"                        \
+    "  problems_dir TEXT, candidates TEXT, options_json TEXT, summary_json TEXT);"             \
+    "CREATE TABLE bench_rows (suite_id INTEGER NOT NULL, problem TEXT NOT NULL,"               \
+    "  run_id INTEGER, created_at TEXT DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),"        \
+    "  verdict TEXT, row_json TEXT NOT NULL, PRIMARY KEY (suite_id, problem));"
+
 #endif

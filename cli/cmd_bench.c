@@ -1,0 +1,435 @@
+/* kopt bench PROBLEMS --candidates DIR: evaluate a suite of problems, one candidate each,
+ * against PyTorch eager and torch.compile, and give KernelBench's metrics (fast_p, the
+ * geometric-mean speedups); every row is stored as it finishes, so a killed suite resumes
+ * (--resume). docs/kernelbench.md. */
+#include "cli.h"
+
+#include <dirent.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static void help(FILE *f)
+{
+    fprintf(f,
+        "usage: kopt bench PROBLEMS [--candidates DIR] [options]\n"
+        "\n"
+        "Evaluate every problem folder under PROBLEMS with its candidate from DIR (NAME.cu, a\n"
+        "kopt-native host-mode candidate, or NAME.py, a KernelBench ModelNew), each as `kopt\n"
+        "eval` would, timing PyTorch eager and torch.compile (default mode) the same way in the\n"
+        "same run. Prints per problem: verdict, times, speedups; then for the suite: the\n"
+        "correctness rate, fast_0, fast_1, fast_1.5, fast_2 (correct and faster than p times the\n"
+        "baseline), and the geometric-mean speedup over the correct problems and over all of\n"
+        "them (failures counted as 1.0x: falling back to the reference).\n"
+        "\n"
+        "options:\n"
+        "  --candidates DIR  the candidates' folder\n"
+        "  --kind K          which candidate: auto (NAME.cu, else NAME.py; default), cu, py,\n"
+        "                    or reference (each problem's own reference against itself)\n"
+        "  --no-compile      do not time torch.compile\n"
+        "  --resume SUITE    continue a stored suite (its id is printed first): problems\n"
+        "                    already done are not evaluated again\n"
+        "  --trials N, --budget-ms MS, --precision PCT, --reps MIN:MAX, --no-flush,\n"
+        "  --timeout S, --device N, --arch sm_XX, --cache-dir DIR   as for kopt eval\n"
+        "  --db PATH         store (default ./kopt.db or $KOPT_DB); --no-store to skip\n"
+        "  --json            print the suite as JSON\n"
+        "  -v, --verbose     log progress to stderr\n"
+        "\n"
+        "exit codes: 0 the suite ran (whatever the verdicts), 2 usage, 9 invalid input,\n"
+        "10 kopt error\n");
+}
+
+static int is_problem(const char *dir)
+{
+    struct stat st;
+    char *p = kopt_path_join(dir, "problem.json");
+    int ok = p && stat(p, &st) == 0 && S_ISREG(st.st_mode);
+    free(p);
+    return ok;
+}
+
+static int by_version(const void *a, const void *b)
+{
+    return strverscmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The problem folders under `root` (or root itself), in natural order. */
+static int list_problems(const char *root, char ***out)
+{
+    DIR *d;
+    struct dirent *e;
+    char **v = NULL;
+    int n = 0;
+
+    *out = NULL;
+    if (is_problem(root)) {
+        v = malloc(sizeof(char *));
+        v[n++] = strdup(root);
+        *out = v;
+        return n;
+    }
+    if (!(d = opendir(root)))
+        return -1;
+    while ((e = readdir(d))) {
+        char *p;
+        if (e->d_name[0] == '.')
+            continue;
+        p = kopt_path_join(root, e->d_name);
+        if (p && is_problem(p)) {
+            char **g = realloc(v, (size_t)(n + 1) * sizeof(char *));
+            if (!g) {
+                free(p);
+                break;
+            }
+            v = g;
+            v[n++] = p;
+        } else {
+            free(p);
+        }
+    }
+    closedir(d);
+    if (n)
+        qsort(v, (size_t)n, sizeof(char *), by_version);
+    *out = v;
+    return n;
+}
+
+static int exists(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* The candidate file of `prob` for `kind` (malloc'd), or NULL. */
+static char *find_candidate(const kopt_problem *prob, const char *dir, const char *kind)
+{
+    char name[512], *p;
+
+    if (strcmp(kind, "reference") == 0)
+        return strdup(prob->ref_path);
+    if (!dir)
+        return NULL;
+    for (int k = 0; k < 2; k++) {
+        const char *ext = k == 0 ? ".cu" : ".py";
+        if ((strcmp(kind, "cu") == 0 && k == 1) || (strcmp(kind, "py") == 0 && k == 0))
+            continue;
+        snprintf(name, sizeof(name), "%s%s", prob->name, ext);
+        if ((p = kopt_path_join(dir, name)) && exists(p))
+            return p;
+        free(p);
+    }
+    return NULL;
+}
+
+static json_t *num_or_null(double v)
+{
+    return v > 0 && isfinite(v) ? json_real(v) : json_null();
+}
+
+/* One row's fields (kopt bench's stored form). */
+static json_t *row_json(const char *problem, const char *cand_path, const char *kind,
+                        const char *verdict, const char *message, const kopt_eval_result *r)
+{
+    json_t *o = json_pack("{s:s, s:s?, s:s, s:s, s:s}", "problem", problem, "candidate",
+                          cand_path, "kind", kind, "verdict", verdict, "message", message);
+    json_object_set_new(o, "time_ms", num_or_null(r && r->timing.n && !r->is_reference
+                                                  ? r->timing.median_ms : 0));
+    json_object_set_new(o, "eager_ms", num_or_null(r && r->ref_timing.n
+                                                   ? r->ref_timing.median_ms : 0));
+    json_object_set_new(o, "compile_ms", num_or_null(r && r->has_compile
+                                                     ? r->compile_timing.median_ms : 0));
+    json_object_set_new(o, "speedup_eager", num_or_null(r ? r->speedup : 0));
+    json_object_set_new(o, "speedup_compile", num_or_null(r ? r->compile_speedup : 0));
+    json_object_set_new(o, "compile_note", json_string(r ? r->compile_note : ""));
+    json_object_set_new(o, "eval_id", json_integer(r ? r->eval_id : 0));
+    return o;
+}
+
+static double jnum(json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    return json_is_number(v) ? json_number_value(v) : 0;
+}
+
+static void print_row(json_t *row)
+{
+    char t[3][16], s[2][16];
+    const char *keys[3] = {"time_ms", "eager_ms", "compile_ms"};
+    const char *sk[2] = {"speedup_eager", "speedup_compile"};
+
+    for (int i = 0; i < 3; i++) {
+        double v = jnum(row, keys[i]);
+        snprintf(t[i], sizeof(t[i]), v > 0 ? "%.4f" : "-", v);
+    }
+    for (int i = 0; i < 2; i++) {
+        double v = jnum(row, sk[i]);
+        snprintf(s[i], sizeof(s[i]), v > 0 ? "%.2fx" : "-", v);
+    }
+    printf("%-34.34s %-14s %10s %10s %10s %9s %9s\n",
+           json_string_value(json_object_get(row, "problem")),
+           json_string_value(json_object_get(row, "verdict")), t[0], t[1], t[2], s[0], s[1]);
+    if (strcmp(json_string_value(json_object_get(row, "verdict")), "OK") != 0)
+        printf("  %s\n", json_string_value(json_object_get(row, "message")));
+}
+
+static json_t *summary_json(const kopt_kb_summary *s)
+{
+    json_t *fast = json_object();
+    for (int p = 0; p < KOPT_KB_NFAST; p++) {
+        char key[32];
+        snprintf(key, sizeof(key), "fast_%g", kopt_kb_fast_p[p]);
+        json_object_set_new(fast, key, json_real(s->fast[p]));
+    }
+    return json_pack("{s:i, s:i, s:f, s:o, s:i, s:o, s:f}", "problems", s->n, "correct",
+                     s->ncorrect, "correct_rate", s->correct_rate, "fast_p", fast, "timed",
+                     s->ntimed, "geomean_speedup_correct", s->ntimed
+                     ? json_real(s->geomean_correct) : json_null(),
+                     "geomean_speedup_all_failures_as_1", s->geomean_all);
+}
+
+static void print_summary(const char *label, const kopt_kb_summary *s)
+{
+    printf("%-11s fast_0 %.3f  fast_1 %.3f  fast_1.5 %.3f  fast_2 %.3f\n", label, s->fast[0],
+           s->fast[1], s->fast[2], s->fast[3]);
+    if (s->ntimed)
+        printf("%-11s geomean speedup %.3fx over the %d correct and timed problem(s); %.3fx "
+               "over all %d (a failure counts as 1.0x)\n", "", s->geomean_correct, s->ntimed,
+               s->geomean_all, s->n);
+    else
+        printf("%-11s geomean speedup: no correct problem was timed; %.3fx over all %d (a "
+               "failure counts as 1.0x)\n", "", s->geomean_all, s->n);
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"candidates", required_argument, NULL, 'c'}, {"kind", required_argument, NULL, 'k'},
+        {"no-compile", no_argument, NULL, 'C'}, {"resume", required_argument, NULL, 'R'},
+        CLI_EVAL_LONG_OPTIONS,
+        {"db", required_argument, NULL, 'D'}, {"no-store", no_argument, NULL, 'N'},
+        {"json", no_argument, NULL, 'j'}, {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+    };
+    kopt_eval_opts eo = KOPT_EVAL_OPTS_INIT;
+    kopt_run_opts ro = KOPT_RUN_OPTS_INIT;
+    kopt_run *run = NULL;
+    kopt_store *store;
+    const char *cand_dir = NULL, *kind = "auto", *root = NULL;
+    char *s_root = NULL, *s_cands = NULL, *s_opts = NULL, **probs = NULL, **stored = NULL;
+    int json = 0, verbose = 0, no_store = 0, no_compile = 0, c, li = 0, code = 0, np = 0;
+    int nstored = 0, nrows = 0;
+    int64_t resume = 0, suite = 0;
+    kopt_kb_row *eager = NULL, *compiled = NULL;
+    json_t *rows = json_array(), *done_rows = json_object(), *options = NULL;
+    kopt_ctx *ctx = cli_ctx(0);
+    char *end;
+
+    ro.db_path = cli_default_db();
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "vh", opts, &li)) != -1) {
+        switch (c) {
+        case 'c': cand_dir = optarg; break;
+        case 'k': kind = optarg;
+            if (strcmp(kind, "auto") && strcmp(kind, "cu") && strcmp(kind, "py") &&
+                strcmp(kind, "reference"))
+                goto bad_value;
+            break;
+        case 'C': no_compile = 1; break;
+        case 'R': resume = strtoll(optarg, &end, 10);
+            if (*end || resume <= 0) goto bad_value;
+            break;
+        case CLI_EVAL_OPTION:
+            if (cli_eval_option(opts[li].name, optarg, &eo) != 0)
+                goto bad_value;
+            break;
+        case 'D': ro.db_path = optarg; break;
+        case 'N': no_store = 1; break;
+        case 'j': json = 1; break;
+        case 'v': verbose = 1; break;
+        case 'h': help(stdout); goto done;
+        default: help(stderr); code = KOPT_EXIT_USAGE; goto done;
+        }
+        continue;
+bad_value:
+        fprintf(stderr, "kopt bench: bad value '%s' (see kopt bench --help)\n", optarg);
+        code = KOPT_EXIT_USAGE;
+        goto done;
+    }
+    if (no_store)
+        ro.db_path = NULL;
+    if (verbose)
+        kopt_log_set(ctx, NULL, NULL, KOPT_LOG_INFO);
+    if ((resume && optind != argc) || (!resume && optind + 1 != argc) || (resume && no_store)) {
+        help(stderr);
+        code = KOPT_EXIT_USAGE;
+        goto done;
+    }
+    ro.kind = KOPT_RUN_BENCH;
+    ro.parent_id = resume;
+    cli_run_command(&ro);
+    ro.device = eo.device;
+    ro.cache_dir = eo.cache_dir;
+    if (kopt_run_open(&run, ctx, &ro) != KOPT_OK) {
+        cli_error(ctx);
+        code = KOPT_EXIT_ERROR;
+        goto done;
+    }
+    store = kopt_run_store(run);
+    if (resume) {
+        json_t *o;
+        if (kopt_store_bench_suite_get(store, ctx, resume, &s_root, &s_cands, &s_opts) !=
+                KOPT_OK ||
+            kopt_store_bench_rows(store, ctx, resume, &stored, &nstored) != KOPT_OK) {
+            cli_error(ctx);
+            code = KOPT_EXIT_INVALID;
+            goto done;
+        }
+        root = s_root;
+        cand_dir = s_cands;
+        if ((o = json_loads(s_opts ? s_opts : "{}", 0, NULL))) {
+            static char kind_buf[16];
+            snprintf(kind_buf, sizeof(kind_buf), "%s",
+                     json_string_value(json_object_get(o, "kind")) ?: "auto");
+            kind = kind_buf;
+            no_compile = json_is_true(json_object_get(o, "no_compile"));
+            json_decref(o);
+        }
+        for (int i = 0; i < nstored; i++) {
+            json_t *r = json_loads(stored[i], 0, NULL);
+            const char *p = json_string_value(json_object_get(r, "problem"));
+            if (p)
+                json_object_set(done_rows, p, r);
+            json_decref(r);
+        }
+        suite = resume;
+    } else {
+        root = argv[optind];
+        suite = kopt_run_id(run);
+    }
+    eo.torch_compile = !no_compile;
+    options = json_pack("{s:s, s:b}", "kind", kind, "no_compile", no_compile);
+    if (store && !resume) {
+        char *ot = json_dumps(options, JSON_COMPACT);
+        kopt_status rc = kopt_store_bench_suite_put(store, ctx, suite, root, cand_dir, ot, NULL);
+        free(ot);
+        if (rc != KOPT_OK) {
+            cli_error(ctx);
+            code = KOPT_EXIT_ERROR;
+            goto done;
+        }
+    }
+    if ((np = list_problems(root, &probs)) <= 0) {
+        fprintf(stderr, "kopt bench: %s: %s\n", root, np < 0 ? "cannot read the folder"
+                                                            : "no problem folders in it");
+        code = KOPT_EXIT_INVALID;
+        goto done;
+    }
+    if (!json) {
+        if (suite)
+            printf("suite %lld: %d problem(s) from %s%s; candidates: %s%s\n", (long long)suite,
+                   np, root, resume ? " (resumed)" : "", strcmp(kind, "reference") == 0
+                   ? "each problem's reference" : cand_dir ? cand_dir : "(none)",
+                   no_compile ? "" : "; baselines: eager, torch.compile");
+        printf("%-34s %-14s %10s %10s %10s %9s %9s\n", "problem", "verdict", "cand ms",
+               "eager ms", "compile ms", "vs eager", "vs compile");
+    }
+    eager = calloc((size_t)np, sizeof(*eager));
+    compiled = calloc((size_t)np, sizeof(*compiled));
+    for (int i = 0; i < np; i++) {
+        kopt_problem *prob = NULL;
+        kopt_candidate *cand = NULL;
+        kopt_eval_result *res = NULL;
+        char *cpath = NULL;
+        const char *base = strrchr(probs[i], '/') ? strrchr(probs[i], '/') + 1 : probs[i];
+        json_t *row = NULL, *prev;
+        if (kopt_problem_load(&prob, ctx, probs[i]) != KOPT_OK) {
+            row = row_json(base, NULL, kind, "INVALID", kopt_errmsg(ctx), NULL);
+        } else if ((prev = json_object_get(done_rows, prob->name))) {
+            row = json_incref(prev);
+        } else if (!(cpath = find_candidate(prob, cand_dir, kind))) {
+            char msg[512];
+            snprintf(msg, sizeof(msg), "no candidate for %s in %s (looked for %s.%s)",
+                     prob->name, cand_dir ? cand_dir : "(no --candidates)", prob->name,
+                     strcmp(kind, "auto") == 0 ? "cu and .py" : kind);
+            row = row_json(prob->name, NULL, kind, "MISSING", msg, NULL);
+        } else if (kopt_candidate_load(&cand, ctx, cpath, prob) != KOPT_OK) {
+            row = row_json(prob->name, cpath, kind, "INVALID", kopt_errmsg(ctx), NULL);
+        } else if (kopt_run_eval(run, ctx, prob, cand, &eo, "bench", &res) != KOPT_OK) {
+            row = row_json(prob->name, cpath, kind, "ERROR", kopt_errmsg(ctx), NULL);
+        } else {
+            row = row_json(prob->name, cpath, cand->torch_module ? "py" : "cu",
+                           kopt_verdict_name(res->verdict), res->message, res);
+        }
+        if (store && !json_object_get(done_rows, prob ? prob->name : base)) {
+            char *t = json_dumps(row, JSON_COMPACT);
+            if (kopt_store_bench_row_put(store, ctx, suite, prob ? prob->name : base,
+                                         kopt_run_id(run), json_string_value(json_object_get(
+                                         row, "verdict")), t) != KOPT_OK)
+                kopt_log(ctx, KOPT_LOG_WARN, "bench row not stored: %s", kopt_errmsg(ctx));
+            free(t);
+        }
+        eager[nrows].correct = compiled[nrows].correct =
+            strcmp(json_string_value(json_object_get(row, "verdict")), "OK") == 0;
+        eager[nrows].speedup = jnum(row, "speedup_eager");
+        compiled[nrows].speedup = jnum(row, "speedup_compile");
+        nrows++;
+        if (!json) {
+            print_row(row);
+            fflush(stdout);
+        }
+        json_array_append_new(rows, row);
+        kopt_eval_result_free(res);
+        kopt_candidate_free(cand);
+        kopt_problem_free(prob);
+        free(cpath);
+    }
+    {
+        kopt_kb_summary se, sc;
+        json_t *sum;
+        char *st;
+        kopt_kb_summarize(eager, nrows, &se);
+        kopt_kb_summarize(compiled, nrows, &sc);
+        sum = json_pack("{s:I, s:s, s:s?, s:O, s:o, s:o}", "suite", (json_int_t)suite,
+                        "problems_dir", root, "candidates", cand_dir, "options", options,
+                        "vs_eager", summary_json(&se), "vs_compile", no_compile ? json_null()
+                                                                                : summary_json(&sc));
+        st = json_dumps(sum, JSON_COMPACT);
+        if (store && kopt_store_bench_suite_put(store, ctx, suite, root, cand_dir, NULL, st) !=
+                KOPT_OK)
+            kopt_log(ctx, KOPT_LOG_WARN, "bench summary not stored: %s", kopt_errmsg(ctx));
+        free(st);
+        if (json) {
+            json_object_set(sum, "rows", rows);
+            cli_print_json(sum);
+        } else {
+            printf("\nsuite       %d problem(s), %d correct (correctness rate %.1f%%)\n", se.n,
+                   se.ncorrect, 100 * se.correct_rate);
+            print_summary("vs eager", &se);
+            if (!no_compile)
+                print_summary("vs compile", &sc);
+            json_decref(sum);
+        }
+        kopt_run_finish(run, ctx, KOPT_RUN_OK, NULL);
+    }
+done:
+    for (int i = 0; i < np; i++)
+        free(probs[i]);
+    free(probs);
+    for (int i = 0; i < nstored; i++)
+        free(stored[i]);
+    free(stored);
+    free(s_root);
+    free(s_cands);
+    free(s_opts);
+    free(eager);
+    free(compiled);
+    json_decref(rows);
+    json_decref(done_rows);
+    json_decref(options);
+    kopt_run_close(run);
+    kopt_ctx_free(ctx);
+    return code;
+}
