@@ -193,6 +193,9 @@ class Worker:
                 ts.append(v.contiguous())
             elif kind in ("param", "buffer"):
                 ts.append(self.state[key].detach().contiguous())
+            elif t["role"] == ROLE_SCRATCH:   # the candidate's own buffers: garbage
+                ts.append(torch.full(t["shape"], float("nan") if dt.is_floating_point else -1,
+                                     dtype=dt, device=self.device))
             else:
                 fill = float("nan") if dt.is_floating_point else 0x7fa5a5a5
                 o = torch.full(t["shape"], fill, dtype=dt, device=self.device)

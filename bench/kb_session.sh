@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# One device call for KernelBench support (issue 14), on the GPU machine from the repo root
+# with build/ carried:  bash bench/kb_session.sh
+# Imports kopt's own KernelBench-style problems (bench/kernelbench/problems), then runs
+# kopt bench three times: each problem's reference against itself (speedup ~1.0x, eager
+# only), the kopt-native host-mode candidates (bench/kernelbench/candidates/*.cu) against
+# eager AND torch.compile, and the KernelBench-native ModelNew candidates (*.py: load_inline,
+# Triton) against eager. Stays under 8 minutes (each step bounded); logs and JSON go to
+# $OUT/kb (or /tmp/kopt-out/kb); a short table is printed last.
+set -u
+FINAL=${OUT:-/tmp/kopt-out}; O=$FINAL/kb; mkdir -p "$O"
+B=${KOPT_BUILD:-build}; K=${KOPT_BIN:-$PWD/$B/kopt}
+src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$B/CMakeCache.txt")
+# the carried build names its source folder by absolute path: make it resolve here
+if [ -n "$src" ] && [ "$src" != "$PWD" ] && [ ! -e "$src" ]; then mkdir -p "$(dirname "$src")"; ln -s "$PWD" "$src"; fi
+export KOPT_CACHE_DIR=/tmp/kopt-kb-cache KOPT_DB=/tmp/kopt-kb.db
+export KOPT_TORCH_WORKER=$PWD/libexec/kopt_torch_worker.py
+rm -f /tmp/kopt-kb.db*; rm -rf /tmp/kopt-kb-problems
+T0=$(date +%s)
+S=$O/summary.txt; : > "$S"
+say() { echo "$*" | tee -a "$S"; }
+say "== env: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1); $(python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)' 2>&1 | tail -1); ninja: $(command -v ninja || echo none)"
+say "== import"
+timeout 120 "$K" kb import bench/kernelbench/problems --out /tmp/kopt-kb-problems > "$O/import.txt" 2>&1
+say "import exit $? ($(grep -c '^imported' "$O/import.txt") imported)"; cat "$O/import.txt" >> "$S"
+EO="--budget-ms 50 --trials 2 --timeout 60"
+run() {   # label, seconds, args...
+  local label=$1 secs=$2; shift 2
+  local t=$(date +%s)
+  timeout "$secs" "$K" bench /tmp/kopt-kb-problems $EO "$@" > "$O/$label.txt" 2> "$O/$label.err"
+  say "== $label: exit $? in $(( $(date +%s) - t )) s"
+  cat "$O/$label.txt" >> "$S"
+}
+run reference 90 --kind reference --no-compile
+run native 210 --candidates bench/kernelbench/candidates --kind cu
+run modelnew 120 --candidates bench/kernelbench/candidates --kind py --no-compile
+# the whole native suite as JSON, from the store (resume of a finished suite evaluates nothing)
+suite=$(sed -n 's/^suite \([0-9]*\):.*/\1/p' "$O/native.txt" | head -1)
+[ -n "$suite" ] && timeout 60 "$K" bench --resume "$suite" --json > "$O/native.json" 2>> "$O/native.err"
+tail -n 30 "$O"/*.err > "$O/errors_tail.txt" 2>/dev/null
+say "== total $(( $(date +%s) - T0 )) s"
+echo
+echo "=================== short table ==================="
+for f in reference native modelnew; do
+  echo "-- $f"; grep -vE '^  ' "$O/$f.txt" | grep -E '^[0-9]|^suite|^vs ' ; grep -E '^ +geomean' "$O/$f.txt"
+done
