@@ -907,7 +907,7 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
         }
         phases[p].slot = slot_bytes(phases[p].ref);
     }
-    if (!r->has_device && !cpu) {
+    if (!r->has_device && (!cpu || (cand && cand->host_mode))) {
         set_verdict(r, KOPT_VERDICT_SKIPPED, "no GPU here (%s): %s; the PyTorch reference, the "
                     "candidate and the baselines were not run", kopt_errmsg(ctx),
                     comp ? "the candidate compiled" : "nothing compiled");

@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# CLI tests of KernelBench support without a GPU: kopt kb import (the repo's own problems,
+# and its error messages for constructs it cannot map), kopt eval of ModelNew candidates
+# against a PyTorch reference on the CPU build of PyTorch (KOPT_TORCH_DEVICE=cpu: correct,
+# wrong, input-mutating), and kopt bench (its metrics, --json, the stored suite, --resume
+# after kill -9). The "no PyTorch" message is checked with a stub torch package, so it runs
+# everywhere; the rest prints "skipped: no torch" where PyTorch is not installed.
+# usage: test_kb.sh /path/to/kopt /path/to/repo
+set -u
+K=$1; REPO=$2
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/ktest-kb-XXXXXX") || exit 1
+trap 'rm -rf "$WORK"' EXIT
+export KOPT_DB=$WORK/kopt.db KOPT_CACHE_DIR=$WORK/cache KOPT_TORCH_WORKER=$REPO/libexec/kopt_torch_worker.py
+passed=0; failed=0; skipped=0
+ok() { echo "ok   $1"; passed=$((passed + 1)); }
+bad() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
+has() { grep -q -- "$2" "$1" || { echo "  missing '$2' in:"; sed 's/^/    /' "$1" | head -20; return 1; }; }
+
+# -- no PyTorch: a stub package that cannot be imported
+mkdir -p "$WORK/stub/torch"; echo 'raise ImportError("stub torch for the test")' > "$WORK/stub/torch/__init__.py"
+PYTHONPATH=$WORK/stub "$K" kb import "$REPO/bench/kernelbench/problems/2_row_softmax.py" --out "$WORK/none" > "$WORK/o" 2>&1
+rc=$?
+if [ $rc = 1 ] && has "$WORK/o" "PyTorch is not installed" && has "$WORK/o" "0 of 1 file(s) imported"; then
+  ok "import without PyTorch says so (exit 1)"; else bad "import without PyTorch" "exit $rc"; fi
+"$K" kb import > "$WORK/o" 2>&1; rc=$?
+if [ $rc = 2 ] && has "$WORK/o" "usage: kopt kb import"; then ok "import usage"; else bad "import usage" "exit $rc"; fi
+
+if ! python3 -c 'import torch' >/dev/null 2>&1; then
+  echo "skipped: no torch (pip install torch runs the import, CPU evaluation and bench tests)"
+  echo "ktest: $passed passed, $failed failed, 1 skipped"
+  [ $failed = 0 ]; exit $?
+fi
+
+# -- import the repo's own problems
+"$K" kb import "$REPO/bench/kernelbench/problems" --out "$WORK/p" > "$WORK/o" 2>&1; rc=$?
+if [ $rc = 0 ] && has "$WORK/o" "6 of 6 file(s) imported" && has "$WORK/o" "1_matmul_relu  (work counts: bytes 6815744, flops 805306368)" &&
+   has "$WORK/o" "2_row_softmax  (work counts: bytes 67108864; no FLOP count)" &&
+   python3 - "$WORK/p" <<'PY'
+import json, sys
+d = sys.argv[1]
+p = json.load(open(d + "/5_linear_gelu_norm/problem.json"))
+names = [(t["name"], t["pytorch"], t["shape"]) for t in p["tensors"]]
+assert names[0] == ("x", "input:0", ["tokens", "in_features"]), names
+assert ("p_fc_weight", "param:fc.weight", ["out_features", "in_features"]) in names, names
+assert names[-1] == ("out", "output:0", ["tokens", "out_features"]), names
+assert p["reference"] == {"pytorch": "model.py"} and p["work"]["flops"] > 0
+s = json.load(open(d + "/3_scale_add/problem.json"))
+alpha = [t for t in s["tensors"] if t["name"] == "alpha"][0]
+assert alpha["shape"] == [] and alpha["dtype"] == "f32", alpha   # the non-tensor input
+c = json.load(open(d + "/6_conv_bias_relu/problem.json"))
+assert any(t["pytorch"] == "param:bias" for t in c["tensors"]) and "flops" in c["work"]
+PY
+then ok "import: sizes, inputs, parameters, outputs, work counts"; else bad "import of the repo's problems" "exit $rc"; fi
+
+# -- constructs the importer cannot map: named with the file
+mkdir -p "$WORK/badkb"
+cat > "$WORK/badkb/no_inputs.py" <<'PY'
+import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return x
+def get_init_inputs():
+    return []
+PY
+cat > "$WORK/badkb/dict_out.py" <<'PY'
+import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return {"y": x}
+def get_inputs():
+    return [torch.randn(4)]
+def get_init_inputs():
+    return []
+PY
+cat > "$WORK/badkb/bool_in.py" <<'PY'
+import torch
+class Model(torch.nn.Module):
+    def forward(self, x, flag):
+        return x
+def get_inputs():
+    return [torch.randn(4), True]
+def get_init_inputs():
+    return []
+PY
+cat > "$WORK/badkb/complex_in.py" <<'PY'
+import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return x.real
+def get_inputs():
+    return [torch.randn(4, dtype=torch.complex64)]
+def get_init_inputs():
+    return []
+PY
+"$K" kb import "$WORK/badkb" --out "$WORK/badout" > "$WORK/o" 2>&1; rc=$?
+if [ $rc = 1 ] && has "$WORK/o" "no_inputs.py: no get_inputs" && has "$WORK/o" "dict_out.py: forward returns dict" &&
+   has "$WORK/o" "bool_in.py: get_inputs() item 1 (flag) is a bool" &&
+   has "$WORK/o" "complex_in.py: get_inputs() item 0 (x) has dtype torch.complex64" &&
+   has "$WORK/o" "0 of 4 file(s) imported"; then
+  ok "import: unmappable constructs named with their file"; else bad "import errors" "exit $rc"; fi
+
+# -- kopt eval on the CPU build: ModelNew against the PyTorch reference, small sizes
+export KOPT_TORCH_DEVICE=cpu
+P=$WORK/p/3_scale_add; SZ="--size batch=64 --size width=96 --trials 2"
+cat > "$WORK/good.py" <<'PY'
+import torch
+class ModelNew(torch.nn.Module):
+    def forward(self, x, z, alpha):
+        return torch.addcmul(z, x, torch.full_like(x, alpha))
+PY
+cat > "$WORK/wrong.py" <<'PY'
+import torch
+class ModelNew(torch.nn.Module):
+    def forward(self, x, z, alpha):
+        return alpha * z + x
+PY
+cat > "$WORK/mutates.py" <<'PY'
+import torch
+class ModelNew(torch.nn.Module):
+    def forward(self, x, z, alpha):
+        z.add_(alpha * x)
+        return z.clone()
+PY
+"$K" eval "$P" "$WORK/good.py" $SZ --reps 3:5 --budget-ms 5 --json > "$WORK/o.json" 2> "$WORK/e"; rc=$?
+if [ $rc = 0 ] && python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["verdict"] == "OK", d["message"]
+assert d["sizes"] == {"batch": 64, "width": 96}, d["sizes"]
+assert d["pytorch"]["eager_ms"] > 0 and d["speedup"] > 0, d["pytorch"]
+assert len(d["checks"]) == 3 and all(c["mismatches"] == 0 for c in d["checks"])
+' "$WORK/o.json"; then ok "eval: a correct ModelNew on the CPU (sizes overridden)"; else bad "eval good" "exit $rc $(cat "$WORK/e")"; fi
+"$K" eval "$P" "$WORK/wrong.py" $SZ --no-time > "$WORK/o" 2>&1; rc=$?
+if [ $rc = 1 ] && has "$WORK/o" "WRONG: out differs from the PyTorch reference"; then ok "eval: a wrong ModelNew is WRONG"; else bad "eval wrong" "exit $rc"; fi
+"$K" eval "$P" "$WORK/mutates.py" $SZ --no-time > "$WORK/o" 2>&1; rc=$?
+if [ $rc = 12 ] && has "$WORK/o" "INPUT_MUTATED: the candidate changed its input 'z'"; then ok "eval: writing an input is caught"; else bad "eval mutates" "exit $rc"; fi
+"$K" eval "$P" "$REPO/bench/kernelbench/candidates/3_scale_add.cu" $SZ --no-time > "$WORK/o" 2>&1; rc=$?
+if [ $rc = 0 ] && has "$WORK/o" "SKIPPED: no GPU here"; then echo "  (host-mode .cu on the CPU: compiled, then skipped: no GPU)"; ok "eval: a kopt-native candidate compiles and says skipped"
+else bad "eval native without GPU" "exit $rc"; fi
+
+# -- kopt bench: a tiny suite (3 problems: one correct candidate, one wrong, one missing)
+mkdir -p "$WORK/kb3" "$WORK/c3"
+for n in 1 2 3; do
+cat > "$WORK/kb3/t$n.py" <<PY
+import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.tanh(x) * $n
+rows = 32
+cols = 48
+def get_inputs():
+    return [torch.randn(rows, cols)]
+def get_init_inputs():
+    return []
+PY
+done
+"$K" kb import "$WORK/kb3" --out "$WORK/s3" > /dev/null 2>&1
+printf 'import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return torch.tanh(x)\n' > "$WORK/c3/t1.py"
+printf 'import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return torch.tanh(x)\n' > "$WORK/c3/t2.py"
+"$K" bench "$WORK/s3" --candidates "$WORK/c3" --no-compile --trials 1 --reps 3:5 --budget-ms 5 > "$WORK/o" 2>&1; rc=$?
+if [ $rc = 0 ] && has "$WORK/o" "^t1 .* OK" && has "$WORK/o" "^t2 .* WRONG" && has "$WORK/o" "^t3 .* MISSING" &&
+   has "$WORK/o" "3 problem(s), 1 correct (correctness rate 33.3%)" && has "$WORK/o" "fast_0 0.333" &&
+   has "$WORK/o" "over the 1 correct and timed problem(s)"; then
+  ok "bench: verdicts, correctness rate, fast_0"; else bad "bench" "exit $rc"; fi
+suite=$(sed -n 's/^suite \([0-9]*\):.*/\1/p' "$WORK/o")
+nevals() { python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select count(*) from evaluations').fetchone()[0])" "$KOPT_DB"; }
+evals_before=$(nevals)
+"$K" bench --resume "$suite" --json > "$WORK/o.json" 2> "$WORK/e"; rc=$?
+if [ $rc = 0 ] && python3 -c '
+import json, sys, math
+d = json.load(open(sys.argv[1]))
+e = d["vs_eager"]
+assert [r["verdict"] for r in d["rows"]] == ["OK", "WRONG", "MISSING"], d["rows"]
+s = d["rows"][0]["speedup_eager"]
+assert abs(e["geomean_speedup_correct"] - s) < 1e-9 and abs(e["geomean_speedup_all_failures_as_1"] - s ** (1 / 3)) < 1e-9, e
+assert e["fast_p"]["fast_0"] == 1 / 3 and d["vs_compile"] is None
+' "$WORK/o.json" && [ "$(nevals)" = "$evals_before" ]; then
+  ok "bench --resume of a finished suite: the stored rows, no evaluation again, --json metrics"
+else bad "bench resume json" "exit $rc $(head -5 "$WORK/e")"; fi
+
+# -- kill -9 in the middle, then --resume: the rows done are kept, the rest evaluated
+printf 'import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return 3 * torch.tanh(x)\n' > "$WORK/c3/t3.py"
+"$K" bench "$WORK/s3" --candidates "$WORK/c3" --no-compile --trials 1 --reps 3:5 --budget-ms 5 > "$WORK/k" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do
+  n=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select count(*) from bench_rows where suite_id>$suite').fetchone()[0])" "$KOPT_DB" 2>/dev/null || echo 0)
+  [ "$n" -ge 1 ] && break; sleep 0.1
+done
+kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+s2=$(sed -n 's/^suite \([0-9]*\):.*/\1/p' "$WORK/k")
+before=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select count(*) from bench_rows where suite_id=$s2').fetchone()[0])" "$KOPT_DB")
+"$K" bench --resume "$s2" --trials 1 --reps 3:5 --budget-ms 5 > "$WORK/o" 2>&1; rc=$?
+if [ $rc = 0 ] && [ "$before" -ge 1 ] && [ "$before" -lt 3 ] && has "$WORK/o" "(resumed)" &&
+   has "$WORK/o" "^t3 .* OK" && has "$WORK/o" "3 problem(s), 2 correct"; then
+  ok "bench: killed with kill -9 after $before row(s), resumed to the end"
+else bad "bench kill -9 resume" "exit $rc, rows before $before"; fi
+
+echo "ktest: $passed passed, $failed failed"
+[ $failed = 0 ]
