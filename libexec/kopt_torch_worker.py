@@ -491,6 +491,21 @@ def ident(s):
     return s if re.match(r"[A-Za-z_]", s) else "t_" + s
 
 
+def probe(torch, mod, init, seed, dev):
+    """Build the model and its inputs on `dev` and run forward once under PyTorch's FLOP
+    counter: (model, inputs, output, flops)."""
+    from torch.utils.flop_counter import FlopCounterMode
+    with torch.device(dev):
+        torch.manual_seed(seed)
+        model = mod.Model(*init).to(dev)
+        torch.manual_seed(seed)
+        inputs = [v.to(dev) if isinstance(v, torch.Tensor) else v for v in mod.get_inputs()]
+    counter = FlopCounterMode(display=False)
+    with torch.no_grad(), counter:
+        out = model(*inputs)
+    return model, inputs, out, int(counter.get_total_flops())
+
+
 def import_one(path, out_dir, args):
     import torch
     base = os.path.basename(path)
@@ -506,7 +521,6 @@ def import_one(path, out_dir, args):
     sizes = {k: v for k, v in vars(mod).items()
              if isinstance(v, int) and not isinstance(v, bool) and not k.startswith("_")
              and re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", k) and v >= 0}
-    dev = torch.device(args.device)
     seed = 1234
     torch.manual_seed(seed)
     init = mod.get_init_inputs()
@@ -515,9 +529,18 @@ def import_one(path, out_dir, args):
             raise ImportProblem("%s: get_init_inputs() item %d is a %s: only numbers, strings, "
                                 "tuples and lists are passed to Model()"
                                 % (path, i, type(v).__name__))
-    model = mod.Model(*init).to(dev)
-    torch.manual_seed(seed)
-    inputs = [v.to(dev) if isinstance(v, torch.Tensor) else v for v in mod.get_inputs()]
+    # shapes, dtypes and FLOPs on the meta device first (no memory, no arithmetic: level-1
+    # problems have 6 GB inputs); where an op has no meta kernel, on the real device
+    devices = ["meta", args.device] if args.device != "meta" else ["meta"]
+    for n_try, dev in enumerate(devices):
+        try:
+            model, inputs, out, flops = probe(torch, mod, init, seed, torch.device(dev))
+            break
+        except ImportProblem:
+            raise
+        except Exception:
+            if n_try == len(devices) - 1:
+                raise
     try:
         params = list(inspect.signature(model.forward).parameters)
     except (TypeError, ValueError):
@@ -572,10 +595,6 @@ def import_one(path, out_dir, args):
         tensors.append({"name": unique("p_" + key), "dtype": dt_name(t, "%s %s" % (kind, key)),
                         "shape": shape_of(t), "role": "input", "pytorch": "%s:%s" % (kind, key)})
         nbytes += t.numel() * t.element_size()
-    from torch.utils.flop_counter import FlopCounterMode
-    counter = FlopCounterMode(display=False)
-    with torch.no_grad(), counter:
-        out = model(*inputs)
     if isinstance(out, torch.Tensor):
         outs = [out]
     elif isinstance(out, (tuple, list)) and out and all(isinstance(o, torch.Tensor) for o in out):
@@ -588,7 +607,6 @@ def import_one(path, out_dir, args):
         tensors.append({"name": unique(n), "dtype": dt_name(o, "output %d" % i),
                         "shape": shape_of(o), "role": "output", "pytorch": "output:%d" % i})
         nbytes += o.numel() * o.element_size()
-    flops = int(counter.get_total_flops())
     counts = ["bytes"] + (["flops"] if flops > 0 else [])
     work = {"bytes": nbytes}
     if flops > 0:
@@ -611,10 +629,21 @@ def import_one(path, out_dir, args):
         "seed": seed,
     }
     with open(os.path.join(dest, "problem.json"), "w") as f:
-        json.dump(prob, f, indent=1)
-        f.write("\n")
+        f.write(problem_text(prob))
     return {"file": path, "problem": dest, "name": name, "counts": counts, "bytes": nbytes,
             "flops": flops, "tensors": len(tensors)}
+
+
+def problem_text(prob):
+    """problem.json as people write it: one line per field, one line per tensor."""
+    lines = []
+    for k, v in prob.items():
+        if k == "tensors":
+            body = ",\n".join("    " + json.dumps(t) for t in v)
+            lines.append('  "tensors": [\n%s\n  ]' % body)
+        else:
+            lines.append("  %s: %s" % (json.dumps(k), json.dumps(v)))
+    return "{\n" + ",\n".join(lines) + "\n}\n"
 
 
 def import_main(argv):
@@ -634,8 +663,11 @@ def import_main(argv):
                           "kopt kb import runs the problems' Python" % (sys.executable, e)}))
         return 2
     if os.path.isdir(args.src):
-        files = sorted(os.path.join(args.src, f) for f in os.listdir(args.src)
-                       if f.endswith(".py") and not f.startswith("_"))
+        def natural(name):   # "2_x" before "10_x", as KernelBench numbers its problems
+            return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]
+        files = [os.path.join(args.src, f)
+                 for f in sorted(os.listdir(args.src), key=natural)
+                 if f.endswith(".py") and not f.startswith("_")]
     else:
         files = [args.src]
     bad = 0
