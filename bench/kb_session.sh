@@ -8,6 +8,11 @@
 # eager AND torch.compile, and the KernelBench-native ModelNew candidates (*.py: load_inline,
 # Triton) against eager. Stays under 8 minutes (each step bounded); logs and JSON go to
 # $OUT/kb (or /tmp/kopt-out/kb); a short table is printed last.
+# evalcost: wall time per candidate, side by side: kopt eval of a kopt-native candidate
+# (compile cache cold, then warm) on examples/softmax (CUDA reference) and on the imported
+# 2_row_softmax (PyTorch reference), against KernelBench's own harness shape
+# (bench/kernelbench_style.py: load_inline compile + 5 checks + 100 timed runs), cold and
+# warm. About a minute.
 # kb30: KernelBench's own files, level 1 problems 1-20 and level 2 problems 1-10, copied
 # (not committed) to $KB_DIR/level1 and $KB_DIR/level2 (default kb_src/ in the repo root,
 # carried as untracked files): imported, then each reference against itself (eager only,
@@ -44,6 +49,16 @@ run modelnew 120 --candidates bench/kernelbench/candidates --kind py --no-compil
 # the whole native suite as JSON, from the store (resume of a finished suite evaluates nothing)
 suite=$(sed -n 's/^suite \([0-9]*\):.*/\1/p' "$O/native.txt" | head -1)
 [ -n "$suite" ] && timeout 60 "$K" bench --resume "$suite" --json > "$O/native.json" 2>> "$O/native.err"
+fi
+if [[ " $SECTIONS " == *" evalcost "* ]]; then
+  ms() { local s=$(date +%s%N) rc; "$@" > /dev/null 2>&1; rc=$?; echo "$(( ($(date +%s%N) - s) / 1000000 )) ms (exit $rc)"; }
+  [ -d /tmp/kopt-kb-problems ] || timeout 120 "$K" kb import bench/kernelbench/problems --out /tmp/kopt-kb-problems > /dev/null 2>&1
+  rm -rf /tmp/kopt-kb-cache /tmp/kb_build /root/.cache/torch_extensions
+  for k in cold warm; do
+    say "evalcost $k: kopt eval examples/softmax fast.cu: $(ms timeout 120 "$K" eval examples/softmax examples/softmax/fast.cu --no-store)"
+    say "evalcost $k: kopt eval 2_row_softmax (PyTorch reference) .cu: $(ms timeout 120 "$K" eval /tmp/kopt-kb-problems/2_row_softmax bench/kernelbench/candidates/2_row_softmax.cu --no-store)"
+    say "evalcost $k: KernelBench-style harness (load_inline) examples/softmax/fast.cu: $(ms timeout 300 python3 bench/kernelbench_style.py examples/softmax/fast.cu /tmp/kb_build)"
+  done
 fi
 if [[ " $SECTIONS " == *" kb30 "* ]]; then
   KB=${KB_DIR:-kb_src}; rm -rf /tmp/kopt-kb30
