@@ -25,6 +25,7 @@ import os
 import re
 import shutil
 import sys
+import threading
 import time
 import traceback
 
@@ -88,12 +89,22 @@ def as_outputs(torch, out, who):
 class Worker:
     def __init__(self):
         self.events = os.fdopen(EVENT_FD, "w", buffering=1)
+        self.lock = threading.Lock()
         self.phase = 0
         self.trace = {}
 
     def emit(self, obj):
-        self.events.write(json.dumps(obj) + "\n")
-        self.events.flush()
+        with self.lock:
+            self.events.write(json.dumps(obj) + "\n")
+            self.events.flush()
+
+    def heartbeat(self, what, stop, cap_s=900):
+        """Progress events every 10 s while `stop` is unset (at most cap_s): loading the
+        candidate compiles it (load_inline can take minutes) before the first event, and
+        the parent takes a silent worker for a hung one."""
+        t0 = time.time()
+        while not stop.wait(10) and time.time() - t0 < cap_s:
+            self.emit({"event": "progress", "phase": 0, "what": what})
 
     def progress(self, what):
         self.emit({"event": "progress", "phase": self.phase, "what": what})
@@ -239,13 +250,18 @@ class Worker:
         if rc != 0:
             raise WorkerError("crash", "kopt_candidate_run returned %d" % rc)
 
+    def poison(self, host_ts):
+        """Host mode: the outputs filled with NaN (integers 0x7fa5a5a5) before every run,
+        outside the timed bracket."""
+        if host_ts is not None:
+            for o in host_ts[1]:
+                o.fill_(float("nan") if o.dtype.is_floating_point else 0x7fa5a5a5)
+
     def run_once(self, inputs, host_ts=None):
         """One forward (or host call); returns the outputs."""
         torch = self.torch
         if self.subject == "host":
             ts, outs = host_ts
-            for o in outs:   # poison before every run
-                o.fill_(float("nan") if o.dtype.is_floating_point else 0x7fa5a5a5)
             self.call_host(ts)
             return outs
         with torch.no_grad():
@@ -283,11 +299,7 @@ class Worker:
                 continue
             v = inputs[int(t["pytorch"].split(":")[1])]
             if isinstance(v, torch.Tensor):
-                b = v.detach().contiguous().reshape(-1).view(torch.uint8)
-                buf = bytearray(b.numel())
-                if len(buf):
-                    torch.frombuffer(buf, dtype=torch.uint8).copy_(b)
-                h = hashlib.sha256(buf).hexdigest()[:16]
+                h = tensor_digest(torch, v)
             else:
                 h = hashlib.sha256(repr(v).encode()).hexdigest()[:16]
             sums.append({"tensor": t["name"], "sum": h})
@@ -298,6 +310,7 @@ class Worker:
             inputs = self.inputs(int(tr["seed"]))
             host = self.host_args(inputs) if self.subject == "host" else None
             try:
+                self.poison(host)
                 outs = self.run_once(inputs, host)
                 self.sync()
             except WorkerError:
@@ -324,6 +337,7 @@ class Worker:
                            device=self.device) if flush else None
 
         def timed_run():
+            self.poison(host)
             if flush:
                 fbuf.zero_()
             if self.cuda:
@@ -426,6 +440,23 @@ class Worker:
         return phases
 
 
+def tensor_digest(torch, v):
+    """A position-weighted checksum of a tensor's bytes, computed where the tensor is (no
+    copy of a 6 GB input to the host), in chunks: any change to any byte changes it but for
+    a 2^-64-ish coincidence of the weighted sums."""
+    b = v.detach().contiguous().reshape(-1).view(torch.uint8)
+    n = b.numel()
+    total = 0
+    chunk = 1 << 24
+    for start in range(0, n, chunk):
+        c = b[start:start + chunk].to(torch.int64)
+        pos = torch.arange(start, start + c.numel(), device=c.device, dtype=torch.int64)
+        w = (pos % 1000003) * 2654435761 + 1
+        total = (total * 1315423911 + int((c * w).sum().item()) + int(c.sum().item())) \
+            & 0xffffffffffffffff
+    return "%016x-%d" % (total, n)
+
+
 def median_known(samples, precision):
     n = len(samples)
     half = 0.98 * math.sqrt(n)
@@ -457,7 +488,14 @@ def worker_main():
         line = sys.stdin.readline()
         job = json.loads(line)
         w = Worker()
-        info = w.setup(job)
+        stop = threading.Event()
+        beat = threading.Thread(target=w.heartbeat, args=("loading", stop), daemon=True)
+        beat.start()
+        try:
+            info = w.setup(job)
+        finally:
+            stop.set()
+            beat.join()
         w.emit({"event": "hello", "device": info})
         if not sys.stdin.readline():   # the parent's "go", or EOF: it went away
             return 0
