@@ -923,9 +923,11 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
         phases[p].timing_seed = r->seed + 999;
     }
     r->checks = calloc((size_t)(2 * (o.trials + 3) * (prob->ntensors + 1)) + 1, sizeof(*r->checks));
-    if (r->has_device && o.ceilings && o.ceilings->valid)
+    /* the GPU's ceilings bound GPU times only: a run on the CPU build of PyTorch gets no
+       roofline and no speed-of-light verdict */
+    if (!cpu && r->has_device && o.ceilings && o.ceilings->valid)
         r->ceilings = *o.ceilings;
-    else if (r->has_device && get_ceilings(ctx, r, &o) != KOPT_OK)
+    else if (!cpu && r->has_device && get_ceilings(ctx, r, &o) != KOPT_OK)
         kopt_log(ctx, KOPT_LOG_WARN, "device ceilings not measured: %s", kopt_errmsg(ctx));
     if (cand && cand->host_mode && !o.no_sandbox) {
         const char *guarded[] = {prob->path, prob->ref_path, cand->path, comp->binary_path,

@@ -134,9 +134,16 @@ assert len(d["checks"]) == 3 and all(c["mismatches"] == 0 for c in d["checks"])
 if [ $rc = 1 ] && has "$WORK/o" "WRONG: out differs from the PyTorch reference"; then ok "eval: a wrong ModelNew is WRONG"; else bad "eval wrong" "exit $rc"; fi
 "$K" eval "$P" "$WORK/mutates.py" $SZ --no-time > "$WORK/o" 2>&1; rc=$?
 if [ $rc = 12 ] && has "$WORK/o" "INPUT_MUTATED: the candidate changed its input 'z'"; then ok "eval: writing an input is caught"; else bad "eval mutates" "exit $rc"; fi
-"$K" eval "$P" "$REPO/bench/kernelbench/candidates/3_scale_add.cu" $SZ --no-time > "$WORK/o" 2>&1; rc=$?
-if [ $rc = 0 ] && has "$WORK/o" "SKIPPED: no GPU here"; then echo "  (host-mode .cu on the CPU: compiled, then skipped: no GPU)"; ok "eval: a kopt-native candidate compiles and says skipped"
-else bad "eval native without GPU" "exit $rc"; fi
+if "$K" devices > /dev/null 2>&1; then
+  # a GPU is here: the kopt-native candidate runs against the reference on the GPU's PyTorch
+  KOPT_TORCH_DEVICE= "$K" eval "$P" "$REPO/bench/kernelbench/candidates/3_scale_add.cu" $SZ --no-time > "$WORK/o" 2>&1; rc=$?
+  if [ $rc = 0 ] && has "$WORK/o" "OK: correct"; then echo "  (host-mode .cu: a GPU is here, run against the reference on it)"; ok "eval: a kopt-native candidate is OK on the GPU"
+  else bad "eval native on the GPU" "exit $rc $(tail -3 "$WORK/o")"; fi
+else
+  "$K" eval "$P" "$REPO/bench/kernelbench/candidates/3_scale_add.cu" $SZ --no-time > "$WORK/o" 2>&1; rc=$?
+  if [ $rc = 0 ] && has "$WORK/o" "SKIPPED: no GPU here"; then echo "  (host-mode .cu on the CPU: compiled, then skipped: no GPU)"; ok "eval: a kopt-native candidate compiles and says skipped"
+  else bad "eval native without GPU" "exit $rc"; fi
+fi
 
 # -- kopt bench: a tiny suite (3 problems: one correct candidate, one wrong, one missing)
 mkdir -p "$WORK/kb3" "$WORK/c3"

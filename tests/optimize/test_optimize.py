@@ -95,8 +95,8 @@ def test_mcts_repairs():
     # a second run on the same store sees the search memory of the first
     p2, doc2 = kopt(db, os.path.join(ROOT, "examples/softmax"), "--evaluator", "fake", "--llm",
                     llm("softmax"), "--iterations", "1", "--json")
-    prompts = subprocess.run(["sqlite3", db, "SELECT count(*) FROM opt_memory"],
-                             capture_output=True, text=True).stdout.strip()
+    with sqlite3.connect(db) as con:
+        prompts = str(con.execute("SELECT count(*) FROM opt_memory").fetchone()[0])
     check(p2.returncode == 0 and prompts.isdigit() and int(prompts) > 3,
           "search memory rows kept in the store across runs (%s)" % prompts)
     return db, doc
