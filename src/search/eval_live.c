@@ -70,17 +70,28 @@ static char *facts_of(const kopt_eval_result *r)
                         "%d B stack, spills: %d stores %d loads\n", k->name, k->registers,
                         k->static_smem, k->stack_frame, k->spill_stores, k->spill_loads);
     }
-    if (r->roofline.valid)
-        kopt_buf_printf(&b, "roofline: %.1f%% of the %s bound (%.4f ms); %.0f GB/s, %.0f "
-                        "GFLOP/s achieved\n", r->roofline.pct_of_bound,
-                        r->roofline.limiter ? r->roofline.limiter : "?", r->roofline.bound_ms,
-                        r->roofline.achieved_gbs, r->roofline.achieved_gflops);
+    if (r->roofline.valid) {
+        const int mem = r->roofline.limiter && strcmp(r->roofline.limiter, "memory") == 0;
+        kopt_buf_printf(&b, "roofline: %.1f%% of the %s bound (%.4f ms", r->roofline.pct_of_bound,
+                        r->roofline.limiter ? r->roofline.limiter : "?", r->roofline.bound_ms);
+        if (mem && r->roofline.pct_of_bound > 0)
+            kopt_buf_printf(&b, ": the problem's bytes at %.0f GB/s, the fastest DRAM rate "
+                            "measured on this device", r->roofline.achieved_gbs * 100.0 /
+                            r->roofline.pct_of_bound);
+        kopt_buf_printf(&b, "); %.0f GB/s, %.0f GFLOP/s achieved\n", r->roofline.achieved_gbs,
+                        r->roofline.achieved_gflops);
+        if (r->roofline.pct_of_bound > 0 && r->roofline.pct_of_bound <= 100)
+            kopt_buf_printf(&b, "headroom: no change can save more than %.0f%% of the time "
+                            "(the bound is the problem's own work at the device's best rate)\n",
+                            100.0 - r->roofline.pct_of_bound);
+    }
     if (r->has_device)
         kopt_buf_printf(&b, "device: %s (sm_%d%d, %d SMs)", r->device.name,
                         r->device.cc_major, r->device.cc_minor, r->device.sm_count);
     if (c->valid)
-        kopt_buf_printf(&b, "; measured DRAM copy %.0f GB/s, FP32 %.0f GFLOP/s%s, L2 %.0f "
-                        "GB/s, shared memory %.0f GB/s", c->dram_copy_gbs,
+        kopt_buf_printf(&b, "; measured DRAM read %.0f, write %.0f, copy %.0f GB/s, FP32 %.0f "
+                        "GFLOP/s%s, L2 %.0f GB/s, shared memory %.0f GB/s", c->dram_read_gbs,
+                        c->dram_write_gbs, c->dram_copy_gbs,
                         c->gflops[KOPT_COMPUTE_FP32],
                         c->measured[KOPT_COMPUTE_FP32] ? "" : " (spec)", c->l2_gbs,
                         c->smem_gbs);
@@ -106,8 +117,12 @@ static void from_result(kopt_search_outcome *out, const kopt_eval_result *r, con
 }
 
 /* The class and the advice (or raw metrics) of a correct candidate. */
-static void profile(live *l, kopt_ctx *ctx, const kopt_candidate *c, kopt_search_outcome *out)
+static void profile(live *l, kopt_ctx *ctx, const kopt_candidate *c, const kopt_roofline *roof,
+                    kopt_search_outcome *out)
 {
+    /* no advice can save more than the roofline leaves: its estimate is capped there */
+    const double headroom = roof->valid && roof->pct_of_bound > 0 && roof->pct_of_bound <= 100
+                                ? 1.0 - roof->pct_of_bound / 100.0 : 1.0;
     kopt_run_profile_opts po = KOPT_RUN_PROFILE_OPTS_INIT;
     kopt_run_profile *p = NULL;
     kopt_buf b = KOPT_BUF_INIT;
@@ -128,9 +143,11 @@ static void profile(live *l, kopt_ctx *ctx, const kopt_candidate *c, kopt_search
             const kopt_finding *f = &p->an->findings.f[i];
             if (i == 0)
                 snprintf(out->tool, sizeof(out->tool), "%s", f->tool);
-            kopt_buf_printf(&b, "%s: %s (saves about %.0f%% of the time)%s%s\n", f->tool,
-                            f->title, f->gain * 100, f->change ? " Change: " : "",
-                            f->change ? f->change : "");
+            const int capped = f->gain > headroom;
+            kopt_buf_printf(&b, "%s: %s (saves about %.0f%% of the time%s)%s%s\n", f->tool,
+                            f->title, (capped ? headroom : f->gain) * 100,
+                            capped ? ", capped at the roofline's headroom" : "",
+                            f->change ? " Change: " : "", f->change ? f->change : "");
         }
         if (!b.len)
             kopt_buf_printf(&b, "no micro-tool fired; class %s: %s\n", out->cls,
@@ -170,7 +187,7 @@ static kopt_status live_evaluate(void *self, kopt_ctx *ctx, const char *source, 
     if (r->arch[0])
         snprintf(l->arch, sizeof(l->arch), "%s", r->arch);
     if (r->verdict == KOPT_VERDICT_OK && !l->o.no_profile)
-        profile(l, ctx, c, out);
+        profile(l, ctx, c, &r->roofline, out);
 out:
     kopt_eval_result_free(r);
     kopt_candidate_free(c);

@@ -32,7 +32,7 @@ static kopt_status one(const kopt_analysis_input *in, const kopt_kernel_view *k,
     exposure = kopt__exposure(k, KOPT_EXPOSURE_UNKNOWN);
     gain = has_stalls ? (lsb + bar) * exposure * KOPT_FIX_FRACTION : KOPT_ASYNC_GAIN_STATIC;
     kopt__fb_init(&b, "missing_async_copy", kopt__kname(k),
-                  "shared tiles filled through registers, no %s",
+                  "global data reaches shared memory through registers, no %s",
                   cc >= 9 ? "TMA or cp.async" : "cp.async");
     kopt__fb_evidence(&b, "SASS LDGSTS + TMA", s->ldgsts + s->tma, "==", 0, "no async copy");
     kopt__fb_text(&b, &b.seen, "SASS: %d LDG, %d STS, %d LDS/LDSM, %d BAR, 0 LDGSTS, 0 TMA on "
@@ -45,7 +45,8 @@ static kopt_status one(const kopt_analysis_input *in, const kopt_kernel_view *k,
         kopt__fb_text(&b, &b.seen, " Warps stall %.0f%% of the time at barriers.", bar * 100);
     kopt__fb_text(&b, &b.why, "Each tile goes global -> registers -> shared, then a barrier, "
                   "then math: the warps that copy cannot compute, and nothing loads while "
-                  "they compute.");
+                  "they compute. (SASS alone cannot tell tiles from reduction scratch: if "
+                  "shared memory only holds partial results, this does not apply.)");
     if (cc >= 9)
         kopt__fb_text(&b, &b.change, "Stage tiles with TMA: describe the matrix once with "
                       "cuTensorMapEncodeTiled, issue `cp.async.bulk.tensor` from one thread "

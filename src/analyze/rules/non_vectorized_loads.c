@@ -49,12 +49,16 @@ static kopt_status one(const kopt_analysis_input *in, const kopt_kernel_view *k,
                   "queue and more bytes are in flight per warp, which is what a memory-bound "
                   "kernel needs to approach the DRAM roof.");
     if (kopt__sum(s->sts) > 0)
-        kopt__fb_text(&b, &b.change, "The kernel stages tiles in shared memory: have each "
+        kopt__fb_text(&b, &b.change, "If the kernel stages tiles of global data in shared "
+                      "memory (it stores to shared memory; SASS alone cannot tell tiles from "
+                      "reduction scratch), have each "
                       "thread copy 16 bytes of the tile at a time (`float4 v = "
                       "reinterpret_cast<const float4*>(&A[row * lda + col4 * 4])[0];` then one "
                       "128-bit shared store), so a 128-thread block moves a 64x32 float tile "
                       "in 4 instructions per thread instead of 16; keep the leading dimension "
-                      "a multiple of 4 floats so every row start is 16-byte aligned.");
+                      "a multiple of 4 floats so every row start is 16-byte aligned. "
+                      "Otherwise load float4 via reinterpret_cast, each thread handling 4 "
+                      "consecutive elements, and store the same way.");
     else
         kopt__fb_text(&b, &b.change, "Load float4 via reinterpret_cast: `float4 v = "
                       "reinterpret_cast<const float4*>(x)[i];` (half/bf16: 8 values per "
