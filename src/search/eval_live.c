@@ -178,6 +178,17 @@ static kopt_status live_evaluate(void *self, kopt_ctx *ctx, const char *source, 
         out->log = strdup(kopt_errmsg(ctx));
         return KOPT_OK;
     }
+    if (kopt_candidate_check_concrete(ctx, c) != KOPT_OK) {
+        /* a template where a kernel was asked for: the reply's fault, typed like a compile
+           error (only the templatizer's nodes are tuned) */
+        out->verdict = KOPT_VERDICT_COMPILE_ERROR;
+        snprintf(out->message, sizeof(out->message), "the candidate is a template, not a kernel "
+                 "(%s); give every param a fixed value (#define) and drop the \"params\" "
+                 "field of its front matter", kopt_errmsg(ctx));
+        out->log = strdup(out->message);
+        rc = KOPT_OK;
+        goto out;
+    }
     if (!l->session &&
         (rc = kopt_run_session_open(&l->session, l->run, ctx, l->prob, &l->o.eval, 1)) != KOPT_OK)
         goto out;

@@ -2,6 +2,7 @@
  * candidates' sources) and the replay of a stored tree (outcomes by source hash). */
 #include "search_int.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,11 +131,36 @@ static void fake_delay(void)
         ;
 }
 
+/* A front matter whose "params" give ranges or lists of values: a template, which the live
+ * evaluator refuses as well (a single number is a fixed define). */
+static int is_template(const char *source)
+{
+    const char *fm = strstr(source, "/*@kopt"), *end = fm ? strstr(fm, "*/") : NULL, *k;
+    json_t *doc, *v;
+    int t = 0;
+
+    if (!end)
+        return 0;
+    fm += strlen("/*@kopt");
+    doc = json_loadb(fm, (size_t)(end - fm), 0, NULL);
+    json_object_foreach(json_object_get(doc, "params"), k, v)
+        t |= json_is_array(v) || json_is_object(v);
+    json_decref(doc);
+    return t;
+}
+
 static kopt_status fake_evaluate(void *self, kopt_ctx *ctx, const char *source, const char *tag,
                                  kopt_search_outcome *out)
 {
     fake_delay();
     fake_log(tag, source);
+    if (is_template(source)) {
+        memset(out, 0, sizeof(*out));
+        out->verdict = KOPT_VERDICT_COMPILE_ERROR;
+        snprintf(out->message, sizeof(out->message), "the candidate is a template, not a kernel");
+        out->log = strdup(out->message);
+        return KOPT_OK;
+    }
     return fake_outcome(self, ctx, source, 0, out);
 }
 

@@ -365,6 +365,30 @@ def test_cute_debugger():
     check(len(repaired) == 1, "cute: the debugger repaired it")
 
 
+def test_template_reply():
+    """A coder that answers with a template (front matter "params") gets a typed failure on
+    that node; the run goes on (on the GPU it once ended the whole run)."""
+    script = os.path.join(TMP, "template_llm.py")
+    with open(script, "w") as f:
+        f.write("import json, sys\n"
+                "req = json.dumps(json.load(sys.stdin))\n"
+                "if 'Role: planner' in req:\n"
+                "    print('PLAN: make it a template\\nKIND: other\\nTOOL: none\\nGAIN: 1.1')\n"
+                "else:\n"
+                "    print('```cuda\\n' + open(%r).read() + '\\n```')\n"
+                % os.path.join(ROOT, "examples/softmax/tune.cu"))
+    p, doc = kopt(fresh_db("template"), os.path.join(ROOT, "examples/softmax"), "--evaluator",
+                  "fake", "--llm", "command:%s %s" % (sys.executable, script), "--iterations",
+                  "2", "--no-tune", "--json")
+    nodes = doc.get("nodes", [])
+    first = nodes[1] if len(nodes) > 1 else {}
+    check(p.returncode == 0 and first.get("verdict") == "COMPILE_ERROR" and
+          "is a template" in first.get("message", "") and
+          all(n.get("verdict") != "OK" for n in nodes[1:]) and len(nodes) > 4,
+          "a template where a kernel was asked for: COMPILE_ERROR on the node, the run goes on "
+          "(%d node(s), exit %d)" % (len(nodes), p.returncode))
+
+
 def test_start():
     base = [os.path.join(ROOT, "examples/softmax"), "--evaluator", "fake", "--llm",
             llm("softmax"), "--iterations", "3", "--no-tune", "--json"]
@@ -411,6 +435,7 @@ def main():
         test_search_bound()
         test_cute_debugger()
         test_start()
+        test_template_reply()
     finally:
         if not FAILED:
             shutil.rmtree(TMP, ignore_errors=True)
