@@ -3,6 +3,7 @@
  * follows from the tree as stored, so a killed search goes on where it stopped. */
 #include "search_int.h"
 
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -201,8 +202,15 @@ static char *tried_text(const kopt_search *s, int i)
 static char *leaders_text(const kopt_search *s, int self)
 {
     kopt_buf b = KOPT_BUF_INIT;
-    int used[2] = {-1, -1};
+    int used[2] = {-1, -1}, top = -1;
 
+    for (int i = 1; i < s->n; i++)
+        if (s->nodes[i].ok && (top < 0 || s->nodes[i].raw_reward > s->nodes[top].raw_reward))
+            top = i;
+    if (self > 0 && top == self)   /* said, so a shorter list does not read as a demotion */
+        kopt_buf_printf(&b, "- n%d, the current kernel: %.4f ms (%.2fx), the best so far; the "
+                        "others:\n", self, s->nodes[self].time_ms,
+                        speedup_of(s, &s->nodes[self]));
     for (int k = 0; k < 2; k++) {
         int best = -1;
         for (int i = 1; i < s->n; i++)
@@ -275,6 +283,26 @@ static char *fmt(double a, int digits)
     return strdup(buf);
 }
 
+/* The reference's launch plan as the problem file writes it, for the coder's contract. */
+static char *launch_text(const kopt_problem *p)
+{
+    json_t *doc = p->path ? json_load_file(p->path, 0, NULL) : NULL;
+    json_t *ref = json_object_get(doc, "reference"), *l = json_object_get(ref, "launches");
+    char *out = NULL;
+
+    if (json_is_array(l)) {
+        char *txt = json_dumps(l, JSON_COMPACT);
+        if (txt && asprintf(&out, "%s", txt) < 0)
+            out = NULL;
+        free(txt);
+    }
+    json_decref(doc);
+    return out ? out : strdup(p->ref_torch ? "(a PyTorch reference: see the problem's "
+                                             "candidate forms)"
+                                           : "(the reference launches its own kernels: host "
+                                             "mode)");
+}
+
 /* The variables every role sees about node i (docs/optimize.md lists them). */
 static void node_vars(kopt_search *s, kopt_ctx *ctx, vars *vs, int i)
 {
@@ -294,6 +322,11 @@ static void node_vars(kopt_search *s, kopt_ctx *ctx, vars *vs, int i)
     var(vs, "advice", n->findings && n->findings[0] ? n->findings :
         (s->o.no_tools ? "(no metrics recorded)" : "(no advice: no profile of this kernel)"));
     var(vs, "facts", n->facts && n->facts[0] ? n->facts : "(not known)");
+    var_own(vs, "launch", launch_text(s->prob));
+    {
+        const char *d = n->facts ? strstr(n->facts, "device: ") : NULL;
+        var_own(vs, "device", d ? strndup(d + 8, strcspn(d + 8, "\n")) : strdup("(not known)"));
+    }
     var(vs, "advice_kind", s->o.no_tools ? "Raw metrics" : "Micro-tool advice (selected by "
         "the roofline class)");
     var_own(vs, "tried", tried_text(s, i));

@@ -60,9 +60,10 @@ static kopt_status measured(const kopt_kernel_view *k, const kopt_thresholds *th
 
     if (ratio <= limit)
         return KOPT_OK;
-    /* Without widths, wide (64/128-bit) loads look like excess: trust bytes per sector. */
-    if (!known &&
-        kopt__metric(k, "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio",
+    /* Sectors whose bytes are used are not wasted, whatever the ratio: without widths, wide
+       (64/128-bit) loads look like excess, and the static width mix misleads when a scalar
+       fallback path that never runs sits beside the float4 one. */
+    if (kopt__metric(k, "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio",
                      &used) && used >= th->sector_bytes_used_min)
         return KOPT_OK;
     excess = 1.0 - ideal / ratio;
