@@ -655,7 +655,9 @@ static const kopt__mcp_tool tools[] = {
      "\"live (the GPU, default) or fake (scripted outcomes)\"}, \"fake_ref_ms\": {\"type\": "
      "\"number\", \"exclusiveMinimum\": 0}, \"workdir\": {\"type\": \"string\", "
      "\"description\": \"the tree's folder (default kopt-optimize/TREE)\"}, \"device\": "
-     "{\"type\": \"integer\", \"minimum\": 0}}, \"required\": [\"problem\"]}",
+     "{\"type\": \"integer\", \"minimum\": 0}, \"start\": {\"type\": \"string\", "
+     "\"description\": \"a kernel file to begin from instead of the reference (checked "
+     "first: a correct candidate, not a template)\"}}, \"required\": [\"problem\"]}",
      kopt__mcp_t_optimize_start},
     {"optimize_step", "Step an optimize tree",
      "One step of the tree, as kopt optimize --resume TREE --llm manual: action evaluate "

@@ -144,6 +144,7 @@ kopt_status kopt__mcp_t_optimize_start(kopt__mcp_call *c, kopt_ctx *ctx, json_t 
     oo.evaluator = arg_str(c, "evaluator") ? arg_str(c, "evaluator") : "live";
     oo.fake_ref_ms = json_is_number(fr) ? json_number_value(fr) : 0;
     oo.workdir = arg_str(c, "workdir");
+    oo.start = arg_str(c, "start");
     oo.live.eval.device = (int)arg_int(c, "device", 0);
     oo.live.eval.cache_dir = mo->cache_dir;
     oo.create_only = 1;

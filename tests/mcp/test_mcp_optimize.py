@@ -161,6 +161,23 @@ async def sdk():
         check(sc["stats"]["evaluated"] == 0 and len(pend) >= 1,
               "propose: the replies became %d pending candidate(s), none evaluated" % len(pend))
 
+        # -- start from a given kernel ------------------------------------------------------
+        res = await s.call_tool("optimize_start", {"problem": os.path.join(root, "examples/softmax"),
+                                                   "evaluator": "fake", "iterations": 1,
+                                                   "start": os.path.join(root, "examples/softmax/fast.cu"),
+                                                   "workdir": os.path.join(tmp, "start-run")})
+        t3 = res.structuredContent["tree_id"] if not res.isError else None
+        res = await s.call_tool("optimize_step", {"tree": t3, "action": "evaluate"}) if t3 else res
+        nodes = res.structuredContent.get("nodes", []) if not res.isError else []
+        check(len(nodes) >= 2 and nodes[1]["kind"] == "start" and nodes[1]["verdict"] == "OK",
+              "optimize_start with start: the kernel is the root's first child (%s)" %
+              [(n.get("kind"), n.get("verdict")) for n in nodes[:3]])
+        res = await s.call_tool("optimize_start", {"problem": os.path.join(root, "examples/softmax"),
+                                                   "evaluator": "fake",
+                                                   "start": os.path.join(root, "examples/vector_add/reference.cu")})
+        check(res.isError and "is not a candidate of problem softmax" in res.content[0].text,
+              "optimize_start with another problem's kernel: %s" % res.content[0].text[:90])
+
         # -- bad requests ------------------------------------------------------------------
         res = await s.call_tool("optimize_reply", {"tree": t2, "name": "e9-p9-planner", "text": "x"})
         check(res.isError and "e9-p9-planner" in res.content[0].text and "arguments.name" in res.content[0].text,
