@@ -129,6 +129,36 @@ static json_t *num_or_null(double v)
     return v > 0 && isfinite(v) ? json_real(v) : json_null();
 }
 
+static const char *const time_keys[3] = {"time_ms", "eager_ms", "compile_ms"};
+static const char *const time_names[3] = {"candidate", "eager", "compile"};
+
+/* The speed-of-light guard (kopt/kb.h): the row's bound, and the times below it, whose
+ * speedups are then not used (a flagged candidate: both; a flagged baseline: its own). */
+static void sol_guard(json_t *o, const kopt_eval_result *r)
+{
+    double peak = r ? kopt_kb_peak_gbs(&r->device, &r->ceilings) : 0;
+    double bound = r && r->has_work ? kopt_kb_sol_bound_ms(r->work_bytes, peak) : 0, t[3];
+    json_t *names = json_array();
+    unsigned f;
+
+    for (int i = 0; i < 3; i++) {
+        json_t *v = json_object_get(o, time_keys[i]);
+        t[i] = json_is_number(v) ? json_number_value(v) : 0;
+    }
+    f = kopt_kb_sol_flags(t, 3, bound);
+    for (int i = 0; i < 3; i++)
+        if (f & (1u << i))
+            json_array_append_new(names, json_string(time_names[i]));
+    if (f & 3u)
+        json_object_set_new(o, "speedup_eager", json_null());
+    if (f & 5u)
+        json_object_set_new(o, "speedup_compile", json_null());
+    json_object_set_new(o, "sol_bound_ms", num_or_null(bound));
+    json_object_set_new(o, "peak_gbs", num_or_null(peak));
+    json_object_set_new(o, "work_bytes", num_or_null(r && r->has_work ? r->work_bytes : 0));
+    json_object_set_new(o, "sol_flags", names);
+}
+
 /* One row's fields (kopt bench's stored form). */
 static json_t *row_json(const char *problem, const char *cand_path, const char *kind,
                         const char *verdict, const char *message, const kopt_eval_result *r)
@@ -143,6 +173,7 @@ static json_t *row_json(const char *problem, const char *cand_path, const char *
                                                      ? r->compile_timing.median_ms : 0));
     json_object_set_new(o, "speedup_eager", num_or_null(r ? r->speedup : 0));
     json_object_set_new(o, "speedup_compile", num_or_null(r ? r->compile_speedup : 0));
+    sol_guard(o, r);
     json_object_set_new(o, "compile_note", json_string(r ? r->compile_note : ""));
     json_object_set_new(o, "eval_id", json_integer(r ? r->eval_id : 0));
     return o;
@@ -152,6 +183,23 @@ static double jnum(json_t *o, const char *k)
 {
     json_t *v = json_object_get(o, k);
     return json_is_number(v) ? json_number_value(v) : 0;
+}
+
+/* The times of a row below its speed-of-light bound, said under it. */
+static void print_sol(json_t *row)
+{
+    json_t *flags = json_object_get(row, "sol_flags"), *f;
+    size_t i;
+
+    json_array_foreach(flags, i, f) {
+        const char *who = json_string_value(f);
+        for (int k = 0; k < 3; k++)
+            if (who && strcmp(who, time_names[k]) == 0)
+                printf("  ! speed of light: %s %.4f ms is below %.4f ms, the least time to move "
+                       "its %.1f MB at %.0f GB/s (peak): not trusted, its speedup not used\n",
+                       who, jnum(row, time_keys[k]), jnum(row, "sol_bound_ms"),
+                       jnum(row, "work_bytes") / 1e6, jnum(row, "peak_gbs"));
+    }
 }
 
 static void print_row(json_t *row)
@@ -173,6 +221,7 @@ static void print_row(json_t *row)
            json_string_value(json_object_get(row, "verdict")), t[0], t[1], t[2], s[0], s[1]);
     if (strcmp(json_string_value(json_object_get(row, "verdict")), "OK") != 0)
         printf("  %s\n", json_string_value(json_object_get(row, "message")));
+    print_sol(row);
 }
 
 static json_t *summary_json(const kopt_kb_summary *s)
@@ -220,7 +269,7 @@ int cmd_bench(int argc, char **argv)
     const char *cand_dir = NULL, *kind = "auto", *root = NULL;
     char *s_root = NULL, *s_cands = NULL, *s_opts = NULL, **probs = NULL, **stored = NULL;
     int json = 0, verbose = 0, no_store = 0, no_compile = 0, c, li = 0, code = 0, np = 0;
-    int nstored = 0, nrows = 0;
+    int nstored = 0, nrows = 0, nsol = 0, nbound = 0;
     int64_t resume = 0, suite = 0;
     kopt_kb_row *eager = NULL, *compiled = NULL;
     json_t *rows = json_array(), *done_rows = json_object(), *options = NULL;
@@ -373,6 +422,8 @@ bad_value:
         }
         eager[nrows].correct = compiled[nrows].correct =
             strcmp(json_string_value(json_object_get(row, "verdict")), "OK") == 0;
+        nsol += (int)json_array_size(json_object_get(row, "sol_flags"));
+        nbound += jnum(row, "sol_bound_ms") > 0;
         eager[nrows].speedup = jnum(row, "speedup_eager");
         compiled[nrows].speedup = jnum(row, "speedup_compile");
         nrows++;
@@ -396,6 +447,8 @@ bad_value:
                         "problems_dir", root, "candidates", cand_dir, "options", options,
                         "vs_eager", summary_json(&se), "vs_compile", no_compile ? json_null()
                                                                                 : summary_json(&sc));
+        json_object_set_new(sum, "speed_of_light", json_pack("{s:i, s:i}", "rows_with_bound",
+                            nbound, "times_below_bound", nsol));
         st = json_dumps(sum, JSON_COMPACT);
         if (store && kopt_store_bench_suite_put(store, ctx, suite, root, cand_dir, NULL, st) !=
                 KOPT_OK)
@@ -410,6 +463,12 @@ bad_value:
             print_summary("vs eager", &se);
             if (!no_compile)
                 print_summary("vs compile", &sc);
+            if (nsol)
+                printf("speed of light: %d time(s) below the problem's bytes / peak bandwidth "
+                       "(marked ! above): not trusted, their speedups not used\n", nsol);
+            else
+                printf("speed of light: no time below its bound (%d of %d row(s) have one: "
+                       "bytes / peak bandwidth)\n", nbound, se.n);
             json_decref(sum);
         }
         kopt_run_finish(run, ctx, KOPT_RUN_OK, NULL);

@@ -159,6 +159,8 @@ typedef struct kopt_eval_result {
     kopt_timing compile_timing;
     double compile_speedup;     /* compile median / candidate median; 0 when unknown */
     char compile_note[512];     /* why the compile baseline is missing or not trusted */
+    int has_work;               /* the problem's work counts at the timed sizes: */
+    double work_bytes, work_flops;   /* (kopt bench's speed-of-light guard) */
 } kopt_eval_result;
 
 typedef struct kopt_eval_opts {

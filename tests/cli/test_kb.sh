@@ -174,6 +174,9 @@ assert [r["verdict"] for r in d["rows"]] == ["OK", "WRONG", "MISSING"], d["rows"
 s = d["rows"][0]["speedup_eager"]
 assert abs(e["geomean_speedup_correct"] - s) < 1e-9 and abs(e["geomean_speedup_all_failures_as_1"] - s ** (1 / 3)) < 1e-9, e
 assert e["fast_p"]["fast_0"] == 1 / 3 and d["vs_compile"] is None
+# the speed-of-light guard: no device, so no bound; every row says which times it flagged
+assert d["speed_of_light"] == {"rows_with_bound": 0, "times_below_bound": 0}, d["speed_of_light"]
+assert all(r["sol_flags"] == [] for r in d["rows"]), d["rows"]
 ' "$WORK/o.json" && [ "$(nevals)" = "$evals_before" ]; then
   ok "bench --resume of a finished suite: the stored rows, no evaluation again, --json metrics"
 else bad "bench resume json" "exit $rc $(head -5 "$WORK/e")"; fi
