@@ -175,6 +175,16 @@ static json_t *row_json(const char *problem, const char *cand_path, const char *
     json_object_set_new(o, "speedup_compile", num_or_null(r ? r->compile_speedup : 0));
     sol_guard(o, r);
     json_object_set_new(o, "compile_note", json_string(r ? r->compile_note : ""));
+    if (r) {    /* how each was bracketed: the host's issue time the hold hid, exposed runs */
+        static const char *const who[3] = {"candidate", "eager", "compile"};
+        json_t *br = json_object();
+        for (int i = 0; i < 3; i++)
+            if (r->bracket[i].timed)
+                json_object_set_new(br, who[i], json_pack("{s:f, s:f, s:i}", "issue_ms",
+                                    r->bracket[i].issue_ms, "hold_ms", r->bracket[i].hold_ms,
+                                    "exposed_runs", r->bracket[i].exposed_runs));
+        json_object_set_new(o, "brackets", br);
+    }
     json_object_set_new(o, "eval_id", json_integer(r ? r->eval_id : 0));
     return o;
 }

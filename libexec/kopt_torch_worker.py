@@ -206,9 +206,13 @@ class Worker:
         self.tensors = ph["tensors"]
 
     def inputs(self, seed):
+        """get_inputs() under the seed, its factory calls made on the device itself (the
+        same seed gives the same inputs in every process; KernelBench's 6 GB inputs take
+        milliseconds there, seconds on the host plus the copy)."""
         torch = self.torch
         torch.manual_seed(seed)
-        vals = list(self.mod.get_inputs())
+        with torch.device(self.device):
+            vals = list(self.mod.get_inputs())
         return [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in vals]
 
     def host_args(self, inputs):

@@ -370,6 +370,19 @@ static void timing_from_run(const kopt__worker_run *run, int phase, kopt_timing 
     timing_less(run, phase, -1, t);
 }
 
+/* The PyTorch worker's account of its bracket in phase 0 into r->bracket[which]. */
+static void bracket_from_run(kopt_eval_result *r, int which, const kopt__worker_run *run)
+{
+    json_t *ph = json_array_get(json_object_get(run->result, "phases"), 0);
+
+    if (!json_is_number(json_object_get(ph, "issue_ms")))
+        return;
+    r->bracket[which].timed = 1;
+    r->bracket[which].issue_ms = json_number_value(json_object_get(ph, "issue_ms"));
+    r->bracket[which].hold_ms = json_number_value(json_object_get(ph, "hold_ms"));
+    r->bracket[which].exposed_runs = (int)json_integer_value(json_object_get(ph, "exposed_runs"));
+}
+
 /* The energy the worker measured in `phase` (opts.energy_s), if any. */
 static void energy_from_run(kopt_ctx *ctx, const kopt__worker_run *run, int phase,
                             kopt_eval_result *r)
@@ -993,8 +1006,10 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
         r->work_flops = phases[0].ref->flops;
     }
     r->device.ordinal = o.device;
-    if (phases[0].timed)
+    if (phases[0].timed) {
         timing_from_run(&ref_run, 0, &r->ref_timing);
+        bracket_from_run(r, 1, &ref_run);
+    }
     if (r->ceilings.valid)
         kopt_ceilings_fill_spec(&r->ceilings, &r->device);
 
@@ -1020,6 +1035,7 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
         } else {
             timing_less(&cmp_run, 0, r->ref_timing.n ? r->ref_timing.overhead_ms : -1,
                         &r->compile_timing);
+            bracket_from_run(r, 2, &cmp_run);
             r->has_compile = r->compile_timing.n > 0;
         }
         free(tmp.checks);
@@ -1098,6 +1114,7 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
         /* the event bracket's cost is the device's: the reference's measurement of it is
          * subtracted from every subject's samples, so the three differ by their runs only */
         timing_less(&cand_run, 0, r->ref_timing.n ? r->ref_timing.overhead_ms : -1, &r->timing);
+        bracket_from_run(r, 0, &cand_run);
         if (r->timing.median_ms > 0 && r->ref_timing.median_ms > 0)
             r->speedup = r->ref_timing.median_ms / r->timing.median_ms;
         if (r->timing.median_ms > 0 && r->has_compile)

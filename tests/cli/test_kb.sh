@@ -129,6 +129,8 @@ assert d["verdict"] == "OK", d["message"]
 assert d["sizes"] == {"batch": 64, "width": 96}, d["sizes"]
 assert d["pytorch"]["eager_ms"] > 0 and d["speedup"] > 0, d["pytorch"]
 assert len(d["checks"]) == 3 and all(c["mismatches"] == 0 for c in d["checks"])
+b = d["pytorch"]["brackets"]   # both timed by the same loop (on the CPU: no hold)
+assert set(b) == {"candidate", "eager"} and all(v["exposed_runs"] == 0 for v in b.values()), b
 ' "$WORK/o.json"; then ok "eval: a correct ModelNew on the CPU (sizes overridden)"; else bad "eval good" "exit $rc $(cat "$WORK/e")"; fi
 "$K" eval "$P" "$WORK/wrong.py" $SZ --no-time > "$WORK/o" 2>&1; rc=$?
 if [ $rc = 1 ] && has "$WORK/o" "WRONG: out differs from the PyTorch reference"; then ok "eval: a wrong ModelNew is WRONG"; else bad "eval wrong" "exit $rc"; fi
