@@ -1,7 +1,8 @@
 /* kopt bench PROBLEMS --candidates DIR: evaluate a suite of problems, one candidate each,
  * against PyTorch eager and torch.compile, and give KernelBench's metrics (fast_p, the
  * geometric-mean speedups); every row is stored as it finishes, so a killed suite resumes
- * (--resume). docs/kernelbench.md. */
+ * (--resume). With --optimize each candidate is kopt optimize's best kernel for its problem
+ * (bench_optimize.c). docs/kernelbench.md. */
 #include "cli.h"
 
 #include <dirent.h>
@@ -30,6 +31,13 @@ static void help(FILE *f)
         "  --kind K          which candidate: auto (NAME.cu, else NAME.py; default), cu, py,\n"
         "                    or reference (each problem's own reference against itself)\n"
         "  --no-compile      do not time torch.compile\n"
+        "  --optimize        no candidates folder: run kopt optimize on each problem (its\n"
+        "                    tree in the store) and evaluate its best kernel as the\n"
+        "                    candidate (the reference itself when nothing beat it)\n"
+        "  --iterations N    each search's expansions (4); --optimize-wall S: each\n"
+        "                    problem's wall-time budget in seconds (none)\n"
+        "  --llm SPEC        the model (and the other --llm-* options of kopt llm);\n"
+        "                    --evaluator live|fake, --fake-ref-ms MS as for kopt optimize\n"
         "  --resume SUITE    continue a stored suite (its id is printed first): problems\n"
         "                    already done are not evaluated again\n"
         "  --trials N, --budget-ms MS, --precision PCT, --reps MIN:MAX, --no-flush,\n"
@@ -267,7 +275,11 @@ int cmd_bench(int argc, char **argv)
     static const struct option opts[] = {
         {"candidates", required_argument, NULL, 'c'}, {"kind", required_argument, NULL, 'k'},
         {"no-compile", no_argument, NULL, 'C'}, {"resume", required_argument, NULL, 'R'},
-        CLI_EVAL_LONG_OPTIONS,
+        {"optimize", no_argument, NULL, 'O'}, {"iterations", required_argument, NULL, 'I'},
+        {"optimize-wall", required_argument, NULL, 'W'},
+        {"evaluator", required_argument, NULL, 'E'},
+        {"fake-ref-ms", required_argument, NULL, 'F'},
+        CLI_EVAL_LONG_OPTIONS, CLI_LLM_LONG_OPTIONS,
         {"db", required_argument, NULL, 'D'}, {"no-store", no_argument, NULL, 'N'},
         {"json", no_argument, NULL, 'j'}, {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
@@ -282,11 +294,16 @@ int cmd_bench(int argc, char **argv)
     int nstored = 0, nrows = 0, nsol = 0, nbound = 0;
     int64_t resume = 0, suite = 0;
     kopt_kb_row *eager = NULL, *compiled = NULL;
+    cli_bench_opt bo = {4, 0, NULL, 0, NULL, NULL, NULL, 0, NULL, NULL};
+    cli_llm llm;
+    int optimize = 0;
+    static volatile sig_atomic_t stop;
     json_t *rows = json_array(), *done_rows = json_object(), *options = NULL;
     kopt_ctx *ctx = cli_ctx(0);
     char *end;
 
     ro.db_path = cli_default_db();
+    cli_llm_init(&llm);
     optind = 1;
     while ((c = getopt_long(argc, argv, "vh", opts, &li)) != -1) {
         switch (c) {
@@ -304,12 +321,36 @@ int cmd_bench(int argc, char **argv)
             if (cli_eval_option(opts[li].name, optarg, &eo) != 0)
                 goto bad_value;
             break;
+        case 'O': optimize = 1; break;
+        case 'I': bo.iterations = (int)strtol(optarg, &end, 10);
+            if (*end || bo.iterations < 0) goto bad_value;
+            break;
+        case 'W': bo.max_wall_s = strtod(optarg, &end);
+            if (*end || bo.max_wall_s < 0) goto bad_value;
+            break;
+        case 'E': bo.evaluator = optarg;
+            if (strcmp(optarg, "live") && strcmp(optarg, "fake")) goto bad_value;
+            break;
+        case 'F': bo.fake_ref_ms = strtod(optarg, &end);
+            if (*end || bo.fake_ref_ms <= 0) goto bad_value;
+            break;
         case 'D': ro.db_path = optarg; break;
         case 'N': no_store = 1; break;
         case 'j': json = 1; break;
         case 'v': verbose = 1; break;
         case 'h': help(stdout); goto done;
-        default: help(stderr); code = KOPT_EXIT_USAGE; goto done;
+        default: {
+            int r = cli_llm_option(&llm, "bench", c, optarg);
+            if (r < 0) {
+                code = KOPT_EXIT_USAGE;
+                goto done;
+            }
+            if (r == 0) {
+                help(stderr);
+                code = KOPT_EXIT_USAGE;
+                goto done;
+            }
+        }
         }
         continue;
 bad_value:
@@ -321,7 +362,8 @@ bad_value:
         ro.db_path = NULL;
     if (verbose)
         kopt_log_set(ctx, NULL, NULL, KOPT_LOG_INFO);
-    if ((resume && optind != argc) || (!resume && optind + 1 != argc) || (resume && no_store)) {
+    if ((resume && optind != argc) || (!resume && optind + 1 != argc) || (resume && no_store) ||
+        (optimize && (no_store || cand_dir))) {
         help(stderr);
         code = KOPT_EXIT_USAGE;
         goto done;
@@ -354,6 +396,17 @@ bad_value:
                      json_string_value(json_object_get(o, "kind")) ?: "auto");
             kind = kind_buf;
             no_compile = json_is_true(json_object_get(o, "no_compile"));
+            if (json_is_object(json_object_get(o, "optimize"))) {  /* the search's budget */
+                json_t *op = json_object_get(o, "optimize");
+                static char ev_buf[16];
+                optimize = 1;
+                bo.iterations = (int)json_integer_value(json_object_get(op, "iterations"));
+                bo.max_wall_s = json_number_value(json_object_get(op, "max_wall_s"));
+                bo.fake_ref_ms = json_number_value(json_object_get(op, "fake_ref_ms"));
+                snprintf(ev_buf, sizeof(ev_buf), "%s",
+                         json_string_value(json_object_get(op, "evaluator")) ?: "live");
+                bo.evaluator = ev_buf;
+            }
             json_decref(o);
         }
         for (int i = 0; i < nstored; i++) {
@@ -369,7 +422,26 @@ bad_value:
         suite = kopt_run_id(run);
     }
     eo.torch_compile = !no_compile;
-    options = json_pack("{s:s, s:b}", "kind", kind, "no_compile", no_compile);
+    options = json_pack("{s:s, s:b}", "kind", optimize ? "optimize" : kind, "no_compile",
+                        no_compile);
+    if (optimize) {     /* kopt optimize per problem: the model, the budget */
+        kopt_run_opts rc0 = KOPT_RUN_OPTS_INIT;
+        if (strcmp(llm.spec ? llm.spec : "", "manual") == 0) {
+            fprintf(stderr, "kopt bench: --optimize takes a model (--llm SPEC), not manual\n");
+            code = KOPT_EXIT_USAGE;
+            goto done;
+        }
+        cli_run_command(&rc0);
+        bo.eval = &eo;
+        bo.db_path = ro.db_path;
+        bo.argc = rc0.argc;
+        bo.argv = rc0.argv;
+        bo.stop = &stop;
+        json_object_set_new(options, "optimize", json_pack("{s:i, s:f, s:s, s:f}", "iterations",
+                            bo.iterations, "max_wall_s", bo.max_wall_s, "evaluator",
+                            bo.evaluator ? bo.evaluator : "live", "fake_ref_ms",
+                            bo.fake_ref_ms));
+    }
     if (store && !resume) {
         char *ot = json_dumps(options, JSON_COMPACT);
         kopt_status rc = kopt_store_bench_suite_put(store, ctx, suite, root, cand_dir, ot, NULL);
@@ -387,7 +459,13 @@ bad_value:
         goto done;
     }
     if (!json) {
-        if (suite)
+        if (suite && optimize)
+            printf("suite %lld: %d problem(s) from %s%s; candidates: kopt optimize's best per "
+                   "problem (%d iteration(s)%s)%s\n", (long long)suite, np, root,
+                   resume ? " (resumed)" : "", bo.iterations, bo.evaluator &&
+                   strcmp(bo.evaluator, "fake") == 0 ? ", scripted evaluator" : "",
+                   no_compile ? "" : "; baselines: eager, torch.compile");
+        else if (suite)
             printf("suite %lld: %d problem(s) from %s%s; candidates: %s%s\n", (long long)suite,
                    np, root, resume ? " (resumed)" : "", strcmp(kind, "reference") == 0
                    ? "each problem's reference" : cand_dir ? cand_dir : "(none)",
@@ -403,12 +481,22 @@ bad_value:
         kopt_eval_result *res = NULL;
         char *cpath = NULL;
         const char *base = strrchr(probs[i], '/') ? strrchr(probs[i], '/') + 1 : probs[i];
-        json_t *row = NULL, *prev;
+        json_t *row = NULL, *prev, *opt_info = NULL;
         if (kopt_problem_load(&prob, ctx, probs[i]) != KOPT_OK) {
             row = row_json(base, NULL, kind, "INVALID", kopt_errmsg(ctx), NULL);
         } else if ((prev = json_object_get(done_rows, prob->name))) {
             row = json_incref(prev);
-        } else if (!(cpath = find_candidate(prob, cand_dir, kind))) {
+        } else if (optimize && !bo.llm && (cli_llm_open(&llm, ctx, ro.db_path) != 0 ||
+                                           !(bo.llm = llm.client))) {
+            code = KOPT_EXIT_ERROR;     /* the model is opened when a search is first due */
+            kopt_problem_free(prob);
+            goto done;
+        } else if (optimize && cli_bench_optimize(ctx, &bo, probs[i], prob->name, &cpath,
+                                                  &opt_info) != 0) {
+            row = row_json(prob->name, NULL, "optimize", "ERROR", kopt_errmsg(ctx), NULL);
+        } else if (optimize && !cpath && !(cpath = strdup(prob->ref_path))) {
+            row = row_json(prob->name, NULL, "optimize", "ERROR", "out of memory", NULL);
+        } else if (!optimize && !(cpath = find_candidate(prob, cand_dir, kind))) {
             char msg[512];
             snprintf(msg, sizeof(msg), "no candidate for %s in %s (looked for %s.%s)",
                      prob->name, cand_dir ? cand_dir : "(no --candidates)", prob->name,
@@ -419,8 +507,12 @@ bad_value:
         } else if (kopt_run_eval(run, ctx, prob, cand, &eo, "bench", &res) != KOPT_OK) {
             row = row_json(prob->name, cpath, kind, "ERROR", kopt_errmsg(ctx), NULL);
         } else {
-            row = row_json(prob->name, cpath, cand->torch_module ? "py" : "cu",
-                           kopt_verdict_name(res->verdict), res->message, res);
+            row = row_json(prob->name, cpath, optimize ? "optimize" : cand->torch_module
+                           ? "py" : "cu", kopt_verdict_name(res->verdict), res->message, res);
+        }
+        if (opt_info) {     /* the search behind an --optimize row */
+            json_object_set_new(row, "optimize", opt_info);
+            opt_info = NULL;
         }
         if (store && !json_object_get(done_rows, prob ? prob->name : base)) {
             char *t = json_dumps(row, JSON_COMPACT);
@@ -499,6 +591,7 @@ done:
     json_decref(done_rows);
     json_decref(options);
     kopt_run_close(run);
+    cli_llm_close(&llm);
     kopt_ctx_free(ctx);
     return code;
 }
