@@ -22,7 +22,9 @@
 # eager. Bounded to under 8 minutes: run it as its own call; the tables come last.
 # kb30ref and kb30cand run its two halves (the reference suite; the candidates' suites),
 # each alone under 8 minutes with wider bounds: the way to get every row if kb30's one
-# call cuts a suite short (a suite past its bound prints the rows it finished).
+# call cuts a suite short (a suite past its bound prints the rows it finished). Expect
+# 15-30 s for each problem whose outputs reach GBs (every output slot is copied to the
+# host and compared there), a few seconds for the others.
 set -u
 SECTIONS=${*:-own}
 FINAL=${OUT:-/tmp/kopt-out}; O=$FINAL/kb; mkdir -p "$O"
