@@ -112,5 +112,5 @@ echo
 echo "=================== short table ==================="
 for f in reference native modelnew kb30 kb30_native kb30_modelnew; do
   [ -f "$O/$f.txt" ] || continue
-  echo "-- $f"; grep -vE '^  [^!]' "$O/$f.txt" | grep -vE '^[0-9_A-Za-z]+ +MISSING' | grep -E '^[0-9]|^suite|^vs |^  !|^speed of light'; grep -E '^ +geomean' "$O/$f.txt"
+  echo "-- $f"; grep -vE '^  no candidate for|^[0-9_A-Za-z]+ +MISSING' "$O/$f.txt" | grep -E '^[0-9]|^suite|^vs |^  |^speed of light' | grep -vE '^ +geomean' | cut -c1-220; grep -E '^ +geomean' "$O/$f.txt"
 done
