@@ -1,7 +1,8 @@
 /* kopt bench PROBLEMS --candidates DIR: evaluate a suite of problems, one candidate each,
  * against PyTorch eager and torch.compile, and give KernelBench's metrics (fast_p, the
  * geometric-mean speedups); every row is stored as it finishes, so a killed suite resumes
- * (--resume). docs/kernelbench.md. */
+ * (--resume). With --optimize each candidate is kopt optimize's best kernel for its problem
+ * (bench_optimize.c). docs/kernelbench.md. */
 #include "cli.h"
 
 #include <dirent.h>
@@ -30,6 +31,13 @@ static void help(FILE *f)
         "  --kind K          which candidate: auto (NAME.cu, else NAME.py; default), cu, py,\n"
         "                    or reference (each problem's own reference against itself)\n"
         "  --no-compile      do not time torch.compile\n"
+        "  --optimize        no candidates folder: run kopt optimize on each problem (its\n"
+        "                    tree in the store) and evaluate its best kernel as the\n"
+        "                    candidate (the reference itself when nothing beat it)\n"
+        "  --iterations N    each search's expansions (4); --optimize-wall S: each\n"
+        "                    problem's wall-time budget in seconds (none)\n"
+        "  --llm SPEC        the model (and the other --llm-* options of kopt llm);\n"
+        "                    --evaluator live|fake, --fake-ref-ms MS as for kopt optimize\n"
         "  --resume SUITE    continue a stored suite (its id is printed first): problems\n"
         "                    already done are not evaluated again\n"
         "  --trials N, --budget-ms MS, --precision PCT, --reps MIN:MAX, --no-flush,\n"
@@ -129,6 +137,36 @@ static json_t *num_or_null(double v)
     return v > 0 && isfinite(v) ? json_real(v) : json_null();
 }
 
+static const char *const time_keys[3] = {"time_ms", "eager_ms", "compile_ms"};
+static const char *const time_names[3] = {"candidate", "eager", "compile"};
+
+/* The speed-of-light guard (kopt/kb.h): the row's bound, and the times below it, whose
+ * speedups are then not used (a flagged candidate: both; a flagged baseline: its own). */
+static void sol_guard(json_t *o, const kopt_eval_result *r)
+{
+    double peak = r ? kopt_kb_peak_gbs(&r->device, &r->ceilings) : 0;
+    double bound = r && r->has_work ? kopt_kb_sol_bound_ms(r->work_bytes, peak) : 0, t[3];
+    json_t *names = json_array();
+    unsigned f;
+
+    for (int i = 0; i < 3; i++) {
+        json_t *v = json_object_get(o, time_keys[i]);
+        t[i] = json_is_number(v) ? json_number_value(v) : 0;
+    }
+    f = kopt_kb_sol_flags(t, 3, bound);
+    for (int i = 0; i < 3; i++)
+        if (f & (1u << i))
+            json_array_append_new(names, json_string(time_names[i]));
+    if (f & 3u)
+        json_object_set_new(o, "speedup_eager", json_null());
+    if (f & 5u)
+        json_object_set_new(o, "speedup_compile", json_null());
+    json_object_set_new(o, "sol_bound_ms", num_or_null(bound));
+    json_object_set_new(o, "peak_gbs", num_or_null(peak));
+    json_object_set_new(o, "work_bytes", num_or_null(r && r->has_work ? r->work_bytes : 0));
+    json_object_set_new(o, "sol_flags", names);
+}
+
 /* One row's fields (kopt bench's stored form). */
 static json_t *row_json(const char *problem, const char *cand_path, const char *kind,
                         const char *verdict, const char *message, const kopt_eval_result *r)
@@ -143,7 +181,18 @@ static json_t *row_json(const char *problem, const char *cand_path, const char *
                                                      ? r->compile_timing.median_ms : 0));
     json_object_set_new(o, "speedup_eager", num_or_null(r ? r->speedup : 0));
     json_object_set_new(o, "speedup_compile", num_or_null(r ? r->compile_speedup : 0));
+    sol_guard(o, r);
     json_object_set_new(o, "compile_note", json_string(r ? r->compile_note : ""));
+    if (r) {    /* how each was bracketed: the host's issue time the hold hid, exposed runs */
+        static const char *const who[3] = {"candidate", "eager", "compile"};
+        json_t *br = json_object();
+        for (int i = 0; i < 3; i++)
+            if (r->bracket[i].timed)
+                json_object_set_new(br, who[i], json_pack("{s:f, s:f, s:i}", "issue_ms",
+                                    r->bracket[i].issue_ms, "hold_ms", r->bracket[i].hold_ms,
+                                    "exposed_runs", r->bracket[i].exposed_runs));
+        json_object_set_new(o, "brackets", br);
+    }
     json_object_set_new(o, "eval_id", json_integer(r ? r->eval_id : 0));
     return o;
 }
@@ -152,6 +201,23 @@ static double jnum(json_t *o, const char *k)
 {
     json_t *v = json_object_get(o, k);
     return json_is_number(v) ? json_number_value(v) : 0;
+}
+
+/* The times of a row below its speed-of-light bound, said under it. */
+static void print_sol(json_t *row)
+{
+    json_t *flags = json_object_get(row, "sol_flags"), *f;
+    size_t i;
+
+    json_array_foreach(flags, i, f) {
+        const char *who = json_string_value(f);
+        for (int k = 0; k < 3; k++)
+            if (who && strcmp(who, time_names[k]) == 0)
+                printf("  ! speed of light: %s %.4f ms is below %.4f ms, the least time to move "
+                       "its %.1f MB at %.0f GB/s (peak): not trusted, its speedup not used\n",
+                       who, jnum(row, time_keys[k]), jnum(row, "sol_bound_ms"),
+                       jnum(row, "work_bytes") / 1e6, jnum(row, "peak_gbs"));
+    }
 }
 
 static void print_row(json_t *row)
@@ -173,6 +239,7 @@ static void print_row(json_t *row)
            json_string_value(json_object_get(row, "verdict")), t[0], t[1], t[2], s[0], s[1]);
     if (strcmp(json_string_value(json_object_get(row, "verdict")), "OK") != 0)
         printf("  %s\n", json_string_value(json_object_get(row, "message")));
+    print_sol(row);
 }
 
 static json_t *summary_json(const kopt_kb_summary *s)
@@ -208,7 +275,11 @@ int cmd_bench(int argc, char **argv)
     static const struct option opts[] = {
         {"candidates", required_argument, NULL, 'c'}, {"kind", required_argument, NULL, 'k'},
         {"no-compile", no_argument, NULL, 'C'}, {"resume", required_argument, NULL, 'R'},
-        CLI_EVAL_LONG_OPTIONS,
+        {"optimize", no_argument, NULL, 'O'}, {"iterations", required_argument, NULL, 'I'},
+        {"optimize-wall", required_argument, NULL, 'W'},
+        {"evaluator", required_argument, NULL, 'E'},
+        {"fake-ref-ms", required_argument, NULL, 'F'},
+        CLI_EVAL_LONG_OPTIONS, CLI_LLM_LONG_OPTIONS,
         {"db", required_argument, NULL, 'D'}, {"no-store", no_argument, NULL, 'N'},
         {"json", no_argument, NULL, 'j'}, {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
@@ -220,14 +291,19 @@ int cmd_bench(int argc, char **argv)
     const char *cand_dir = NULL, *kind = "auto", *root = NULL;
     char *s_root = NULL, *s_cands = NULL, *s_opts = NULL, **probs = NULL, **stored = NULL;
     int json = 0, verbose = 0, no_store = 0, no_compile = 0, c, li = 0, code = 0, np = 0;
-    int nstored = 0, nrows = 0;
+    int nstored = 0, nrows = 0, nsol = 0, nbound = 0;
     int64_t resume = 0, suite = 0;
     kopt_kb_row *eager = NULL, *compiled = NULL;
+    cli_bench_opt bo = {4, 0, NULL, 0, NULL, NULL, NULL, 0, NULL, NULL};
+    cli_llm llm;
+    int optimize = 0;
+    static volatile sig_atomic_t stop;
     json_t *rows = json_array(), *done_rows = json_object(), *options = NULL;
     kopt_ctx *ctx = cli_ctx(0);
     char *end;
 
     ro.db_path = cli_default_db();
+    cli_llm_init(&llm);
     optind = 1;
     while ((c = getopt_long(argc, argv, "vh", opts, &li)) != -1) {
         switch (c) {
@@ -245,12 +321,36 @@ int cmd_bench(int argc, char **argv)
             if (cli_eval_option(opts[li].name, optarg, &eo) != 0)
                 goto bad_value;
             break;
+        case 'O': optimize = 1; break;
+        case 'I': bo.iterations = (int)strtol(optarg, &end, 10);
+            if (*end || bo.iterations < 0) goto bad_value;
+            break;
+        case 'W': bo.max_wall_s = strtod(optarg, &end);
+            if (*end || bo.max_wall_s < 0) goto bad_value;
+            break;
+        case 'E': bo.evaluator = optarg;
+            if (strcmp(optarg, "live") && strcmp(optarg, "fake")) goto bad_value;
+            break;
+        case 'F': bo.fake_ref_ms = strtod(optarg, &end);
+            if (*end || bo.fake_ref_ms <= 0) goto bad_value;
+            break;
         case 'D': ro.db_path = optarg; break;
         case 'N': no_store = 1; break;
         case 'j': json = 1; break;
         case 'v': verbose = 1; break;
         case 'h': help(stdout); goto done;
-        default: help(stderr); code = KOPT_EXIT_USAGE; goto done;
+        default: {
+            int r = cli_llm_option(&llm, "bench", c, optarg);
+            if (r < 0) {
+                code = KOPT_EXIT_USAGE;
+                goto done;
+            }
+            if (r == 0) {
+                help(stderr);
+                code = KOPT_EXIT_USAGE;
+                goto done;
+            }
+        }
         }
         continue;
 bad_value:
@@ -262,7 +362,8 @@ bad_value:
         ro.db_path = NULL;
     if (verbose)
         kopt_log_set(ctx, NULL, NULL, KOPT_LOG_INFO);
-    if ((resume && optind != argc) || (!resume && optind + 1 != argc) || (resume && no_store)) {
+    if ((resume && optind != argc) || (!resume && optind + 1 != argc) || (resume && no_store) ||
+        (optimize && (no_store || cand_dir))) {
         help(stderr);
         code = KOPT_EXIT_USAGE;
         goto done;
@@ -295,6 +396,17 @@ bad_value:
                      json_string_value(json_object_get(o, "kind")) ?: "auto");
             kind = kind_buf;
             no_compile = json_is_true(json_object_get(o, "no_compile"));
+            if (json_is_object(json_object_get(o, "optimize"))) {  /* the search's budget */
+                json_t *op = json_object_get(o, "optimize");
+                static char ev_buf[16];
+                optimize = 1;
+                bo.iterations = (int)json_integer_value(json_object_get(op, "iterations"));
+                bo.max_wall_s = json_number_value(json_object_get(op, "max_wall_s"));
+                bo.fake_ref_ms = json_number_value(json_object_get(op, "fake_ref_ms"));
+                snprintf(ev_buf, sizeof(ev_buf), "%s",
+                         json_string_value(json_object_get(op, "evaluator")) ?: "live");
+                bo.evaluator = ev_buf;
+            }
             json_decref(o);
         }
         for (int i = 0; i < nstored; i++) {
@@ -310,7 +422,26 @@ bad_value:
         suite = kopt_run_id(run);
     }
     eo.torch_compile = !no_compile;
-    options = json_pack("{s:s, s:b}", "kind", kind, "no_compile", no_compile);
+    options = json_pack("{s:s, s:b}", "kind", optimize ? "optimize" : kind, "no_compile",
+                        no_compile);
+    if (optimize) {     /* kopt optimize per problem: the model, the budget */
+        kopt_run_opts rc0 = KOPT_RUN_OPTS_INIT;
+        if (strcmp(llm.spec ? llm.spec : "", "manual") == 0) {
+            fprintf(stderr, "kopt bench: --optimize takes a model (--llm SPEC), not manual\n");
+            code = KOPT_EXIT_USAGE;
+            goto done;
+        }
+        cli_run_command(&rc0);
+        bo.eval = &eo;
+        bo.db_path = ro.db_path;
+        bo.argc = rc0.argc;
+        bo.argv = rc0.argv;
+        bo.stop = &stop;
+        json_object_set_new(options, "optimize", json_pack("{s:i, s:f, s:s, s:f}", "iterations",
+                            bo.iterations, "max_wall_s", bo.max_wall_s, "evaluator",
+                            bo.evaluator ? bo.evaluator : "live", "fake_ref_ms",
+                            bo.fake_ref_ms));
+    }
     if (store && !resume) {
         char *ot = json_dumps(options, JSON_COMPACT);
         kopt_status rc = kopt_store_bench_suite_put(store, ctx, suite, root, cand_dir, ot, NULL);
@@ -328,7 +459,13 @@ bad_value:
         goto done;
     }
     if (!json) {
-        if (suite)
+        if (suite && optimize)
+            printf("suite %lld: %d problem(s) from %s%s; candidates: kopt optimize's best per "
+                   "problem (%d iteration(s)%s)%s\n", (long long)suite, np, root,
+                   resume ? " (resumed)" : "", bo.iterations, bo.evaluator &&
+                   strcmp(bo.evaluator, "fake") == 0 ? ", scripted evaluator" : "",
+                   no_compile ? "" : "; baselines: eager, torch.compile");
+        else if (suite)
             printf("suite %lld: %d problem(s) from %s%s; candidates: %s%s\n", (long long)suite,
                    np, root, resume ? " (resumed)" : "", strcmp(kind, "reference") == 0
                    ? "each problem's reference" : cand_dir ? cand_dir : "(none)",
@@ -344,12 +481,22 @@ bad_value:
         kopt_eval_result *res = NULL;
         char *cpath = NULL;
         const char *base = strrchr(probs[i], '/') ? strrchr(probs[i], '/') + 1 : probs[i];
-        json_t *row = NULL, *prev;
+        json_t *row = NULL, *prev, *opt_info = NULL;
         if (kopt_problem_load(&prob, ctx, probs[i]) != KOPT_OK) {
             row = row_json(base, NULL, kind, "INVALID", kopt_errmsg(ctx), NULL);
         } else if ((prev = json_object_get(done_rows, prob->name))) {
             row = json_incref(prev);
-        } else if (!(cpath = find_candidate(prob, cand_dir, kind))) {
+        } else if (optimize && !bo.llm && (cli_llm_open(&llm, ctx, ro.db_path) != 0 ||
+                                           !(bo.llm = llm.client))) {
+            code = KOPT_EXIT_ERROR;     /* the model is opened when a search is first due */
+            kopt_problem_free(prob);
+            goto done;
+        } else if (optimize && cli_bench_optimize(ctx, &bo, probs[i], prob->name, &cpath,
+                                                  &opt_info) != 0) {
+            row = row_json(prob->name, NULL, "optimize", "ERROR", kopt_errmsg(ctx), NULL);
+        } else if (optimize && !cpath && !(cpath = strdup(prob->ref_path))) {
+            row = row_json(prob->name, NULL, "optimize", "ERROR", "out of memory", NULL);
+        } else if (!optimize && !(cpath = find_candidate(prob, cand_dir, kind))) {
             char msg[512];
             snprintf(msg, sizeof(msg), "no candidate for %s in %s (looked for %s.%s)",
                      prob->name, cand_dir ? cand_dir : "(no --candidates)", prob->name,
@@ -360,8 +507,12 @@ bad_value:
         } else if (kopt_run_eval(run, ctx, prob, cand, &eo, "bench", &res) != KOPT_OK) {
             row = row_json(prob->name, cpath, kind, "ERROR", kopt_errmsg(ctx), NULL);
         } else {
-            row = row_json(prob->name, cpath, cand->torch_module ? "py" : "cu",
-                           kopt_verdict_name(res->verdict), res->message, res);
+            row = row_json(prob->name, cpath, optimize ? "optimize" : cand->torch_module
+                           ? "py" : "cu", kopt_verdict_name(res->verdict), res->message, res);
+        }
+        if (opt_info) {     /* the search behind an --optimize row */
+            json_object_set_new(row, "optimize", opt_info);
+            opt_info = NULL;
         }
         if (store && !json_object_get(done_rows, prob ? prob->name : base)) {
             char *t = json_dumps(row, JSON_COMPACT);
@@ -373,6 +524,8 @@ bad_value:
         }
         eager[nrows].correct = compiled[nrows].correct =
             strcmp(json_string_value(json_object_get(row, "verdict")), "OK") == 0;
+        nsol += (int)json_array_size(json_object_get(row, "sol_flags"));
+        nbound += jnum(row, "sol_bound_ms") > 0;
         eager[nrows].speedup = jnum(row, "speedup_eager");
         compiled[nrows].speedup = jnum(row, "speedup_compile");
         nrows++;
@@ -396,6 +549,8 @@ bad_value:
                         "problems_dir", root, "candidates", cand_dir, "options", options,
                         "vs_eager", summary_json(&se), "vs_compile", no_compile ? json_null()
                                                                                 : summary_json(&sc));
+        json_object_set_new(sum, "speed_of_light", json_pack("{s:i, s:i}", "rows_with_bound",
+                            nbound, "times_below_bound", nsol));
         st = json_dumps(sum, JSON_COMPACT);
         if (store && kopt_store_bench_suite_put(store, ctx, suite, root, cand_dir, NULL, st) !=
                 KOPT_OK)
@@ -410,6 +565,12 @@ bad_value:
             print_summary("vs eager", &se);
             if (!no_compile)
                 print_summary("vs compile", &sc);
+            if (nsol)
+                printf("speed of light: %d time(s) below the problem's bytes / peak bandwidth "
+                       "(marked ! above): not trusted, their speedups not used\n", nsol);
+            else
+                printf("speed of light: no time below its bound (%d of %d row(s) have one: "
+                       "bytes / peak bandwidth)\n", nbound, se.n);
             json_decref(sum);
         }
         kopt_run_finish(run, ctx, KOPT_RUN_OK, NULL);
@@ -430,6 +591,7 @@ done:
     json_decref(done_rows);
     json_decref(options);
     kopt_run_close(run);
+    cli_llm_close(&llm);
     kopt_ctx_free(ctx);
     return code;
 }

@@ -19,7 +19,6 @@ import hashlib
 import importlib.util
 import inspect
 import json
-import math
 import mmap
 import os
 import re
@@ -29,12 +28,30 @@ import threading
 import time
 import traceback
 
+import kopt_torch_timing   # beside this file (sys.path[0] when run as a script)
+
 EVENT_FD = 3
 SHM_FD = 4
 
 # kopt's dtype codes (include/kopt/problem.h) and roles
 DTYPES = ["f32", "f16", "bf16", "f64", "i32", "i64"]
 ROLE_INPUT, ROLE_OUTPUT, ROLE_INOUT, ROLE_SCRATCH = 0, 1, 2, 3
+
+
+class CTensor(ctypes.Structure):
+    """kopt_candidate_tensor (include/kopt/candidate.h)"""
+    _fields_ = [("name", ctypes.c_char_p), ("data", ctypes.c_void_p),
+                ("dtype", ctypes.c_int), ("ndim", ctypes.c_int),
+                ("shape", ctypes.POINTER(ctypes.c_int64)), ("count", ctypes.c_int64)]
+
+
+class CIO(ctypes.Structure):
+    """kopt_candidate_io (include/kopt/candidate.h)"""
+    _fields_ = [("abi", ctypes.c_int), ("ntensors", ctypes.c_int),
+                ("tensors", ctypes.POINTER(CTensor)), ("nsizes", ctypes.c_int),
+                ("size_names", ctypes.POINTER(ctypes.c_char_p)),
+                ("size_values", ctypes.POINTER(ctypes.c_int64)),
+                ("stream", ctypes.c_void_p)]
 
 
 class WorkerError(Exception):
@@ -128,7 +145,11 @@ class Worker:
             info.update({"name": p.name, "cc_major": p.major, "cc_minor": p.minor,
                          "sm_count": p.multi_processor_count,
                          "l2_bytes": getattr(p, "L2_cache_size", 50 << 20),
-                         "total_mem": p.total_memory})
+                         "total_mem": p.total_memory,
+                         # the speed-of-light guard's peak bandwidth (kHz, bits)
+                         "clock_khz": getattr(p, "clock_rate", 0),
+                         "mem_clock_khz": getattr(p, "memory_clock_rate", 0),
+                         "mem_bus_width": getattr(p, "memory_bus_width", 0)})
             self.l2 = info["l2_bytes"]
             self.stream = torch.cuda.current_stream()
         info["context_ms"] = time.time() * 1e3 - t0
@@ -148,6 +169,8 @@ class Worker:
         elif self.subject == "host":
             self.lib = ctypes.CDLL(tj["so"])
             self.entry = self.lib.kopt_candidate_run
+            self.entry.restype = ctypes.c_int
+            self.entry.argtypes = [ctypes.POINTER(CIO)]
         info["candidate_ms"] = time.time() * 1e3 - t1
         info["setup_ms"] = time.time() * 1e3 - t0
         return info
@@ -183,9 +206,13 @@ class Worker:
         self.tensors = ph["tensors"]
 
     def inputs(self, seed):
+        """get_inputs() under the seed, its factory calls made on the device itself (the
+        same seed gives the same inputs in every process; KernelBench's 6 GB inputs take
+        milliseconds there, seconds on the host plus the copy)."""
         torch = self.torch
         torch.manual_seed(seed)
-        vals = list(self.mod.get_inputs())
+        with torch.device(self.device):
+            vals = list(self.mod.get_inputs())
         return [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in vals]
 
     def host_args(self, inputs):
@@ -215,17 +242,8 @@ class Worker:
         return ts, outs
 
     def call_host(self, ts):
-        class CTensor(ctypes.Structure):
-            _fields_ = [("name", ctypes.c_char_p), ("data", ctypes.c_void_p),
-                        ("dtype", ctypes.c_int), ("ndim", ctypes.c_int),
-                        ("shape", ctypes.POINTER(ctypes.c_int64)), ("count", ctypes.c_int64)]
-
-        class CIO(ctypes.Structure):
-            _fields_ = [("abi", ctypes.c_int), ("ntensors", ctypes.c_int),
-                        ("tensors", ctypes.POINTER(CTensor)), ("nsizes", ctypes.c_int),
-                        ("size_names", ctypes.POINTER(ctypes.c_char_p)),
-                        ("size_values", ctypes.POINTER(ctypes.c_int64)),
-                        ("stream", ctypes.c_void_p)]
+        """The host-mode entry point on the problem's tensors (the io block built once per
+        phase: only the data pointers change between runs)."""
         if not hasattr(self, "_io_keep"):
             arr = (CTensor * len(ts))()
             keep = []
@@ -245,7 +263,6 @@ class Worker:
             arr = self._io_keep[0]
             for i, t in enumerate(ts):
                 arr[i].data = t.data_ptr()
-        self.entry.restype = ctypes.c_int
         rc = self.entry(ctypes.byref(self._io_keep[4]))
         if rc != 0:
             raise WorkerError("crash", "kopt_candidate_run returned %d" % rc)
@@ -323,98 +340,21 @@ class Worker:
             self.progress("trial %d" % i)
 
     def timing(self, ph, tm, po):
-        torch = self.torch
+        """The timed runs, the same loop for every subject (kopt_torch_timing.py)."""
         inputs = self.inputs(int(tm["seed"]))
         host = self.host_args(inputs) if self.subject == "host" else None
-        warmup_ms = float(tm.get("warmup_ms", 25))
-        budget_ms = float(tm.get("budget_ms", 100))
-        min_reps = int(tm.get("min_reps", 10))
-        max_reps = int(tm.get("max_reps", 1000))
-        min_warm = int(tm.get("min_warmup", 3))
-        precision = float(tm.get("precision", 0) or 0)
-        flush = bool(tm.get("flush_l2")) and self.cuda
-        fbuf = torch.empty(max(2 * self.l2, 1 << 20) // 4, dtype=torch.int32,
-                           device=self.device) if flush else None
-
-        def timed_run():
-            self.poison(host)
-            if flush:
-                fbuf.zero_()
-            if self.cuda:
-                e0 = torch.cuda.Event(enable_timing=True)
-                e1 = torch.cuda.Event(enable_timing=True)
-                e0.record()
-                outs = self.run_once(inputs, host)
-                e1.record()
-                return outs, (e0, e1)
-            t0 = time.perf_counter()
-            outs = self.run_once(inputs, host)
-            return outs, (time.perf_counter() - t0) * 1e3
-
-        def ms_of(mark):
-            return mark[0].elapsed_time(mark[1]) if isinstance(mark, tuple) else mark
-
         try:
-            warm = 0
-            est = 0.0
-            t0 = time.time()
-            while warm < min_warm or (time.time() - t0) * 1e3 < warmup_ms:
-                outs, mark = timed_run()
-                self.sync()
-                ms = ms_of(mark)
-                est = ms if warm == 0 else min(est, ms)
-                warm += 1
-                if warm >= 1000:
-                    break
-            self.progress("warm-up")
-            overhead = 0.0
-            if self.cuda:   # the event bracket around a one-element kernel
-                one = torch.zeros(1, device=self.device)
-                marks = []
-                for _ in range(64):
-                    if flush:
-                        fbuf.zero_()
-                    e0 = torch.cuda.Event(enable_timing=True)
-                    e1 = torch.cuda.Event(enable_timing=True)
-                    e0.record()
-                    one.add_(0)
-                    e1.record()
-                    marks.append((e0, e1))
-                self.sync()
-                o = sorted(m[0].elapsed_time(m[1]) for m in marks)
-                overhead = o[len(o) // 2]
-            samples = []
-            total = 0.0
-            look_from = max(min_reps, 50) if precision > 0 else max_reps + 1
-            tw = time.time()
-            while len(samples) < max_reps and (len(samples) < min_reps or total < budget_ms) and \
-                    not (len(samples) >= look_from and median_known(samples, precision)):
-                chunk = 64
-                if est > 0:
-                    want = int(math.ceil((budget_ms - total) / est))
-                    want = max(want, min_reps - len(samples))
-                    chunk = max(1, min(chunk, want))
-                chunk = min(chunk, max_reps - len(samples))
-                marks = []
-                for _ in range(chunk):
-                    outs, mark = timed_run()
-                    marks.append(mark)
-                self.sync()
-                for m in marks:
-                    ms = ms_of(m)
-                    samples.append(ms)
-                    total += ms
-                self.progress("timing")
+            outs, fields = kopt_torch_timing.time_subject(
+                self.torch, self.device, lambda: self.run_once(inputs, host), tm,
+                getattr(self, "l2", 0), self.progress,
+                prepare=(lambda: self.poison(host)) if host is not None else None)
         except WorkerError:
             raise
         except Exception as e:
             raise classify(e, self.subject)
         self.copy_outputs(outs, int(tm["offset"]))
         po["input_sums"]["timed"] = self.input_sums(inputs)
-        po["samples_ms"] = samples
-        po["warmup_runs"] = warm
-        po["event_overhead_ms"] = overhead
-        po["timing_wall_ms"] = (time.time() - tw) * 1e3
+        po.update(fields)
 
     def run(self, job):
         phases = []
@@ -455,17 +395,6 @@ def tensor_digest(torch, v):
         total = (total * 1315423911 + int((c * w).sum().item()) + int(c.sum().item())) \
             & 0xffffffffffffffff
     return "%016x-%d" % (total, n)
-
-
-def median_known(samples, precision):
-    n = len(samples)
-    half = 0.98 * math.sqrt(n)
-    lo, hi = int(math.floor(n / 2.0 - half)), int(math.ceil(n / 2.0 + half))
-    if n < 8 or lo < 0 or hi > n - 1:
-        return False
-    s = sorted(samples)
-    med = s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
-    return med > 0 and 0.5 * (s[hi] - s[lo]) <= precision * med
 
 
 def classify(e, subject):

@@ -159,6 +159,12 @@ typedef struct kopt_eval_result {
     kopt_timing compile_timing;
     double compile_speedup;     /* compile median / candidate median; 0 when unknown */
     char compile_note[512];     /* why the compile baseline is missing or not trusted */
+    /* how each PyTorch-worker subject was bracketed (candidate, eager, compile;
+     * docs/kernelbench.md): the host's median time to queue one call (what the hold on the
+     * GPU hides), the hold, and the timed runs whose e0 passed before the host was done */
+    struct { double issue_ms, hold_ms; int exposed_runs, timed; } bracket[3];
+    int has_work;               /* the problem's work counts at the timed sizes: */
+    double work_bytes, work_flops;   /* (kopt bench's speed-of-light guard) */
 } kopt_eval_result;
 
 typedef struct kopt_eval_opts {

@@ -17,6 +17,7 @@
 #define KOPT_KB_H
 
 #include "kopt/core.h"
+#include "kopt/device.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -42,6 +43,22 @@ typedef struct kopt_kb_summary {
 
 /* Fill *out from n rows (n may be 0). */
 void kopt_kb_summarize(const kopt_kb_row *rows, int n, kopt_kb_summary *out);
+
+/* ---- the speed-of-light guard ------------------------------------------------------------
+ * No run can move a problem's bytes faster than the device's peak DRAM bandwidth. kopt bench
+ * checks every time it reports (candidate, eager, torch.compile) against that bound: a time
+ * below it is flagged (the timing brackets something else, the L2 was not flushed, or the
+ * work was skipped) and its speedups are not used. */
+
+/* The peak DRAM bandwidth, GB/s: the better of the spec (2 x memory clock x bus width, from
+ * the device's attributes) and the measured ceilings (c may be NULL); 0 when neither. */
+double kopt_kb_peak_gbs(const kopt_device_info *dev, const kopt_ceilings *c);
+
+/* The least time (ms) that moves `bytes` at `gbs`; 0 when either is unknown. */
+double kopt_kb_sol_bound_ms(double bytes, double gbs);
+
+/* Bit i set when times_ms[i] (> 0: known) is below bound_ms; 0 when the bound is unknown. */
+unsigned kopt_kb_sol_flags(const double *times_ms, int n, double bound_ms);
 
 /* ---- import ----------------------------------------------------------------------------- */
 

@@ -333,14 +333,25 @@ static void worker_failure(kopt_eval_result *r, const kopt__worker_run *run, con
     }
 }
 
-static void timing_from_run(const kopt__worker_run *run, int phase, kopt_timing *t)
+/* The run's event-bracket cost in `phase` (0 when it did not measure one). */
+static double run_overhead(const kopt__worker_run *run, int phase)
+{
+    json_t *ph = json_array_get(json_object_get(run->result, "phases"), (size_t)phase);
+
+    return json_number_value(json_object_get(ph, "event_overhead_ms"));
+}
+
+/* The timing of `phase` of a run, its samples less `overhead` (the bracket's own cost; < 0:
+ * the run's own measurement of it). */
+static void timing_less(const kopt__worker_run *run, int phase, double overhead, kopt_timing *t)
 {
     json_t *ph = json_array_get(json_object_get(run->result, "phases"), (size_t)phase);
     json_t *s = json_object_get(ph, "samples_ms");
     size_t n = json_array_size(s);
-    double *v = calloc(n + 1, sizeof(double));
+    double *v = calloc(n + 1, sizeof(double)), raw;
 
-    double overhead = json_number_value(json_object_get(ph, "event_overhead_ms")), raw;
+    if (overhead < 0)
+        overhead = run_overhead(run, phase);
 
     for (size_t i = 0; v && i < n; i++)
         v[i] = json_number_value(json_array_get(s, i));
@@ -352,6 +363,24 @@ static void timing_from_run(const kopt__worker_run *run, int phase, kopt_timing 
     t->raw_median_ms = raw;
     t->overhead_ms = overhead;
     free(v);
+}
+
+static void timing_from_run(const kopt__worker_run *run, int phase, kopt_timing *t)
+{
+    timing_less(run, phase, -1, t);
+}
+
+/* The PyTorch worker's account of its bracket in phase 0 into r->bracket[which]. */
+static void bracket_from_run(kopt_eval_result *r, int which, const kopt__worker_run *run)
+{
+    json_t *ph = json_array_get(json_object_get(run->result, "phases"), 0);
+
+    if (!json_is_number(json_object_get(ph, "issue_ms")))
+        return;
+    r->bracket[which].timed = 1;
+    r->bracket[which].issue_ms = json_number_value(json_object_get(ph, "issue_ms"));
+    r->bracket[which].hold_ms = json_number_value(json_object_get(ph, "hold_ms"));
+    r->bracket[which].exposed_runs = (int)json_integer_value(json_object_get(ph, "exposed_runs"));
 }
 
 /* The energy the worker measured in `phase` (opts.energy_s), if any. */
@@ -950,7 +979,13 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
         (rc = torch_start(ctx, torch_job("compile", prob, phases, 1, 1, NULL, NULL, &o, script),
                           layout(phases, 1), &cmp_proc)) != KOPT_OK)
         goto fail;
+    /* every worker set up (torch imported, context made, candidate loaded and load_inline
+     * compiled) before the first is told to go: none is timed while another starts */
     kopt__worker_ready(ctx, ref_proc);
+    if (cmp_proc)
+        kopt__worker_ready(ctx, cmp_proc);
+    if (cand_proc)
+        kopt__worker_ready(ctx, cand_proc);
     if ((rc = kopt__worker_finish(ctx, ref_proc, tmo, &ref_run)) != KOPT_OK)
         goto fail;
     ref_proc = NULL;
@@ -967,9 +1002,16 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
     kopt__device_from_json(ref_run.device, &r->device);
     setup_from_device(ref_run.device, &r->ref_setup);
     r->ref_setup_ms = r->ref_setup.total_ms;
+    if (phases[0].ref->has_work) {
+        r->has_work = 1;
+        r->work_bytes = phases[0].ref->bytes;
+        r->work_flops = phases[0].ref->flops;
+    }
     r->device.ordinal = o.device;
-    if (phases[0].timed)
+    if (phases[0].timed) {
         timing_from_run(&ref_run, 0, &r->ref_timing);
+        bracket_from_run(r, 1, &ref_run);
+    }
     if (r->ceilings.valid)
         kopt_ceilings_fill_spec(&r->ceilings, &r->device);
 
@@ -993,7 +1035,9 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
                      "from eager's beyond the tolerance (%d check(s)): its time is not used",
                      bad);
         } else {
-            timing_from_run(&cmp_run, 0, &r->compile_timing);
+            timing_less(&cmp_run, 0, r->ref_timing.n ? r->ref_timing.overhead_ms : -1,
+                        &r->compile_timing);
+            bracket_from_run(r, 2, &cmp_run);
             r->has_compile = r->compile_timing.n > 0;
         }
         free(tmp.checks);
@@ -1069,7 +1113,10 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
         goto done;
     }
     if (phases[0].timed) {
-        timing_from_run(&cand_run, 0, &r->timing);
+        /* the event bracket's cost is the device's: the reference's measurement of it is
+         * subtracted from every subject's samples, so the three differ by their runs only */
+        timing_less(&cand_run, 0, r->ref_timing.n ? r->ref_timing.overhead_ms : -1, &r->timing);
+        bracket_from_run(r, 0, &cand_run);
         if (r->timing.median_ms > 0 && r->ref_timing.median_ms > 0)
             r->speedup = r->ref_timing.median_ms / r->timing.median_ms;
         if (r->timing.median_ms > 0 && r->has_compile)

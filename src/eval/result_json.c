@@ -128,6 +128,17 @@ char *kopt_eval_result_json(const kopt_eval_result *r)
                                                                       : json_null(),
                             "compile_timing", timing_json(&r->compile_timing),
                             "compile_note", r->compile_note));
+    if (r->torch_ref) {
+        static const char *const who[3] = {"candidate", "eager", "compile"};
+        json_t *br = json_object();
+        for (int i = 0; i < 3; i++)
+            if (r->bracket[i].timed)
+                json_object_set_new(br, who[i], json_pack("{s:o, s:o, s:i}", "issue_ms",
+                                    num(r->bracket[i].issue_ms), "hold_ms",
+                                    num(r->bracket[i].hold_ms), "exposed_runs",
+                                    r->bracket[i].exposed_runs));
+        json_object_set_new(json_object_get(root, "pytorch"), "brackets", br);
+    }
     if (r->has_energy)
         json_object_set_new(root, "energy", json_pack("{s:o, s:o, s:i, s:o}", "mj_per_run",
                             num(r->energy_mj), "power_w", num(r->power_w), "runs",

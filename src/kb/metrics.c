@@ -1,4 +1,5 @@
-/* KernelBench's suite metrics: correctness rate, fast_p, geometric-mean speedups. */
+/* KernelBench's suite metrics: correctness rate, fast_p, geometric-mean speedups; and the
+ * speed-of-light guard of kopt bench (a time below bytes / peak bandwidth). */
 #include "kopt/kb.h"
 
 #include <math.h>
@@ -38,4 +39,43 @@ void kopt_kb_summarize(const kopt_kb_row *rows, int n, kopt_kb_summary *out)
     }
     if (out->ntimed)
         out->geomean_correct = exp(log_correct / out->ntimed);
+}
+
+/* ---- the speed-of-light guard ---------------------------------------------------------- */
+
+double kopt_kb_peak_gbs(const kopt_device_info *dev, const kopt_ceilings *c)
+{
+    double best = 0;
+
+    /* DDR: two transfers a memory clock, bus width in bits */
+    if (dev && dev->mem_clock_khz > 0 && dev->mem_bus_width > 0)
+        best = 2.0 * dev->mem_clock_khz * 1e3 * (dev->mem_bus_width / 8.0) / 1e9;
+    if (c && c->valid) {
+        if (c->dram_copy_gbs > best)
+            best = c->dram_copy_gbs;
+        if (c->dram_read_gbs > best)
+            best = c->dram_read_gbs;
+        if (c->dram_write_gbs > best)
+            best = c->dram_write_gbs;
+    }
+    return best;
+}
+
+double kopt_kb_sol_bound_ms(double bytes, double gbs)
+{
+    if (!(bytes > 0) || !(gbs > 0) || !isfinite(bytes) || !isfinite(gbs))
+        return 0;
+    return bytes / (gbs * 1e6);           /* GB/s = 1e6 bytes per ms */
+}
+
+unsigned kopt_kb_sol_flags(const double *times_ms, int n, double bound_ms)
+{
+    unsigned flags = 0;
+
+    if (!(bound_ms > 0))
+        return 0;
+    for (int i = 0; i < n && i < 32; i++)
+        if (times_ms[i] > 0 && times_ms[i] < bound_ms)
+            flags |= 1u << i;
+    return flags;
 }

@@ -517,6 +517,7 @@ kopt_status kopt_candidate_from_reference(kopt_candidate **out, kopt_ctx *ctx,
     c->dir = strdup(prob->dir);
     c->source = strdup(prob->ref_source);
     c->host_mode = prob->ref_host_mode;
+    c->torch_module = prob->ref_torch;   /* a PyTorch reference runs as its own ModelNew */
     if (kopt__plan_copy(&c->plan, &prob->ref_plan) != KOPT_OK) {
         kopt_candidate_free(c);
         return kopt_seterr(ctx, KOPT_E_NOMEM, "plan");

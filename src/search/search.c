@@ -247,6 +247,16 @@ static char *problem_text(const kopt_problem *p)
     if (p->work_flops || p->work_bytes)
         kopt_buf_printf(&b, "\nwork: flops %s, bytes %s", p->work_flops ? p->work_flops : "?",
                         p->work_bytes ? p->work_bytes : "?");
+    if (p->ref_torch)     /* KernelBench: the root is Python; the candidates are host-mode .cu */
+        kopt_buf_printf(&b, "\nreference: a PyTorch program (class Model: the root kernel shown "
+                        "is its Python). Write a kopt-native host-mode CUDA file: the front "
+                        "matter /*@kopt {\"mode\": \"host\"} */ first, #include \"kopt/candidate.h\","
+                        " and extern \"C\" int kopt_candidate_run(const kopt_candidate_io *io) "
+                        "that launches its kernels on (cudaStream_t)io->stream and returns 0. "
+                        "io->tensors are the tensors above, in that order (data: a device "
+                        "pointer; shape; count), kopt_tensor(io, NAME) finds one by name; write "
+                        "every element of the outputs. The module's constructor arguments are "
+                        "fixed: write them into the code.");
     return kopt_buf_detach(&b);
 }
 

@@ -3,8 +3,8 @@
 # and its error messages for constructs it cannot map), kopt eval of ModelNew candidates
 # against a PyTorch reference on the CPU build of PyTorch (KOPT_TORCH_DEVICE=cpu: correct,
 # wrong, input-mutating), and kopt bench (its metrics, --json, the stored suite, --resume
-# after kill -9). The "no PyTorch" message is checked with a stub torch package, so it runs
-# everywhere; the rest prints "skipped: no torch" where PyTorch is not installed.
+# after kill -9, --optimize with a scripted model). The "no PyTorch" message is checked
+# with a stub torch package, so it runs everywhere; the rest prints "skipped: no torch" where PyTorch is not installed.
 # usage: test_kb.sh /path/to/kopt /path/to/repo
 set -u
 K=$1; REPO=$2
@@ -129,6 +129,8 @@ assert d["verdict"] == "OK", d["message"]
 assert d["sizes"] == {"batch": 64, "width": 96}, d["sizes"]
 assert d["pytorch"]["eager_ms"] > 0 and d["speedup"] > 0, d["pytorch"]
 assert len(d["checks"]) == 3 and all(c["mismatches"] == 0 for c in d["checks"])
+b = d["pytorch"]["brackets"]   # both timed by the same loop (on the CPU: no hold)
+assert set(b) == {"candidate", "eager"} and all(v["exposed_runs"] == 0 for v in b.values()), b
 ' "$WORK/o.json"; then ok "eval: a correct ModelNew on the CPU (sizes overridden)"; else bad "eval good" "exit $rc $(cat "$WORK/e")"; fi
 "$K" eval "$P" "$WORK/wrong.py" $SZ --no-time > "$WORK/o" 2>&1; rc=$?
 if [ $rc = 1 ] && has "$WORK/o" "WRONG: out differs from the PyTorch reference"; then ok "eval: a wrong ModelNew is WRONG"; else bad "eval wrong" "exit $rc"; fi
@@ -181,6 +183,9 @@ assert [r["verdict"] for r in d["rows"]] == ["OK", "WRONG", "MISSING"], d["rows"
 s = d["rows"][0]["speedup_eager"]
 assert abs(e["geomean_speedup_correct"] - s) < 1e-9 and abs(e["geomean_speedup_all_failures_as_1"] - s ** (1 / 3)) < 1e-9, e
 assert e["fast_p"]["fast_0"] == 1 / 3 and d["vs_compile"] is None
+# the speed-of-light guard: no device, so no bound; every row says which times it flagged
+assert d["speed_of_light"] == {"rows_with_bound": 0, "times_below_bound": 0}, d["speed_of_light"]
+assert all(r["sol_flags"] == [] for r in d["rows"]), d["rows"]
 ' "$WORK/o.json" && [ "$(nevals)" = "$evals_before" ]; then
   ok "bench --resume of a finished suite: the stored rows, no evaluation again, --json metrics"
 else bad "bench resume json" "exit $rc $(head -5 "$WORK/e")"; fi
@@ -201,6 +206,32 @@ if [ $rc = 0 ] && [ "$before" -ge 1 ] && [ "$before" -lt 3 ] && has "$WORK/o" "(
    has "$WORK/o" "^t3 .* OK" && has "$WORK/o" "3 problem(s), 2 correct"; then
   ok "bench: killed with kill -9 after $before row(s), resumed to the end"
 else bad "bench kill -9 resume" "exit $rc, rows before $before"; fi
+
+# -- kopt bench --optimize: kopt optimize per problem (a scripted command: LLM, the scripted
+# evaluator for the search), then its best kernel evaluated as the row's candidate
+LLM="command:python3 $REPO/tests/optimize/scripted_llm.py $REPO/tests/optimize/kb_tanh"
+OPT="--optimize --evaluator fake --no-compile --trials 1 --reps 3:5 --budget-ms 5"
+(cd "$WORK" && KOPT_PROMPTS=$REPO/prompts "$K" bench "$WORK/s3" $OPT --iterations 1 --llm "$LLM") > "$WORK/o" 2>&1; rc=$?
+so=$(sed -n 's/^suite \([0-9]*\):.*/\1/p' "$WORK/o")
+(cd "$WORK" && "$K" bench --resume "$so" --json) > "$WORK/o.json" 2> "$WORK/e"; rc2=$?
+if [ $rc = 0 ] && [ $rc2 = 0 ] && has "$WORK/o" "kopt optimize's best per problem (1 iteration(s)" && python3 -c '
+import json, os, sys
+d = json.load(open(sys.argv[1]))
+assert d["options"]["optimize"]["iterations"] == 1, d["options"]
+for r in d["rows"]:
+    o = r["optimize"]
+    assert r["kind"] == "optimize" and o["best_node"] == 1 and o["best_ms"] == 0.5, r
+    assert r["candidate"].endswith("/%s.cu" % r["problem"]), r["candidate"]
+    src = open(os.path.join(sys.argv[2], r["candidate"])).read()
+    assert "kopt-step: 1" in src and "kopt_candidate_run" in src
+    assert r["verdict"] == "SKIPPED", r   # a host-mode kernel on the CPU: compiled, not run
+' "$WORK/o.json" "$WORK"; then
+  ok "bench --optimize: a tree per problem, its best kernel the row's candidate; resumed without a model"
+else bad "bench --optimize" "exit $rc/$rc2 $(tail -5 "$WORK/o") $(head -3 "$WORK/e")"; fi
+(cd "$WORK" && KOPT_PROMPTS=$REPO/prompts "$K" bench "$WORK/s3" $OPT --iterations 0 --llm "$LLM") > "$WORK/o" 2>&1; rc=$?
+if [ $rc = 0 ] && has "$WORK/o" "^t1 .* OK" && has "$WORK/o" "3 problem(s), 3 correct"; then
+  ok "bench --optimize: nothing better found, the reference is kept (OK against itself)"
+else bad "bench --optimize fallback" "exit $rc"; fi
 
 echo "ktest: $passed passed, $failed failed"
 [ $failed = 0 ]

@@ -1,6 +1,7 @@
 /*
  * Unit tests of KernelBench support that need no GPU and no PyTorch: the suite metrics
- * (fast_p, the two geometric means, against hand-computed values), the bench tables of the
+ * (fast_p, the two geometric means, against hand-computed values), the speed-of-light
+ * guard (peak bandwidth from the device's attributes, the bound, the flags), the bench tables of the
  * store (rows replaced by problem, read back in order, a suite's summary updated), the
  * problem parser's PyTorch reference form and its errors, and ModelNew candidate loading.
  */
@@ -47,6 +48,44 @@ static void test_metrics_edges(void)
     CHECK_NEAR(s.fast[2], 0.5, 1e-12);     /* 1.5 is not faster than 1.5x */
     CHECK_NEAR(s.fast[3], 0.0, 1e-12);     /* 2.0 is not faster than 2x */
     CHECK_NEAR(s.geomean_all, sqrt(3.0), 1e-12);
+}
+
+static void test_speed_of_light_guard(void)
+{
+    /* H100 SXM: HBM3 at 2619 MHz on a 5120-bit bus = 3352 GB/s */
+    kopt_device_info dev;
+    kopt_ceilings c;
+    double bound, t[3];
+
+    memset(&dev, 0, sizeof(dev));
+    memset(&c, 0, sizeof(c));
+    dev.mem_clock_khz = 2619000;
+    dev.mem_bus_width = 5120;
+    CHECK_NEAR(kopt_kb_peak_gbs(&dev, NULL), 3352.32, 1e-6);
+    /* measured ceilings below the spec do not lower the peak; above it, they raise it */
+    c.valid = 1;
+    c.dram_copy_gbs = 3000;
+    CHECK_NEAR(kopt_kb_peak_gbs(&dev, &c), 3352.32, 1e-6);
+    c.dram_read_gbs = 3400;
+    CHECK_NEAR(kopt_kb_peak_gbs(&dev, &c), 3400, 1e-9);
+    c.valid = 0;
+    CHECK_NEAR(kopt_kb_peak_gbs(NULL, &c), 0, 0);
+    /* the H100 row_sum of the first run: 33.5 MB read in 0.0048 ms is 7 TB/s: flagged; the
+     * 0.0129 ms of another run and an unknown (0) compile time are not */
+    bound = kopt_kb_sol_bound_ms(33587200, 3352.32);
+    CHECK_NEAR(bound, 33587200 / 3352.32e6, 1e-12);
+    t[0] = 0.0129;
+    t[1] = 0.0048;
+    t[2] = 0;
+    CHECK_EQ_INT((int)kopt_kb_sol_flags(t, 3, bound), 2);
+    t[0] = bound * 0.999;                      /* just below: flagged too */
+    CHECK_EQ_INT((int)kopt_kb_sol_flags(t, 3, bound), 3);
+    t[0] = bound;                              /* at the bound: possible */
+    CHECK_EQ_INT((int)kopt_kb_sol_flags(t, 3, bound), 2);
+    /* an unknown bound flags nothing */
+    CHECK_NEAR(kopt_kb_sol_bound_ms(0, 3352), 0, 0);
+    CHECK_NEAR(kopt_kb_sol_bound_ms(1e6, 0), 0, 0);
+    CHECK_EQ_INT((int)kopt_kb_sol_flags(t, 3, 0), 0);
 }
 
 static void test_store_bench_tables(void)
@@ -210,6 +249,7 @@ int main(int argc, char **argv)
 {
     static const ktest_case cases[] = {
         KTEST(test_metrics_hand_computed), KTEST(test_metrics_edges),
+        KTEST(test_speed_of_light_guard),
         KTEST(test_store_bench_tables), KTEST(test_problem_pytorch_reference),
         KTEST(test_modelnew_needs_torch_problem),
     };
