@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define KOPT_STORE_SCHEMA_VERSION 8
+#define KOPT_STORE_SCHEMA_VERSION 9
 
 typedef struct kopt_store kopt_store;
 
