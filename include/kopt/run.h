@@ -32,6 +32,7 @@
 #include "kopt/analyze.h"
 #include "kopt/eval.h"
 #include "kopt/profile.h"
+#include "kopt/scale.h"
 #include "kopt/store.h"
 #include "kopt/tune.h"
 
@@ -219,6 +220,12 @@ typedef struct kopt_run_tune_opts {
     int64_t resume_id;            /* continue this stored tuning run (tune_runs id; its key
                                    * must be the shape's); 0: with resume, the latest
                                    * unfinished one of the key */
+    /* scale-out (kopt/scale.h, docs/scale.md) */
+    int ngpus;                    /* evaluate on these GPUs at once, one session each (--gpus);
+                                   * 0: on eval.device alone, as before */
+    const int *gpus;
+    struct kopt_scale_mpi *mpi;   /* under mpirun/srun: rank 0 searches and stores, the other
+                                   * ranks evaluate (kopt_run_tune_go serves there); NULL */
 } kopt_run_tune_opts;
 enum {
     KOPT_RUN_TUNE_GIVEN_STRATEGY = 1, KOPT_RUN_TUNE_GIVEN_OPTIONS = 2,
@@ -227,7 +234,7 @@ enum {
 };
 #define KOPT_RUN_TUNE_OPTS_INIT {1, NULL, NULL, NULL, 0, NULL, NULL, "annealing", NULL, 1, 200, \
     0.0, KOPT_TUNE_TIME, 1.0, 0.05, 2, 8, 0, 0, 0, 0, 0, 0, KOPT_EVAL_OPTS_INIT, NULL, NULL, \
-    NULL, NULL, NULL, NULL, NULL, 0.0, 0}
+    NULL, NULL, NULL, NULL, NULL, 0.0, 0, 0, NULL, NULL}
 
 /* KOPT_RUN_TUNE_OPTS_INIT with tuning's evaluation defaults: hundreds of points are
  * evaluated, so one trial, a 30 ms timing budget (10 ms warm-up, at least 5 runs) and the
@@ -276,6 +283,15 @@ typedef struct kopt_run_tune {
     kopt_run_tune_shape shapes[KOPT_RUN_TUNE_MAX_SHAPES];
     int nrun;                         /* shapes that ran (kopt_run_tune_go) */
     int interrupted;                  /* stopped by opts->stop */
+    /* scale-out (docs/scale.md): the slots that evaluated (several GPUs, MPI ranks, CPU
+     * stand-ins); nslots 0: one GPU, as before */
+    int nslots;
+    kopt_scale_slot_stats *slots;     /* owned; counts as of the end of the run */
+    char mixed[512];                  /* the slots' GPUs differ (names them); "" when alike */
+    int retimed;                      /* mixed: finalists re-timed on the first slot */
+    int standin;                      /* CPU stand-ins evaluated (KOPT_SCALE_STANDIN) */
+    int mpi_rank;                     /* > 0: this process only served rank 0 */
+    int served;                       /* evaluations served (mpi_rank > 0) */
     struct kopt_run_tune_priv *priv;
 } kopt_run_tune;
 
