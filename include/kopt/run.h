@@ -117,6 +117,22 @@ kopt_status kopt_run_eval(kopt_run *run, kopt_ctx *ctx, const kopt_problem *prob
                           const kopt_candidate *cand, const kopt_eval_opts *opts,
                           const char *tag, kopt_eval_result **out);
 
+/* Many one-shot evaluations spread over GPUs (scale-out, docs/scale.md): jobs[i] evaluated
+ * as kopt_run_eval would, on the first free GPU of gpus[0..ngpus) (each with its own
+ * ceilings from the run), stored linked to the run with `tag`; done(user, i, gpu, rc, r)
+ * is called on the caller's thread as each finishes, in any order, and owns r (NULL when
+ * rc is an error; the message is on ctx). Returns an error only when the dispatch itself
+ * fails. */
+typedef struct kopt_run_eval_job {
+    const kopt_problem *prob;
+    const kopt_candidate *cand;
+} kopt_run_eval_job;
+typedef void (*kopt_run_eval_done_fn)(void *user, int index, int gpu, kopt_status rc,
+                                      kopt_eval_result *r, kopt_ctx *ctx);
+kopt_status kopt_run_eval_many(kopt_run *run, kopt_ctx *ctx, const kopt_run_eval_job *jobs,
+                               int n, const kopt_eval_opts *opts, const int *gpus, int ngpus,
+                               const char *tag, kopt_run_eval_done_fn done, void *user);
+
 /* An evaluation session (kopt_eval_session) through the run: many candidates of one
  * problem on one GPU, the ceilings from the run. With `store` each evaluation is stored
  * like kopt_run_eval's; without (tuning: its outcomes go to the tuning tables) none is. */

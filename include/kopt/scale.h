@@ -78,6 +78,13 @@ double kopt_scale_standin_env(void);
  * repeats); NULL when not set. Copied into buf. */
 const char *kopt_scale_standin_model(int index, char *buf, size_t n);
 
+/* A slot for work other than a tuning point (kopt bench's evaluations): each job calls
+ * fn(user, ctx, device, job->point) on the slot's thread; the outcome is an empty OK one
+ * that says where it ran. */
+typedef kopt_status (*kopt_scale_call_fn)(void *user, kopt_ctx *ctx, int device, uint64_t job);
+kopt_status kopt_scale_slot_call(kopt_scale_slot **out, kopt_ctx *ctx, int device,
+                                 kopt_scale_call_fn fn, void *user);
+
 /* ---- the pool ----------------------------------------------------------------------------- */
 
 typedef struct kopt_scale_pool kopt_scale_pool;

@@ -78,3 +78,47 @@ void kopt_scale_slot_gpu_set(kopt_scale_slot *s, int shape, kopt_tune_evaluator 
     g->ev = e;
     g->shape = shape;
 }
+
+/* ---- a GPU slot that runs any job (kopt_scale_slot_call) ------------------------------------ */
+
+typedef struct call_slot {
+    int device;
+    kopt_scale_call_fn fn;
+    void *user;
+} call_slot;
+
+static kopt_status call_eval(void *user, kopt_ctx *ctx, const kopt_scale_job *job,
+                             kopt_tune_outcome *out, int *lost)
+{
+    call_slot *c = user;
+
+    *lost = 0;
+    memset(out, 0, sizeof(*out));
+    out->state = KOPT_TUNE_OK;
+    return c->fn(c->user, ctx, c->device, job->point);
+}
+
+kopt_status kopt_scale_slot_call(kopt_scale_slot **out, kopt_ctx *ctx, int device,
+                                 kopt_scale_call_fn fn, void *user)
+{
+    kopt_scale_slot *s = NULL;
+    call_slot *c = calloc(1, sizeof(*c));
+    kopt_status rc;
+
+    *out = NULL;
+    if (!c)
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "GPU slot");
+    if ((rc = kopt_scale_slot_gpu(&s, ctx, device)) != KOPT_OK) {
+        free(c);
+        return rc;
+    }
+    gpu_close(s->user);                /* the same slot, with a call instead of an evaluator */
+    c->device = device;
+    c->fn = fn;
+    c->user = user;
+    s->user = c;
+    s->eval = call_eval;
+    s->close = free;
+    *out = s;
+    return KOPT_OK;
+}

@@ -4,7 +4,7 @@
 # hash of the point) spreads the evaluations over every slot, stores each point once with
 # the device that measured it, finds the same best as one slot, and is faster by at least
 # 0.85 x N; mixed device models re-time the finalists on slot 0; bad --gpus values are
-# usage errors. Then MPI: `mpirun --oversubscribe -np 3` of kopt with stand-ins (rank 0
+# usage errors; kopt bench --gpus evaluates each problem once on one of the GPUs. Then MPI: `mpirun --oversubscribe -np 3` of kopt with stand-ins (rank 0
 # searches and stores, ranks 1 and 2 evaluate) finds the same best; and with rank 2 killed
 # (SIGKILL) mid-run nothing is lost (every point of the budget is stored, the killed rank's
 # evaluation in flight is done by rank 1) and nothing is evaluated twice. Without mpirun
@@ -120,6 +120,23 @@ grep -q "named twice" "$ERR" || fail "no 'named twice'"
 standin 1 --gpus x --budget 2 --no-store
 expect_rc 2
 grep -q "not a GPU index" "$ERR" || fail "no 'not a GPU index'"
+end
+
+begin "kopt bench --gpus 0,1: every problem evaluated once, on one of the GPUs, stored"
+nprob=$(ls -d "$EXAMPLES"/*/problem.json | wc -l)
+KOPT_SCALE_STANDIN=1 "$KOPT" bench "$EXAMPLES" --kind reference --no-compile --trials 1 \
+    --gpus 0,1 --db "$WORK/bench.db" --json >"$OUT" 2>"$ERR"
+rc=$?
+expect_rc 0
+python3 - "$OUT" "$nprob" <<'EOF' || fail "bench rows are wrong"
+import json, sys
+d = json.load(open(sys.argv[1]))
+names = [r["problem"] for r in d["rows"]]
+assert len(names) == int(sys.argv[2]) == len(set(names)), names
+assert all(r["gpu"] in (0, 1) for r in d["rows"]), [r.get("gpu") for r in d["rows"]]
+EOF
+[ "$(sql bench.db 'select count(*), count(distinct problem) from bench_rows')" = "$nprob|$nprob" ] ||
+    fail "the suite's rows are not stored once each"
 end
 
 # ---- MPI ranks on this machine ---------------------------------------------------------------
