@@ -4,8 +4,9 @@
 # hash of the point) spreads the evaluations over every slot, stores each point once with
 # the device that measured it, finds the same best as one slot, and is faster by at least
 # 0.85 x N; mixed device models re-time the finalists on slot 0; bad --gpus values are
-# usage errors; kopt bench --gpus evaluates each problem once on one of the GPUs. Then MPI: `mpirun --oversubscribe -np 3` of kopt with stand-ins (rank 0
-# searches and stores, ranks 1 and 2 evaluate) finds the same best; and with rank 2 killed
+# usage errors; kopt bench --gpus evaluates each problem once on one of the GPUs. Then
+# MPI: `mpirun --oversubscribe -np 3` of kopt with stand-ins (rank 0 searches and stores,
+# ranks 1 and 2 evaluate) finds the same best; and with rank 2 killed
 # (SIGKILL) mid-run nothing is lost (every point of the budget is stored, the killed rank's
 # evaluation in flight is done by rank 1) and nothing is evaluated twice. Without mpirun
 # the MPI cases print "skipped: no MPI".
