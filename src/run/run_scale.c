@@ -139,6 +139,35 @@ kopt_status kopt__run_tune_scale_shape(kopt_run_tune *t, kopt_ctx *ctx, int inde
     return kopt_scale_tune_evaluator(out, ctx, P->pool, index, prep);
 }
 
+/* The devices the pool evaluated on, into the shape's tune_runs row. */
+kopt_status kopt__run_tune_scale_record(kopt_run_tune *t, kopt_ctx *ctx, int index)
+{
+    kopt__run_tune_priv *P = t->priv;
+    int n = kopt_scale_pool_size(P->pool);
+    kopt_scale_slot_stats *st;
+    kopt_buf b = KOPT_BUF_INIT;
+    kopt_status rc;
+
+    if (!P->pool || !P->run->store || !t->shapes[index].tune_run_id || n == 0)
+        return KOPT_OK;
+    if (!(st = calloc((size_t)n, sizeof(*st))))
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "scale");
+    kopt_scale_pool_stats(P->pool, st);
+    for (int i = 0; i < n; i++) {
+        if (strcmp(st[i].kind, "mpi") == 0)
+            kopt_buf_printf(&b, "%srank %d: %s %d@%s", i ? ", " : "", st[i].where.rank,
+                            st[i].where.name, st[i].where.device, st[i].where.host);
+        else
+            kopt_buf_printf(&b, "%s%s %d: %s@%s", i ? ", " : "", st[i].kind,
+                            st[i].where.device, st[i].where.name, st[i].where.host);
+    }
+    rc = kopt_store_tune_set_devices(P->run->store, ctx, t->shapes[index].tune_run_id,
+                                     kopt_buf_cstr(&b));
+    kopt_buf_free(&b);
+    free(st);
+    return rc;
+}
+
 /* ---- mixed GPUs: re-time the finalists on slot 0 ---------------------------------------- */
 
 typedef struct retime {

@@ -343,6 +343,8 @@ static kopt_status run_shape(kopt_run_tune *t, kopt_ctx *ctx, int index)
     w.evaluated = NULL;
     if (rc == KOPT_OK && P->pool && t->mixed[0])
         rc = kopt__run_tune_scale_retime(t, ctx, index);
+    if (rc == KOPT_OK && P->pool && !P->store_is_recording)
+        rc = kopt__run_tune_scale_record(t, ctx, index);
     if (rc == KOPT_OK && P->run->store && !P->store_is_recording)
         rc = store_finish(t, ctx, sr);
     if (rc == KOPT_OK)

@@ -48,6 +48,8 @@ kopt_status kopt__run_tune_scale_shape(kopt_run_tune *t, kopt_ctx *ctx, int inde
                                        kopt_tune_evaluator **out);
 /* Mixed GPUs: the best few of the shape re-timed on slot 0, the winner chosen among them. */
 kopt_status kopt__run_tune_scale_retime(kopt_run_tune *t, kopt_ctx *ctx, int index);
+/* The devices that evaluated the shape, into its tune_runs row. */
+kopt_status kopt__run_tune_scale_record(kopt_run_tune *t, kopt_ctx *ctx, int index);
 void kopt__run_tune_scale_close(kopt_run_tune *t);
 kopt_status kopt__run_tune_serve(kopt_run_tune *t, kopt_ctx *ctx);
 /* Replay: read the recording (a cache file, or a stored run's outcomes) for the shape. */

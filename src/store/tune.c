@@ -385,3 +385,20 @@ kopt_status kopt_store_tune_get_run(kopt_store *s, kopt_ctx *ctx, int64_t run_id
         return kopt__store_err(s, ctx, "read a tuning run");
     return KOPT_OK;
 }
+
+kopt_status kopt_store_tune_set_devices(kopt_store *s, kopt_ctx *ctx, int64_t tune_run_id,
+                                        const char *devices)
+{
+    sqlite3_stmt *st = NULL;
+    kopt_status rc = KOPT_OK;
+
+    if (sqlite3_prepare_v2(s->db, "UPDATE tune_runs SET devices=? WHERE id=?", -1, &st, NULL) !=
+        SQLITE_OK)
+        return kopt__store_err(s, ctx, "record a tuning run's devices");
+    kopt__store_bind_text(st, 1, devices);
+    sqlite3_bind_int64(st, 2, tune_run_id);
+    if (sqlite3_step(st) != SQLITE_DONE)
+        rc = kopt__store_err(s, ctx, "record a tuning run's devices");
+    sqlite3_finalize(st);
+    return rc;
+}

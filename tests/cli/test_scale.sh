@@ -70,6 +70,8 @@ has "stopped \(budget\) after 40 evaluations \(40 new"
 [ "$(sql g4.db "select count(*) from tune_evals where device_name is null or host is null")" = 0 ] ||
     fail "a row lacks its device"
 [ "$(sql g4.db 'pragma user_version')" = 9 ] || fail "the store is not at schema version 9"
+sql g4.db 'select devices from tune_runs' | grep -q "stand-in 3: kopt stand-in@" ||
+    fail "the tuning run does not list its devices"
 end
 
 begin "--gpus 0,1,2 evaluates the same points and finds the same best as one slot"
