@@ -639,7 +639,9 @@ kopt_status kopt_tune_run_strategy(kopt_tune_result **out, kopt_ctx *ctx,
         r.pipe = pipeline_new(ctx, eval, r.opts.compile_threads, r.opts.lookahead);
 
     for (;;) {
-        if (should_stop(&r, &why))
+        /* a batch's round is answered to its end first: its outcomes are stored already, so
+         * the strategy and the result hear of them (a stop shows as a point without one) */
+        if (!(r.nb > 0 && pos < nround) && should_stop(&r, &why))
             break;
         if (pos == nround) {
             kopt_tune_history h;
