@@ -198,7 +198,7 @@ kopt_status kopt_scale_mpi_add_slots(kopt_scale_mpi *m, kopt_ctx *ctx, kopt_scal
             if ((rc = rank_slot_new(&s, ctx, m, r, lost_s, &h.where)) != KOPT_OK ||
                 (rc = kopt_scale_pool_add(pool, ctx, s)) != KOPT_OK)
                 return rc;
-            m->alive[r] = 1;
+            m->alive[r] = m->had_slot[r] = 1;
             added++;
         }
         if (!progress)
@@ -222,9 +222,11 @@ void kopt_scale_mpi_stop_all(kopt_scale_mpi *m)
         return;
     memset(&stop, 0, sizeof(stop));
     stop.stop = m->lost_any ? 2 : 1;
+    /* a rank taken for lost may only have been slow: tell it too, briefly */
     for (int r = 1; r < m->size && r < KOPT_SCALE_MAX_SLOTS; r++)
-        if (m->alive[r])
-            kopt__mpi_send(m, &stop, (int)sizeof(stop), r, KOPT__TAG_JOB, 5.0);
+        if (m->had_slot[r])
+            kopt__mpi_send(m, &stop, (int)sizeof(stop), r, KOPT__TAG_JOB,
+                           m->alive[r] ? 5.0 : 1.0);
 }
 
 /* ---- ranks > 0: serve ------------------------------------------------------------------------ */

@@ -41,6 +41,7 @@ struct kopt_scale_mpi {
     int lost_any;             /* a rank was lost: do not finalize (it would wait for it) */
     pthread_mutex_t mu;       /* one MPI call at a time (MPI_THREAD_SERIALIZED) */
     unsigned char alive[KOPT_SCALE_MAX_SLOTS];   /* rank 0: ranks with a slot, not lost */
+    unsigned char had_slot[KOPT_SCALE_MAX_SLOTS];/* rank 0: ranks that had a slot */
 };
 
 /* Messages (bytes; every rank runs the same kopt, so the structs are the same). */

@@ -49,12 +49,13 @@ expect_rc() { [ "$rc" = "$1" ] || fail "exit code $rc, expected $1"; }
 sql() { python3 -c 'import sqlite3, sys
 for r in sqlite3.connect(sys.argv[1]).execute(sys.argv[2]):
     print("|".join("" if v is None else str(v) for v in r))' "$1" "$2"; }
-# the best line's params and the shape's elapsed seconds from --json output
-best_of() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["best"]["params"] if isinstance(d["best"], dict) and "params" in d["best"] else d["best"])' "$1"; }
-elapsed_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["elapsed_s"])' "$1"; }
 # tune with stand-ins: MS, then kopt tune arguments
-standin() { local ms=$1; shift; KOPT_SCALE_STANDIN=$ms "$KOPT" tune "$PROB" "$TMPL" --strategy random \
-    --no-progress "$@" >"$OUT" 2>"$ERR"; rc=$?; }
+standin() {
+    local ms=$1; shift
+    KOPT_SCALE_STANDIN=$ms "$KOPT" tune "$PROB" "$TMPL" --strategy random --no-progress "$@" \
+        >"$OUT" 2>"$ERR"
+    rc=$?
+}
 
 # ---- one host, several GPUs (stand-ins) ----------------------------------------------------
 
@@ -67,7 +68,8 @@ has "stopped \(budget\) after 40 evaluations \(40 new"
     fail "the store does not hold 40 distinct points"
 [ "$(sql g4.db 'select count(distinct device_index) from tune_evals')" = 4 ] ||
     fail "not every device measured"
-[ "$(sql g4.db "select count(*) from tune_evals where device_name is null or host is null")" = 0 ] ||
+nodev="select count(*) from tune_evals where device_name is null or host is null"
+[ "$(sql g4.db "$nodev")" = 0 ] ||
     fail "a row lacks its device"
 [ "$(sql g4.db 'pragma user_version')" = 9 ] || fail "the store is not at schema version 9"
 sql g4.db 'select devices from tune_runs' | grep -q "stand-in 3: kopt stand-in@" ||
@@ -138,7 +140,8 @@ names = [r["problem"] for r in d["rows"]]
 assert len(names) == int(sys.argv[2]) == len(set(names)), names
 assert all(r["gpu"] in (0, 1) for r in d["rows"]), [r.get("gpu") for r in d["rows"]]
 EOF
-[ "$(sql bench.db 'select count(*), count(distinct problem) from bench_rows')" = "$nprob|$nprob" ] ||
+brows=$(sql bench.db 'select count(*), count(distinct problem) from bench_rows')
+[ "$brows" = "$nprob|$nprob" ] ||
     fail "the suite's rows are not stored once each"
 end
 
@@ -171,7 +174,7 @@ assert ranks == [1, 2] and all(s["evaluations"] > 0 for s in m["slots"]), m["slo
 EOF
 [ "$(sql mpi.db 'select count(*), count(distinct label) from tune_evals')" = "30|30" ] ||
     fail "the store does not hold 30 distinct points"
-[ "$(sql mpi.db 'select group_concat(distinct rank) from (select rank from tune_evals order by rank)')" = "1,2" ] ||
+[ "$(sql mpi.db 'select distinct rank from tune_evals order by rank' | paste -sd,)" = "1,2" ] ||
     fail "the rows do not name ranks 1 and 2"
 end
 
