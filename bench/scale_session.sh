@@ -11,8 +11,8 @@
 #   mpikill     mpirun -np 3 (ranks 1 and 2 share GPU 0), rank 2 killed (SIGKILL) once
 #               a third of the budget is stored: the run must still store every point of
 #               the budget once, and rank 1 must have done rank 2's evaluation in flight
-# MPI runs need OpenMPI's mpirun (PATH, /usr/local/mpi/bin, /opt/hpcx/ompi/bin); without
-# it they print "skipped: no MPI". Results go to $OUT/scale (or /tmp/kopt-out/scale): each
+# MPI runs need OpenMPI's mpirun (PATH, /usr/local/mpi/bin, /opt/hpcx/ompi/bin, next to
+# mpi4py's mpicc) and its libmpi.so.40; without them they print "skipped: no MPI". Results go to $OUT/scale (or /tmp/kopt-out/scale): each
 # run's log and JSON, summary.txt, and a short table printed last. Each run is bounded;
 # the whole session stays under 8 minutes on an H100 (SCALE_BUDGET, default 48, scales it).
 set -u
@@ -94,9 +94,16 @@ for N in 2 4 8; do
 done
 
 # ---- MPI on this host -----------------------------------------------------------------------------
-MPIRUN=$(command -v mpirun || ls /usr/local/mpi/bin/mpirun /opt/hpcx/ompi/bin/mpirun 2>/dev/null | head -1)
+# mpirun: on the PATH, in the usual prefixes, or next to the mpicc mpi4py was built with
+mpi4py_bin=$(python3 -c 'import mpi4py, os; print(os.path.dirname(mpi4py.get_config().get("mpicc", "")))' 2>/dev/null)
+MPIRUN=$(command -v mpirun || ls /usr/local/mpi/bin/mpirun /opt/hpcx/ompi/bin/mpirun \
+         /usr/lib64/openmpi/bin/mpirun ${mpi4py_bin:+"$mpi4py_bin/mpirun"} 2>/dev/null | head -1)
+if [ -n "$MPIRUN" ] && ! "$MPIRUN" --version 2>&1 | grep -q "Open MPI"; then
+  say "mpi: $MPIRUN is not OpenMPI's ($("$MPIRUN" --version 2>&1 | head -1)): kopt loads libmpi.so.40"
+  MPIRUN=""
+fi
 if [ -z "$MPIRUN" ]; then
-  say "mpi: skipped: no MPI (no mpirun on this machine)"
+  say "mpi: skipped: no MPI (no OpenMPI mpirun on this machine)"
   row mpi2 - - - - - "skipped: no MPI"
   row mpikill - - - - - "skipped: no MPI"
 else
