@@ -42,6 +42,8 @@ static void help(FILE *f)
         "                    already done are not evaluated again\n"
         "  --trials N, --budget-ms MS, --precision PCT, --reps MIN:MAX, --no-flush,\n"
         "  --timeout S, --device N, --arch sm_XX, --cache-dir DIR   as for kopt eval\n"
+        "  --gpus all|0,2,5  evaluate on these GPUs at once, each problem on the first free\n"
+        "                    one (rows print as they finish; docs/scale.md)\n"
         "  --db PATH         store (default ./kopt.db or $KOPT_DB); --no-store to skip\n"
         "  --json            print the suite as JSON\n"
         "  -v, --verbose     log progress to stderr\n"
@@ -270,6 +272,67 @@ static void print_summary(const char *label, const kopt_kb_summary *s)
                "failure counts as 1.0x)\n", "", s->geomean_all, s->n);
 }
 
+/* What finishing a row needs: the store, the suite, the running metrics, the output. */
+typedef struct bench_state {
+    kopt_run *run;
+    kopt_store *store;
+    kopt_ctx *ctx;
+    int64_t suite;
+    json_t *done_rows, *rows;
+    kopt_kb_row *eager, *compiled;
+    int nrows, json;
+    int nsol, nbound;           /* speed-of-light: times flagged, rows with a bound */
+    const char *kind;
+    /* --gpus: the problems waiting for an evaluation */
+    kopt_problem **probs;
+    kopt_candidate **cands;
+    char **cpaths;
+} bench_state;
+
+/* Store a problem's row (unless it was done before), count it, print it; takes `row`. */
+static void finish_row(bench_state *b, const char *name, json_t *row)
+{
+    if (b->store && !json_object_get(b->done_rows, name)) {
+        char *t = json_dumps(row, JSON_COMPACT);
+        if (kopt_store_bench_row_put(b->store, b->ctx, b->suite, name, kopt_run_id(b->run),
+                                     json_string_value(json_object_get(row, "verdict")), t) !=
+            KOPT_OK)
+            kopt_log(b->ctx, KOPT_LOG_WARN, "bench row not stored: %s", kopt_errmsg(b->ctx));
+        free(t);
+    }
+    b->eager[b->nrows].correct = b->compiled[b->nrows].correct =
+        strcmp(json_string_value(json_object_get(row, "verdict")), "OK") == 0;
+    b->eager[b->nrows].speedup = jnum(row, "speedup_eager");
+    b->compiled[b->nrows].speedup = jnum(row, "speedup_compile");
+    b->nsol += (int)json_array_size(json_object_get(row, "sol_flags"));
+    b->nbound += jnum(row, "sol_bound_ms") > 0;
+    b->nrows++;
+    if (!b->json) {
+        print_row(row);
+        fflush(stdout);
+    }
+    json_array_append_new(b->rows, row);
+}
+
+/* --gpus: an evaluation finished (on the caller's thread, stored by the run already). */
+static void gpu_done(void *user, int index, int gpu, kopt_status rc, kopt_eval_result *res,
+                     kopt_ctx *ctx)
+{
+    bench_state *b = user;
+    const kopt_problem *prob = b->probs[index];
+    const kopt_candidate *cand = b->cands[index];
+    json_t *row;
+
+    if (rc != KOPT_OK)
+        row = row_json(prob->name, b->cpaths[index], b->kind, "ERROR", kopt_errmsg(ctx), NULL);
+    else
+        row = row_json(prob->name, b->cpaths[index], cand->torch_module ? "py" : "cu",
+                       kopt_verdict_name(res->verdict), res->message, res);
+    json_object_set_new(row, "gpu", json_integer(gpu));
+    finish_row(b, prob->name, row);
+    kopt_eval_result_free(res);
+}
+
 int cmd_bench(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -282,8 +345,13 @@ int cmd_bench(int argc, char **argv)
         CLI_EVAL_LONG_OPTIONS, CLI_LLM_LONG_OPTIONS,
         {"db", required_argument, NULL, 'D'}, {"no-store", no_argument, NULL, 'N'},
         {"json", no_argument, NULL, 'j'}, {"verbose", no_argument, NULL, 'v'},
+        {"gpus", required_argument, NULL, 'G'},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
+    bench_state b;
+    kopt_run_eval_job *pending = NULL;
+    int gpus[KOPT_SCALE_MAX_SLOTS], ngpus = 0, npending = 0;
+    const char *gpus_spec = NULL;
     kopt_eval_opts eo = KOPT_EVAL_OPTS_INIT;
     kopt_run_opts ro = KOPT_RUN_OPTS_INIT;
     kopt_run *run = NULL;
@@ -291,7 +359,7 @@ int cmd_bench(int argc, char **argv)
     const char *cand_dir = NULL, *kind = "auto", *root = NULL;
     char *s_root = NULL, *s_cands = NULL, *s_opts = NULL, **probs = NULL, **stored = NULL;
     int json = 0, verbose = 0, no_store = 0, no_compile = 0, c, li = 0, code = 0, np = 0;
-    int nstored = 0, nrows = 0, nsol = 0, nbound = 0;
+    int nstored = 0, nrows = 0;
     int64_t resume = 0, suite = 0;
     kopt_kb_row *eager = NULL, *compiled = NULL;
     cli_bench_opt bo = {4, 0, NULL, 0, NULL, NULL, NULL, 0, NULL, NULL};
@@ -302,6 +370,7 @@ int cmd_bench(int argc, char **argv)
     kopt_ctx *ctx = cli_ctx(0);
     char *end;
 
+    memset(&b, 0, sizeof(b));
     ro.db_path = cli_default_db();
     cli_llm_init(&llm);
     optind = 1;
@@ -336,6 +405,7 @@ int cmd_bench(int argc, char **argv)
             break;
         case 'D': ro.db_path = optarg; break;
         case 'N': no_store = 1; break;
+        case 'G': gpus_spec = optarg; break;
         case 'j': json = 1; break;
         case 'v': verbose = 1; break;
         case 'h': help(stdout); goto done;
@@ -360,6 +430,19 @@ bad_value:
     }
     if (no_store)
         ro.db_path = NULL;
+    if (gpus_spec) {
+        kopt_device_info info;
+        int count = -1;                 /* stand-ins (KOPT_SCALE_STANDIN): any index */
+        if (kopt_scale_standin_env() < 0 && kopt_device_nvml(NULL, 0, &info, &count) != KOPT_OK)
+            count = 0;
+        if (kopt_scale_devices_parse(ctx, gpus_spec, count, gpus, KOPT_SCALE_MAX_SLOTS,
+                                     &ngpus) != KOPT_OK) {
+            fprintf(stderr, "kopt bench: %s\n", kopt_errmsg(ctx));
+            code = KOPT_EXIT_USAGE;
+            goto done;
+        }
+        eo.device = gpus[0];
+    }
     if (verbose)
         kopt_log_set(ctx, NULL, NULL, KOPT_LOG_INFO);
     if ((resume && optind != argc) || (!resume && optind + 1 != argc) || (resume && no_store) ||
@@ -475,6 +558,25 @@ bad_value:
     }
     eager = calloc((size_t)np, sizeof(*eager));
     compiled = calloc((size_t)np, sizeof(*compiled));
+    memset(&b, 0, sizeof(b));
+    b.run = run;
+    b.store = store;
+    b.ctx = ctx;
+    b.suite = suite;
+    b.done_rows = done_rows;
+    b.rows = rows;
+    b.eager = eager;
+    b.compiled = compiled;
+    b.json = json;
+    b.kind = kind;
+    if (ngpus && (!(pending = calloc((size_t)np, sizeof(*pending))) ||
+                  !(b.probs = calloc((size_t)np, sizeof(*b.probs))) ||
+                  !(b.cands = calloc((size_t)np, sizeof(*b.cands))) ||
+                  !(b.cpaths = calloc((size_t)np, sizeof(*b.cpaths))))) {
+        fprintf(stderr, "kopt bench: out of memory\n");
+        code = KOPT_EXIT_ERROR;
+        goto done;
+    }
     for (int i = 0; i < np; i++) {
         kopt_problem *prob = NULL;
         kopt_candidate *cand = NULL;
@@ -504,6 +606,11 @@ bad_value:
             row = row_json(prob->name, NULL, kind, "MISSING", msg, NULL);
         } else if (kopt_candidate_load(&cand, ctx, cpath, prob) != KOPT_OK) {
             row = row_json(prob->name, cpath, kind, "INVALID", kopt_errmsg(ctx), NULL);
+        } else if (ngpus) {            /* --gpus: evaluated below, spread over the GPUs */
+            pending[npending].prob = b.probs[npending] = prob;
+            pending[npending].cand = b.cands[npending] = cand;
+            b.cpaths[npending++] = cpath;
+            continue;
         } else if (kopt_run_eval(run, ctx, prob, cand, &eo, "bench", &res) != KOPT_OK) {
             row = row_json(prob->name, cpath, kind, "ERROR", kopt_errmsg(ctx), NULL);
         } else {
@@ -514,31 +621,19 @@ bad_value:
             json_object_set_new(row, "optimize", opt_info);
             opt_info = NULL;
         }
-        if (store && !json_object_get(done_rows, prob ? prob->name : base)) {
-            char *t = json_dumps(row, JSON_COMPACT);
-            if (kopt_store_bench_row_put(store, ctx, suite, prob ? prob->name : base,
-                                         kopt_run_id(run), json_string_value(json_object_get(
-                                         row, "verdict")), t) != KOPT_OK)
-                kopt_log(ctx, KOPT_LOG_WARN, "bench row not stored: %s", kopt_errmsg(ctx));
-            free(t);
-        }
-        eager[nrows].correct = compiled[nrows].correct =
-            strcmp(json_string_value(json_object_get(row, "verdict")), "OK") == 0;
-        nsol += (int)json_array_size(json_object_get(row, "sol_flags"));
-        nbound += jnum(row, "sol_bound_ms") > 0;
-        eager[nrows].speedup = jnum(row, "speedup_eager");
-        compiled[nrows].speedup = jnum(row, "speedup_compile");
-        nrows++;
-        if (!json) {
-            print_row(row);
-            fflush(stdout);
-        }
-        json_array_append_new(rows, row);
+        finish_row(&b, prob ? prob->name : base, row);
         kopt_eval_result_free(res);
         kopt_candidate_free(cand);
         kopt_problem_free(prob);
         free(cpath);
     }
+    if (npending && kopt_run_eval_many(run, ctx, pending, npending, &eo, gpus, ngpus, "bench",
+                                       gpu_done, &b) != KOPT_OK) {
+        cli_error(ctx);
+        code = KOPT_EXIT_ERROR;
+        goto done;
+    }
+    nrows = b.nrows;
     {
         kopt_kb_summary se, sc;
         json_t *sum;
@@ -550,7 +645,7 @@ bad_value:
                         "vs_eager", summary_json(&se), "vs_compile", no_compile ? json_null()
                                                                                 : summary_json(&sc));
         json_object_set_new(sum, "speed_of_light", json_pack("{s:i, s:i}", "rows_with_bound",
-                            nbound, "times_below_bound", nsol));
+                            b.nbound, "times_below_bound", b.nsol));
         st = json_dumps(sum, JSON_COMPACT);
         if (store && kopt_store_bench_suite_put(store, ctx, suite, root, cand_dir, NULL, st) !=
                 KOPT_OK)
@@ -565,17 +660,28 @@ bad_value:
             print_summary("vs eager", &se);
             if (!no_compile)
                 print_summary("vs compile", &sc);
-            if (nsol)
+            if (b.nsol)
                 printf("speed of light: %d time(s) below the problem's bytes / peak bandwidth "
-                       "(marked ! above): not trusted, their speedups not used\n", nsol);
+                       "(marked ! above): not trusted, their speedups not used\n", b.nsol);
             else
                 printf("speed of light: no time below its bound (%d of %d row(s) have one: "
-                       "bytes / peak bandwidth)\n", nbound, se.n);
+                       "bytes / peak bandwidth)\n", b.nbound, se.n);
             json_decref(sum);
         }
         kopt_run_finish(run, ctx, KOPT_RUN_OK, NULL);
     }
 done:
+    for (int i = 0; i < npending; i++) {
+        kopt_candidate_free(b.cands[i]);
+        kopt_problem_free(b.probs[i]);
+        free(b.cpaths[i]);
+    }
+    if (ngpus) {
+        free(b.probs);
+        free(b.cands);
+        free(b.cpaths);
+    }
+    free(pending);
     for (int i = 0; i < np; i++)
         free(probs[i]);
     free(probs);

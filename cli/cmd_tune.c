@@ -48,7 +48,15 @@ static void help(FILE *f)
         "  --energy-window S     seconds of back-to-back runs per energy reading (default 1)\n"
         "  --energy-slack F      time-energy: fraction of the best time (default 0.05)\n"
         "  --compile-threads N   CPU threads compiling ahead (default 2; 0: no pipeline)\n"
-        "  --lookahead N         points asked ahead for compiling (default 8)\n"
+        "  --lookahead N         points asked ahead for compiling (default 8; with several\n"
+        "                        GPUs at least twice their number)\n"
+        "scale-out (docs/scale.md):\n"
+        "  --gpus all|0,2,5      evaluate on these GPUs at once, one session each, each round's\n"
+        "                        points to the first free GPU (use a strategy that proposes\n"
+        "                        several points a round: random, genetic, pso, diff_evolution,\n"
+        "                        exhaustive, or annealing with --options batch=N)\n"
+        "  under mpirun/srun     rank 0 searches and stores, the other ranks evaluate (one\n"
+        "                        per GPU); libmpi.so.40 is loaded at run time\n"
         "shapes:\n"
         "  --sizes K=V,K=V       one size set to tune for (repeatable: each is tuned in turn)\n"
         "  --size K=V            override a size in every set (repeatable)\n"
@@ -98,6 +106,8 @@ typedef struct tune_args {
     kopt_vars overrides;            /* --size */
     const char *problem_path, *template_path;   /* --problem, --template */
     const char *db_path;
+    const char *gpus_spec;          /* --gpus */
+    int gpus[KOPT_SCALE_MAX_SLOTS];
     int db_given, no_store, space_only, list, runs, json, progress;
     int argc;
     char **argv;
@@ -226,6 +236,27 @@ static void print_space(const kopt_tune_space *s, const kopt_tune_space_summary 
 
 /* ---- results ------------------------------------------------------------------------------ */
 
+/* Scale-out: what each slot evaluated. */
+static void print_scale(const kopt_run_tune *t)
+{
+    for (int i = 0; i < t->nslots; i++) {
+        const kopt_scale_slot_stats *s = &t->slots[i];
+        char where[160];
+        if (strcmp(s->kind, "mpi") == 0)
+            snprintf(where, sizeof(where), "rank %d (%s %d on %s)", s->where.rank,
+                     s->where.name[0] ? s->where.name : "GPU", s->where.device, s->where.host);
+        else
+            snprintf(where, sizeof(where), "%s %d (%s)", s->kind, s->where.device,
+                     s->where.name[0] ? s->where.name : "?");
+        printf("%s %-40s %4d evaluations, busy %.1f s%s\n", i ? "          " : "slots     ",
+               where, s->jobs, s->busy_s, s->lost ? "; LOST (its evaluation went back to the "
+               "queue)" : "");
+    }
+    if (t->mixed[0])
+        printf("  mixed    the GPUs differ (%s): times compared within one model only; %d "
+               "finalist(s) re-timed on slot 0\n", t->mixed, t->retimed);
+}
+
 static void print_text(const kopt_run_tune *t, const tune_args *a, int n, const char *mode)
 {
     const kopt_run_tune_shape *runs = t->shapes;
@@ -285,6 +316,7 @@ static void print_text(const kopt_run_tune *t, const tune_args *a, int n, const 
         if (sr->t4_path[0])
             printf("  exported %s (T4)\n", sr->t4_path);
     }
+    print_scale(t);
     printf("\nbest per shape:\n  %-3s %-28s %12s %12s  %s\n", "#", "sizes",
            t->objective == KOPT_TUNE_ENERGY ? "energy mJ" : "time ms", "1st/best", "params");
     for (int i = 0; i < n; i++) {
@@ -350,7 +382,7 @@ static int parse_args(tune_args *a, kopt_ctx *ctx, int argc, char **argv, int *c
         CLI_EVAL_LONG_OPTIONS,
         {"allow-spills", no_argument, NULL, 'B'}, {"verbose", no_argument, NULL, 'v'},
         {"runs", no_argument, NULL, 'U'}, {"one-shot", no_argument, NULL, 1001},
-        {"findings", no_argument, NULL, 1002},
+        {"findings", no_argument, NULL, 1002}, {"gpus", required_argument, NULL, 1003},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     char *end;
@@ -434,6 +466,7 @@ static int parse_args(tune_args *a, kopt_ctx *ctx, int argc, char **argv, int *c
         case 'B': a->o.allow_spills = 1; break;
         case 1001: a->o.one_shot = 1; break;
         case 1002: a->o.findings = 1; break;
+        case 1003: a->gpus_spec = optarg; break;
         case 'U': a->runs = 1; break;
         case 'v': kopt_log_set(ctx, NULL, NULL, KOPT_LOG_INFO); break;
         case 'h': help(stdout); *code = 0; return -1;
@@ -536,6 +569,7 @@ int cmd_tune(int argc, char **argv)
     kopt_run_opts ro = KOPT_RUN_OPTS_INIT;
     kopt_run *run = NULL;
     kopt_run_tune *t = NULL;
+    kopt_scale_mpi *mpi = NULL;
     kopt_ctx *ctx = cli_ctx(0);
     progress_state ps;
     int code = 0, npos, interrupted = 0;
@@ -574,7 +608,40 @@ int cmd_tune(int argc, char **argv)
         }
         goto done;
     }
-    if ((a.o.resume || run_id_arg(a.o.replay)) && !a.db_path) {
+    if (a.gpus_spec) {
+        kopt_device_info info;
+        int count = 0;
+        if (kopt_scale_standin_env() >= 0)
+            count = -1;                 /* stand-ins: any index */
+        else
+            kopt_device_nvml(NULL, 0, &info, &count);
+        if (kopt_scale_devices_parse(ctx, a.gpus_spec, count, a.gpus, KOPT_SCALE_MAX_SLOTS,
+                                     &a.o.ngpus) != KOPT_OK) {
+            fprintf(stderr, "kopt tune: %s\n", kopt_errmsg(ctx));
+            if (count != 0) {
+                code = KOPT_EXIT_USAGE;
+                goto done;
+            }
+            a.o.ngpus = 0;              /* no GPU: as without --gpus (the space only) */
+        }
+        a.o.gpus = a.gpus;
+        if (a.o.ngpus > 0)
+            a.o.eval.device = a.gpus[0];  /* the final check and the run's record */
+    }
+    if (!a.space_only && !a.o.replay && kopt_scale_mpi_launched()) {
+        if (kopt_scale_mpi_open(&mpi, ctx) != KOPT_OK) {
+            cli_error(ctx);
+            code = KOPT_EXIT_ERROR;
+            goto done;
+        }
+        a.o.mpi = mpi;
+        if (kopt_scale_mpi_rank(mpi) > 0) {   /* rank 0 owns the store and the output */
+            a.db_path = NULL;
+            a.progress = 0;
+        }
+    }
+    if ((a.o.resume || run_id_arg(a.o.replay)) && !a.db_path &&
+        kopt_scale_mpi_rank(mpi) == 0) {
         fprintf(stderr, "kopt tune: %s needs a store (--db PATH)\n",
                 a.o.resume ? "--resume" : "--replay RUN_ID");
         code = KOPT_EXIT_USAGE;
@@ -630,6 +697,11 @@ int cmd_tune(int argc, char **argv)
         code = fault_code(run);
     }
     sigaction(SIGINT, &old_sa, NULL);
+    if (t->mpi_rank > 0) {              /* served rank 0: it prints and stores */
+        if (!code)
+            kopt_run_finish(run, ctx, KOPT_RUN_OK, NULL);
+        goto done;
+    }
     if (t->nrun > 0 && t->shapes[0].res) {
         if (a.json)
             cli_print_text(kopt_run_tune_json(t));
@@ -651,6 +723,7 @@ int cmd_tune(int argc, char **argv)
 done:
     kopt_run_tune_free(t);
     kopt_run_close(run);
+    kopt_scale_mpi_close(mpi);
     for (int i = 0; i < MAX_SHAPES; i++)
         kopt_vars_free(&a.shapes[i]);
     kopt_vars_free(&a.overrides);

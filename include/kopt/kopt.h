@@ -18,5 +18,6 @@
 #include "kopt/search.h"
 #include "kopt/cute.h"
 #include "kopt/kb.h"
+#include "kopt/scale.h"
 
 #endif

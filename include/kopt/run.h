@@ -32,6 +32,7 @@
 #include "kopt/analyze.h"
 #include "kopt/eval.h"
 #include "kopt/profile.h"
+#include "kopt/scale.h"
 #include "kopt/store.h"
 #include "kopt/tune.h"
 
@@ -115,6 +116,22 @@ kopt_status kopt_run_ceilings(kopt_run *run, kopt_ctx *ctx, int device, kopt_cei
 kopt_status kopt_run_eval(kopt_run *run, kopt_ctx *ctx, const kopt_problem *prob,
                           const kopt_candidate *cand, const kopt_eval_opts *opts,
                           const char *tag, kopt_eval_result **out);
+
+/* Many one-shot evaluations spread over GPUs (scale-out, docs/scale.md): jobs[i] evaluated
+ * as kopt_run_eval would, on the first free GPU of gpus[0..ngpus) (each with its own
+ * ceilings from the run), stored linked to the run with `tag`; done(user, i, gpu, rc, r)
+ * is called on the caller's thread as each finishes, in any order, and owns r (NULL when
+ * rc is an error; the message is on ctx). Returns an error only when the dispatch itself
+ * fails. */
+typedef struct kopt_run_eval_job {
+    const kopt_problem *prob;
+    const kopt_candidate *cand;
+} kopt_run_eval_job;
+typedef void (*kopt_run_eval_done_fn)(void *user, int index, int gpu, kopt_status rc,
+                                      kopt_eval_result *r, kopt_ctx *ctx);
+kopt_status kopt_run_eval_many(kopt_run *run, kopt_ctx *ctx, const kopt_run_eval_job *jobs,
+                               int n, const kopt_eval_opts *opts, const int *gpus, int ngpus,
+                               const char *tag, kopt_run_eval_done_fn done, void *user);
 
 /* An evaluation session (kopt_eval_session) through the run: many candidates of one
  * problem on one GPU, the ceilings from the run. With `store` each evaluation is stored
@@ -219,6 +236,12 @@ typedef struct kopt_run_tune_opts {
     int64_t resume_id;            /* continue this stored tuning run (tune_runs id; its key
                                    * must be the shape's); 0: with resume, the latest
                                    * unfinished one of the key */
+    /* scale-out (kopt/scale.h, docs/scale.md) */
+    int ngpus;                    /* evaluate on these GPUs at once, one session each (--gpus);
+                                   * 0: on eval.device alone, as before */
+    const int *gpus;
+    struct kopt_scale_mpi *mpi;   /* under mpirun/srun: rank 0 searches and stores, the other
+                                   * ranks evaluate (kopt_run_tune_go serves there); NULL */
 } kopt_run_tune_opts;
 enum {
     KOPT_RUN_TUNE_GIVEN_STRATEGY = 1, KOPT_RUN_TUNE_GIVEN_OPTIONS = 2,
@@ -227,7 +250,7 @@ enum {
 };
 #define KOPT_RUN_TUNE_OPTS_INIT {1, NULL, NULL, NULL, 0, NULL, NULL, "annealing", NULL, 1, 200, \
     0.0, KOPT_TUNE_TIME, 1.0, 0.05, 2, 8, 0, 0, 0, 0, 0, 0, KOPT_EVAL_OPTS_INIT, NULL, NULL, \
-    NULL, NULL, NULL, NULL, NULL, 0.0, 0}
+    NULL, NULL, NULL, NULL, NULL, 0.0, 0, 0, NULL, NULL}
 
 /* KOPT_RUN_TUNE_OPTS_INIT with tuning's evaluation defaults: hundreds of points are
  * evaluated, so one trial, a 30 ms timing budget (10 ms warm-up, at least 5 runs) and the
@@ -276,6 +299,15 @@ typedef struct kopt_run_tune {
     kopt_run_tune_shape shapes[KOPT_RUN_TUNE_MAX_SHAPES];
     int nrun;                         /* shapes that ran (kopt_run_tune_go) */
     int interrupted;                  /* stopped by opts->stop */
+    /* scale-out (docs/scale.md): the slots that evaluated (several GPUs, MPI ranks, CPU
+     * stand-ins); nslots 0: one GPU, as before */
+    int nslots;
+    kopt_scale_slot_stats *slots;     /* owned; counts as of the end of the run */
+    char mixed[512];                  /* the slots' GPUs differ (names them); "" when alike */
+    int retimed;                      /* mixed: finalists re-timed on the first slot */
+    int standin;                      /* CPU stand-ins evaluated (KOPT_SCALE_STANDIN) */
+    int mpi_rank;                     /* > 0: this process only served rank 0 */
+    int served;                       /* evaluations served (mpi_rank > 0) */
     struct kopt_run_tune_priv *priv;
 } kopt_run_tune;
 

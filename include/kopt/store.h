@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define KOPT_STORE_SCHEMA_VERSION 8
+#define KOPT_STORE_SCHEMA_VERSION 9
 
 typedef struct kopt_store kopt_store;
 
@@ -198,6 +198,9 @@ kopt_status kopt_store_runs(kopt_store *s, kopt_ctx *ctx, const char *kind, int 
 /* Link tuning run `tune_run_id` to run `run_id`. */
 kopt_status kopt_store_tune_set_run(kopt_store *s, kopt_ctx *ctx, int64_t tune_run_id,
                                     int64_t run_id);
+/* The devices tuning run `tune_run_id` evaluated on (scale-out: "gpu 0: NAME@HOST, ..."). */
+kopt_status kopt_store_tune_set_devices(kopt_store *s, kopt_ctx *ctx, int64_t tune_run_id,
+                                        const char *devices);
 
 /* ---- reading back (src/store/read.c): rows as JSON for reports and MCP ---------------- */
 /* Each gives a JSON array (compact text, caller frees) of row objects named as the columns;

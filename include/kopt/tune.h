@@ -143,6 +143,18 @@ typedef enum kopt_tune_objective {
     KOPT_TUNE_TIME_ENERGY     /* search on time; pick the least energy within `slack` */
 } kopt_tune_objective;
 
+/* Where an outcome was measured: a time is only compared with times of the same device
+ * model and clocks (docs/scale.md). known = 0: not recorded (a replay of an old cache). */
+typedef struct kopt_tune_where {
+    int known;
+    int device;               /* GPU ordinal on its host */
+    int rank;                 /* MPI rank that measured it (0: this process) */
+    int clock_mhz, mem_clock_mhz;   /* 0: unknown */
+    char name[64];            /* "NVIDIA H100 80GB HBM3" */
+    char uuid[48];
+    char host[64];
+} kopt_tune_where;
+
 #define KOPT_TUNE_MAX_FINDINGS 8
 typedef struct kopt_tune_outcome {
     kopt_tune_state state;
@@ -159,6 +171,7 @@ typedef struct kopt_tune_outcome {
     } findings[KOPT_TUNE_MAX_FINDINGS];
     char verdict[24];         /* eval verdict name ("OK", "WRONG", ...) or "" */
     char message[256];        /* why it failed, one line */
+    kopt_tune_where where;    /* the device that measured it (scale-out: one of several) */
 } kopt_tune_outcome;
 
 /* The value minimized: time_ms for TIME and TIME_ENERGY, energy_mj for ENERGY; INFINITY
@@ -234,6 +247,14 @@ kopt_status kopt_tune_cache_write_t4(const kopt_tune_cache *c, kopt_ctx *ctx, co
 
 /* ---- evaluators ------------------------------------------------------------------------- */
 
+/* The driver's side of evaluate_many. */
+typedef struct kopt_tune_batch {
+    void *user;
+    void (*ready)(void *user, uint64_t point);
+    void (*done)(void *user, int index, const kopt_tune_outcome *o);
+    volatile sig_atomic_t *stop;
+} kopt_tune_batch;
+
 typedef struct kopt_tune_evaluator {
     void *user;
     /* Optional: get `point` ready (compile it into the compile cache). Called from worker
@@ -244,7 +265,16 @@ typedef struct kopt_tune_evaluator {
     kopt_status (*evaluate)(void *user, kopt_ctx *ctx, uint64_t point, int want_findings,
                             kopt_tune_outcome *out);
     void (*destroy)(void *user);
+    /* Optional: evaluate points[0..n) at once (several GPUs or MPI ranks, kopt/scale.h),
+     * called from the driver's thread instead of evaluate for a round's new points. Each
+     * outcome is handed to b->done on the calling thread as it arrives (in any order);
+     * b->ready is called from the evaluating thread before a point is evaluated (it waits
+     * for the point's compile ahead). Once b->stop is set, points not yet started are left
+     * without an outcome. An error status means kopt itself failed. */
+    kopt_status (*evaluate_many)(void *user, kopt_ctx *ctx, const uint64_t *points, int n,
+                                 int want_findings, const kopt_tune_batch *b);
 } kopt_tune_evaluator;
+
 void kopt_tune_evaluator_free(kopt_tune_evaluator *e);
 
 /* Replay: outcomes come from `recorded` (borrowed); a point it lacks is an error naming

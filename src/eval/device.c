@@ -54,6 +54,7 @@ static kopt_status device_op(kopt_ctx *ctx, int ordinal, const char *op, const c
     kopt_status rc;
     char arch[24];
 
+    memset(run, 0, sizeof(*run));   /* its callers free it whatever happens */
     if ((rc = kopt_device_nvml(ctx, ordinal, &nvml, NULL)) != KOPT_OK)
         return rc;
     kopt_arch_for_cc(nvml.cc_major, nvml.cc_minor, arch);

@@ -202,6 +202,20 @@ char *kopt_run_tune_json(const kopt_run_tune *t)
                 json_object_set(o, k, v);
     }
     json_object_set_new(o, "shapes", shapes);
+    if (t->nslots > 0) {               /* scale-out: who evaluated what (docs/scale.md) */
+        json_t *slots = json_array();
+        for (int i = 0; i < t->nslots; i++) {
+            const kopt_scale_slot_stats *st = &t->slots[i];
+            json_array_append_new(slots, json_pack(
+                "{s:s, s:i, s:s, s:s, s:i, s:i, s:f, s:b, s:i}", "kind", st->kind,
+                "device", st->where.device, "name", st->where.name, "host", st->where.host,
+                "rank", st->where.rank, "evaluations", st->jobs, "busy_s", st->busy_s,
+                "lost", st->lost, "requeued", st->requeued));
+        }
+        json_object_set_new(o, "slots", slots);
+        json_object_set_new(o, "mixed_gpus", t->mixed[0] ? json_string(t->mixed) : json_null());
+        json_object_set_new(o, "retimed", json_integer(t->retimed));
+    }
     return dump(o);
 }
 

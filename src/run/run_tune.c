@@ -41,6 +41,23 @@ static kopt_status wrap_prepare(void *user, kopt_ctx *ctx, uint64_t point)
     return w->inner->prepare(w->inner->user, ctx, point);
 }
 
+/* Note a point evaluated this run (and whether it was known before); -1 without memory. */
+static int note_point(eval_wrap *w, uint64_t point)
+{
+    if (w->n == w->cap) {
+        size_t cap = w->cap ? 2 * w->cap : 256;
+        uint64_t *p = realloc(w->evaluated, cap * sizeof(*p));
+        if (!p)
+            return -1;
+        w->evaluated = p;
+        w->cap = cap;
+    }
+    w->evaluated[w->n++] = point;
+    if (w->nknown && bsearch(&point, w->known, w->nknown, sizeof(uint64_t), cmp_u64))
+        w->reevaluated++;
+    return 0;
+}
+
 static kopt_status wrap_evaluate(void *user, kopt_ctx *ctx, uint64_t point, int want_findings,
                                  kopt_tune_outcome *out)
 {
@@ -52,18 +69,43 @@ static kopt_status wrap_evaluate(void *user, kopt_ctx *ctx, uint64_t point, int 
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR && !(w->stop && *w->stop))
             ;
     }
-    if (w->n == w->cap) {
-        size_t cap = w->cap ? 2 * w->cap : 256;
-        uint64_t *p = realloc(w->evaluated, cap * sizeof(*p));
-        if (!p)
-            return kopt_seterr(ctx, KOPT_E_NOMEM, "evaluated points");
-        w->evaluated = p;
-        w->cap = cap;
-    }
-    w->evaluated[w->n++] = point;
-    if (w->nknown && bsearch(&point, w->known, w->nknown, sizeof(uint64_t), cmp_u64))
-        w->reevaluated++;
+    if (note_point(w, point) != 0)
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "evaluated points");
     return w->inner->evaluate(w->inner->user, ctx, point, want_findings, out);
+}
+
+/* A batch (scale-out): each point is noted as its outcome arrives. */
+typedef struct wrap_batch {
+    eval_wrap *w;
+    const kopt_tune_batch *outer;
+    const uint64_t *points;
+} wrap_batch;
+
+static void wrap_ready(void *user, uint64_t point)
+{
+    wrap_batch *wb = user;
+    if (wb->outer->ready)
+        wb->outer->ready(wb->outer->user, point);
+}
+
+static void wrap_done(void *user, int index, const kopt_tune_outcome *o)
+{
+    wrap_batch *wb = user;
+    note_point(wb->w, wb->points[index]);   /* without memory the count is short: a report */
+    wb->outer->done(wb->outer->user, index, o);
+}
+
+static kopt_status wrap_many(void *user, kopt_ctx *ctx, const uint64_t *points, int n,
+                             int want_findings, const kopt_tune_batch *b)
+{
+    eval_wrap *w = user;
+    wrap_batch wb = {w, b, points};
+    kopt_tune_batch mine = *b;
+
+    mine.user = &wb;
+    mine.ready = wrap_ready;
+    mine.done = wrap_done;
+    return w->inner->evaluate_many(w->inner->user, ctx, points, n, want_findings, &mine);
 }
 
 /* ---- the store --------------------------------------------------------------------------- */
@@ -176,7 +218,7 @@ static void final_check(kopt_run_tune *t, kopt_ctx *ctx, kopt_run_tune_shape *sr
     kopt_vars vals = KOPT_VARS_INIT;
     kopt_candidate *c = NULL;
 
-    if (t->replay || !sr->res || !sr->res->has_best || kopt__run_tune_stopped(t))
+    if (t->replay || t->standin || !sr->res || !sr->res->has_best || kopt__run_tune_stopped(t))
         return;
     eo.device = te->device;
     eo.arch = te->arch;
@@ -191,6 +233,25 @@ static void final_check(kopt_run_tune *t, kopt_ctx *ctx, kopt_run_tune_shape *sr
         kopt_log(ctx, KOPT_LOG_WARN, "final check of the winner failed: %s", kopt_errmsg(ctx));
     kopt_candidate_free(c);
     kopt_vars_free(&vals);
+}
+
+void kopt__run_tune_live_opts(kopt_run_tune *t, int index, int device, const kopt_ceilings *ceil,
+                              kopt_eval_opts *eval, kopt_tune_live_opts *lo)
+{
+    static const kopt_tune_live_opts init = KOPT_TUNE_LIVE_OPTS_INIT;
+    const kopt_run_tune_opts *a = &t->priv->o;
+
+    *eval = a->eval;
+    eval->device = device;
+    eval->sizes = &t->shapes[index].sizes;
+    eval->ceilings = ceil && ceil->valid ? ceil : NULL;
+    *lo = init;
+    lo->eval = eval;
+    lo->objective = t->objective;
+    lo->energy_s = a->energy_s;
+    lo->allow_spills = a->allow_spills;
+    lo->one_shot = a->one_shot;
+    lo->findings = a->findings;
 }
 
 static kopt_status run_shape(kopt_run_tune *t, kopt_ctx *ctx, int index)
@@ -225,17 +286,12 @@ static kopt_status run_shape(kopt_run_tune *t, kopt_ctx *ctx, int index)
 
     if (P->recorded) {
         rc = kopt_tune_evaluator_replay(&inner, ctx, sr->space, P->recorded);
+    } else if (P->pool) {
+        rc = kopt__run_tune_scale_shape(t, ctx, index, &inner);
     } else {
-        kopt_tune_live_opts lo = KOPT_TUNE_LIVE_OPTS_INIT;
-        P->eval = a->eval;
-        P->eval.sizes = &sr->sizes;
-        P->eval.ceilings = P->ceilings.valid ? &P->ceilings : NULL;
-        lo.eval = &P->eval;
-        lo.objective = t->objective;
-        lo.energy_s = a->energy_s;
-        lo.allow_spills = a->allow_spills;
-        lo.one_shot = a->one_shot;
-        lo.findings = a->findings;
+        kopt_tune_live_opts lo;
+        kopt__run_tune_live_opts(t, index, a->eval.device,
+                                 P->ceilings.valid ? &P->ceilings : NULL, &P->eval, &lo);
         rc = kopt_tune_evaluator_live(&inner, ctx, t->prob, t->tmpl, sr->space, &lo);
     }
     if (rc != KOPT_OK)
@@ -263,6 +319,7 @@ static kopt_status run_shape(kopt_run_tune *t, kopt_ctx *ctx, int index)
     wrapped.prepare = inner->prepare ? wrap_prepare : NULL;
     wrapped.evaluate = wrap_evaluate;
     wrapped.destroy = NULL;
+    wrapped.evaluate_many = inner->evaluate_many ? wrap_many : NULL;
 
     to.strategy = sr->strategy;
     to.strategy_options = sr->options[0] ? sr->options : NULL;
@@ -284,6 +341,10 @@ static kopt_status run_shape(kopt_run_tune *t, kopt_ctx *ctx, int index)
     sr->nevaluated = w.n;
     sr->reevaluated = w.reevaluated;
     w.evaluated = NULL;
+    if (rc == KOPT_OK && P->pool && t->mixed[0])
+        rc = kopt__run_tune_scale_retime(t, ctx, index);
+    if (rc == KOPT_OK && P->pool && !P->store_is_recording)
+        rc = kopt__run_tune_scale_record(t, ctx, index);
     if (rc == KOPT_OK && P->run->store && !P->store_is_recording)
         rc = store_finish(t, ctx, sr);
     if (rc == KOPT_OK)
@@ -405,25 +466,11 @@ static kopt_status write_outputs(kopt_run_tune *t, kopt_ctx *ctx, int index)
 
 /* ---- the run --------------------------------------------------------------------------------- */
 
-kopt_status kopt_run_tune_go(kopt_run_tune *t, kopt_ctx *ctx)
+static kopt_status go_shapes(kopt_run_tune *t, kopt_ctx *ctx)
 {
-    kopt__run_tune_priv *P;
-    kopt_run *run;
+    kopt__run_tune_priv *P = t->priv;
+    kopt_run *run = P->run;
     kopt_status rc;
-
-    if (!t || !t->priv)
-        return kopt_seterr(ctx, KOPT_E_INVALID, "tune: not set up");
-    P = t->priv;
-    run = P->run;
-    if (!t->replay && !t->has_device)
-        return kopt__run_fail(run, KOPT_RUN_FAULT_KOPT,
-                              kopt_seterr(ctx, KOPT_E_NO_DEVICE, "tuning needs a GPU (%s)",
-                                          t->why_no_device));
-
-    /* live: the device's ceilings once for the whole run (every evaluation needs them for
-     * its roofline and SUSPECT checks), from the store or measured now and stored */
-    if (!t->replay)
-        kopt_run_ceilings(run, ctx, P->o.eval.device, &P->ceilings);
 
     /* replay: the recorded outcomes */
     if (t->replay && (rc = kopt__run_tune_load_recording(t, ctx)) != KOPT_OK)
@@ -451,4 +498,34 @@ kopt_status kopt_run_tune_go(kopt_run_tune *t, kopt_ctx *ctx)
         }
     }
     return KOPT_OK;
+}
+
+kopt_status kopt_run_tune_go(kopt_run_tune *t, kopt_ctx *ctx)
+{
+    kopt__run_tune_priv *P;
+    kopt_status rc;
+
+    if (!t || !t->priv)
+        return kopt_seterr(ctx, KOPT_E_INVALID, "tune: not set up");
+    P = t->priv;
+    if (!t->replay && !t->has_device)
+        return kopt__run_fail(P->run, KOPT_RUN_FAULT_KOPT,
+                              kopt_seterr(ctx, KOPT_E_NO_DEVICE, "tuning needs a GPU (%s)",
+                                          t->why_no_device));
+    /* MPI ranks > 0 evaluate for rank 0 instead (docs/scale.md) */
+    if (!t->replay && P->o.mpi && kopt_scale_mpi_rank(P->o.mpi) > 0)
+        return kopt__run_tune_serve(t, ctx);
+
+    /* live: the device's ceilings once for the whole run (every evaluation needs them for
+     * its roofline and SUSPECT checks), from the store or measured now and stored */
+    if (!t->replay && !t->standin)
+        kopt_run_ceilings(P->run, ctx, P->o.eval.device, &P->ceilings);
+    /* scale-out: the slots (several GPUs, MPI ranks, stand-ins), when asked for */
+    if (!t->replay && (rc = kopt__run_tune_scale_open(t, ctx)) != KOPT_OK) {
+        kopt__run_tune_scale_close(t);
+        return kopt__run_fail(P->run, KOPT_RUN_FAULT_KOPT, rc);
+    }
+    rc = go_shapes(t, ctx);
+    kopt__run_tune_scale_close(t);
+    return rc;
 }

@@ -22,12 +22,36 @@ typedef struct kopt_run_tune_priv {
     int shape;                           /* the shape being tuned */
     char tmpl_record_buf[PATH_MAX];      /* replay: the template path the recording names */
     kopt__run_tune_sink sinks[KOPT_RUN_TUNE_MAX_SHAPES];
+    /* scale-out (run_scale.c): NULL pool: one GPU, the plain path */
+    kopt_scale_pool *pool;
+    double standin_ms;                   /* >= 0: CPU stand-ins instead of GPUs */
+    int ndevs;                           /* local GPU (or stand-in) slots: pool slots 0.. */
+    int devs[KOPT_SCALE_MAX_SLOTS];
+    kopt_ceilings dev_ceil[KOPT_SCALE_MAX_SLOTS];
+    char spaces[72];                     /* what every MPI rank must be tuning (a hash) */
 } kopt__run_tune_priv;
 
 /* 1 once the caller asked to stop. */
 int kopt__run_tune_stopped(const kopt_run_tune *t);
 /* The driver's progress hook: the caller's, with the shape. */
 void kopt__run_tune_progress(void *user, const kopt_tune_progress *p);
+/* The live evaluator's options for shape `index` on GPU `device` (eval is filled and
+ * pointed to by lo; ceil: the device's, or NULL). */
+void kopt__run_tune_live_opts(kopt_run_tune *t, int index, int device, const kopt_ceilings *ceil,
+                              kopt_eval_opts *eval, kopt_tune_live_opts *lo);
+/* Scale-out (run_scale.c): the pool of slots when the run spreads (--gpus, MPI rank 0,
+ * KOPT_SCALE_STANDIN), else nothing; per shape, the pool's evaluator (GPU slots given
+ * their shape's live evaluators); at the end, the slots' counts and the MPI ranks told to
+ * stop; on MPI ranks > 0, serving rank 0 instead of tuning. */
+kopt_status kopt__run_tune_scale_open(kopt_run_tune *t, kopt_ctx *ctx);
+kopt_status kopt__run_tune_scale_shape(kopt_run_tune *t, kopt_ctx *ctx, int index,
+                                       kopt_tune_evaluator **out);
+/* Mixed GPUs: the best few of the shape re-timed on slot 0, the winner chosen among them. */
+kopt_status kopt__run_tune_scale_retime(kopt_run_tune *t, kopt_ctx *ctx, int index);
+/* The devices that evaluated the shape, into its tune_runs row. */
+kopt_status kopt__run_tune_scale_record(kopt_run_tune *t, kopt_ctx *ctx, int index);
+void kopt__run_tune_scale_close(kopt_run_tune *t);
+kopt_status kopt__run_tune_serve(kopt_run_tune *t, kopt_ctx *ctx);
 /* Replay: read the recording (a cache file, or a stored run's outcomes) for the shape. */
 kopt_status kopt__run_tune_load_recording(kopt_run_tune *t, kopt_ctx *ctx);
 

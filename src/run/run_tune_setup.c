@@ -201,6 +201,12 @@ static void find_device(kopt_run_tune *t, kopt_ctx *ctx)
     if (t->replay) {
         snprintf(t->dev.name, sizeof(t->dev.name), "%s", P->recorded_key.device);
         snprintf(t->dev.uuid, sizeof(t->dev.uuid), "%s", P->recorded_key.device_uuid);
+    } else if (t->standin) {            /* KOPT_SCALE_STANDIN: CPU stand-ins, no GPU */
+        char model[64];
+        snprintf(t->dev.name, sizeof(t->dev.name), "%s",
+                 kopt_scale_standin_model(0, model, sizeof(model)) ? model : "kopt stand-in");
+        snprintf(t->dev.uuid, sizeof(t->dev.uuid), "stand-in");
+        t->has_device = 1;              /* no limits: only the constraints prune */
     } else if (kopt_device_nvml(ctx, ordinal, &t->dev, &count) != KOPT_OK ||
                ordinal >= count) {
         snprintf(t->why_no_device, sizeof(t->why_no_device), "%s",
@@ -211,7 +217,7 @@ static void find_device(kopt_run_tune *t, kopt_ctx *ctx)
         t->has_device = 1;
         kopt_tune_limits_from_device(&t->limits, &t->dev);
     }
-    if (!t->has_device)
+    if (!t->has_device || t->standin)
         snprintf(t->limits_text, sizeof(t->limits_text),
                  "none (no device: only the constraints prune)");
     else
@@ -290,6 +296,8 @@ kopt_status kopt_run_tune_open(kopt_run_tune **out, kopt_run *run, kopt_ctx *ctx
     *out = t;
     t->priv->run = run;
     t->priv->o = *opts;
+    t->priv->standin_ms = opts->replay ? -1 : kopt_scale_standin_env();
+    t->standin = t->priv->standin_ms >= 0;
     t->objective = opts->objective;
     t->replay = opts->replay != NULL;
     t->priv->store_is_recording = t->replay && is_run_id(opts->replay);
@@ -391,6 +399,7 @@ void kopt_run_tune_free(kopt_run_tune *t)
     }
     kopt_candidate_free(t->tmpl);
     kopt_problem_free(t->prob);
+    free(t->slots);
     free(t->priv);
     free(t);
 }

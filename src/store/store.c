@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "store_int.h"
 
@@ -27,6 +28,8 @@ static const char *const migrations[] = {
     KOPT__STORE_OPT_SEARCH_SCHEMA,
     /* 7 -> 8: kopt bench's suites and rows (bench.c) */
     KOPT__STORE_BENCH_SCHEMA,
+    /* 8 -> 9: where each measurement was taken (scale-out; tune.c, evaluations) */
+    KOPT__STORE_SCALE_SCHEMA,
 };
 
 kopt_status kopt__store_err(kopt_store *s, kopt_ctx *ctx, const char *what)
@@ -216,7 +219,7 @@ kopt_status kopt_store_put_eval_in_run(kopt_store *s, kopt_ctx *ctx, int64_t run
 {
     sqlite3_stmt *st = NULL;
     json_t *sizes = json_object();
-    char *sizes_text;
+    char *sizes_text, host[256] = "";
     kopt_status rc = KOPT_OK;
 
     for (int i = 0; i < r->sizes.n; i++)
@@ -256,8 +259,9 @@ kopt_status kopt_store_put_eval_in_run(kopt_store *s, kopt_ctx *ctx, int64_t run
             "INSERT INTO evaluations (problem_hash, candidate_hash, device_uuid, arch, sizes_json,"
             " seed, verdict, message, median_ms, min_ms, p10_ms, p90_ms, reps, ref_median_ms,"
             " speedup, pct_of_bound, achieved_gbs, achieved_gflops, compile_cache_hit,"
-            " compile_ms, verify_ms, time_ms, total_ms, compile_log, result_json, run_id, tag)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &st, NULL) !=
+            " compile_ms, verify_ms, time_ms, total_ms, compile_log, result_json, run_id, tag,"
+            " device_index, host)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &st, NULL) !=
         SQLITE_OK)
         goto fail;
     sqlite3_bind_text(st, 1, p->hash, -1, SQLITE_TRANSIENT);
@@ -294,6 +298,10 @@ kopt_status kopt_store_put_eval_in_run(kopt_store *s, kopt_ctx *ctx, int64_t run
     if (run_id)
         sqlite3_bind_int64(st, 26, run_id);
     kopt__store_bind_text(st, 27, tag);
+    if (r->has_device)                /* where it was measured (migration 8 -> 9) */
+        sqlite3_bind_int(st, 28, r->device.ordinal);
+    if (gethostname(host, sizeof(host) - 1) == 0)
+        sqlite3_bind_text(st, 29, host, -1, SQLITE_TRANSIENT);
     if (sqlite3_step(st) != SQLITE_DONE)
         goto fail;
     if (id)

@@ -140,4 +140,22 @@ void kopt__store_copy_col(sqlite3_stmt *st, int col, char *buf, size_t len);
     "  run_id INTEGER, created_at TEXT DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),"        \
     "  verdict TEXT, row_json TEXT NOT NULL, PRIMARY KEY (suite_id, problem));"
 
+/* Migration 8 -> 9 (scale-out, docs/scale.md): where each measurement was taken. A tuning
+ * run may spread over several GPUs and MPI ranks, and a time is only comparable with times
+ * from the same device model and clocks, so every tuning outcome records its GPU (ordinal,
+ * name, UUID, clocks), host and rank, and every evaluation its GPU ordinal and host (its
+ * UUID was recorded already); each tuning run records the devices it used. NULL in rows
+ * written before. */
+#define KOPT__STORE_SCALE_SCHEMA                                                               \
+    "ALTER TABLE tune_evals ADD COLUMN device_index INTEGER;"                                  \
+    "ALTER TABLE tune_evals ADD COLUMN device_name TEXT;"                                      \
+    "ALTER TABLE tune_evals ADD COLUMN device_uuid TEXT;"                                      \
+    "ALTER TABLE tune_evals ADD COLUMN clock_mhz INTEGER;"                                     \
+    "ALTER TABLE tune_evals ADD COLUMN mem_clock_mhz INTEGER;"                                 \
+    "ALTER TABLE tune_evals ADD COLUMN host TEXT;"                                             \
+    "ALTER TABLE tune_evals ADD COLUMN rank INTEGER;"                                          \
+    "ALTER TABLE evaluations ADD COLUMN device_index INTEGER;"                                 \
+    "ALTER TABLE evaluations ADD COLUMN host TEXT;"                                            \
+    "ALTER TABLE tune_runs ADD COLUMN devices TEXT;"
+
 #endif

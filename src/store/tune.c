@@ -106,7 +106,9 @@ kopt_status kopt_store_tune_put(kopt_store *s, kopt_ctx *ctx, int64_t run_id,
     if (sqlite3_prepare_v2(s->db,
             "INSERT OR REPLACE INTO tune_evals (run_id, key_hash, label, state, time_ms,"
             " energy_mj, power_w, compile_ms, eval_ms, registers, spill_bytes, smem_bytes,"
-            " verdict, message, findings_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &st,
+            " verdict, message, findings_json, device_index, device_name, device_uuid,"
+            " clock_mhz, mem_clock_mhz, host, rank)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &st,
             NULL) != SQLITE_OK) {
         rc = kopt__store_err(s, ctx, "record a tuning outcome");
         goto cleanup;
@@ -129,6 +131,17 @@ kopt_status kopt_store_tune_put(kopt_store *s, kopt_ctx *ctx, int64_t run_id,
     sqlite3_bind_text(st, 13, o->verdict, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 14, o->message, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 15, findings ? findings : "[]", -1, SQLITE_TRANSIENT);
+    if (o->where.known) {             /* where it was measured (migration 8 -> 9) */
+        sqlite3_bind_int(st, 16, o->where.device);
+        kopt__store_bind_text(st, 17, o->where.name[0] ? o->where.name : NULL);
+        kopt__store_bind_text(st, 18, o->where.uuid[0] ? o->where.uuid : NULL);
+        if (o->where.clock_mhz > 0)
+            sqlite3_bind_int(st, 19, o->where.clock_mhz);
+        if (o->where.mem_clock_mhz > 0)
+            sqlite3_bind_int(st, 20, o->where.mem_clock_mhz);
+        kopt__store_bind_text(st, 21, o->where.host[0] ? o->where.host : NULL);
+        sqlite3_bind_int(st, 22, o->where.rank);
+    }
     /* autocommit: the row is committed when the step returns */
     if (sqlite3_step(st) != SQLITE_DONE)
         rc = kopt__store_err(s, ctx, "record a tuning outcome");
@@ -371,4 +384,21 @@ kopt_status kopt_store_tune_get_run(kopt_store *s, kopt_ctx *ctx, int64_t run_id
     if (step != SQLITE_ROW)
         return kopt__store_err(s, ctx, "read a tuning run");
     return KOPT_OK;
+}
+
+kopt_status kopt_store_tune_set_devices(kopt_store *s, kopt_ctx *ctx, int64_t tune_run_id,
+                                        const char *devices)
+{
+    sqlite3_stmt *st = NULL;
+    kopt_status rc = KOPT_OK;
+
+    if (sqlite3_prepare_v2(s->db, "UPDATE tune_runs SET devices=? WHERE id=?", -1, &st, NULL) !=
+        SQLITE_OK)
+        return kopt__store_err(s, ctx, "record a tuning run's devices");
+    kopt__store_bind_text(st, 1, devices);
+    sqlite3_bind_int64(st, 2, tune_run_id);
+    if (sqlite3_step(st) != SQLITE_DONE)
+        rc = kopt__store_err(s, ctx, "record a tuning run's devices");
+    sqlite3_finalize(st);
+    return rc;
 }

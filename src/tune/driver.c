@@ -15,6 +15,11 @@
  * driver's thread evaluates; evaluate waits for its point's prepare. A failed prepare is
  * only logged: evaluate compiles again and reports the failure as the point's outcome.
  * Every thread is joined before kopt_tune_run returns.
+ *
+ * Batches: an evaluator with evaluate_many (scale-out, kopt/scale.h) gets each round's new
+ * points at once, to spread over several GPUs or MPI ranks; each outcome goes into the
+ * cache (and the store) as it arrives, and the round is then answered in order as above,
+ * so the strategy hears the same outcomes in the same order as with one GPU.
  */
 #include "kopt/tune.h"
 #include "strategies/common.h"   /* the point map */
@@ -234,6 +239,13 @@ typedef struct run {
     long best_idx;
     double t0;
     int batch_counted;        /* the current round brought a point new to the run */
+    /* evaluate_many: the round's new points, their outcomes as they arrived */
+    uint64_t *bpoints;
+    kopt_tune_outcome *bout;
+    unsigned char *bdone;
+    int nb;
+    int batch_short;          /* a point of the batch got no outcome (stopped) */
+    kopt_status batch_rc;     /* the first failure to record an outcome */
 } run;
 
 static kopt_tune_objective search_objective(kopt_tune_objective o)
@@ -311,6 +323,85 @@ static void report(run *r)
     r->opts.progress(r->opts.progress_user, &p);
 }
 
+/* ---- batches (evaluate_many) --------------------------------------------------------------- */
+
+static int batch_find(const run *r, uint64_t point)
+{
+    for (int i = 0; i < r->nb; i++)
+        if (r->bpoints[i] == point)
+            return i;
+    return -1;
+}
+
+/* The round's points that need evaluating: not answered in this run, not cached, valid,
+ * each once; written to out, returns how many. */
+static int new_points(run *r, const uint64_t *points, int n, uint64_t *out)
+{
+    int k = 0;
+
+    for (int i = 0; i < n; i++) {
+        int dup = 0;
+        for (int j = 0; j < k; j++)
+            dup |= out[j] == points[i];
+        if (dup || kopt_tune__map_get(&r->seen, points[i], NULL) ||
+            kopt_tune_cache_get(r->cache, points[i]) ||
+            !kopt_tune_space_valid(r->space, points[i], NULL, 0))
+            continue;
+        out[k++] = points[i];
+    }
+    return k;
+}
+
+static void batch_ready(void *user, uint64_t point)
+{
+    run *r = user;
+    kopt_status rc;
+    char msg[256];
+    double waited;
+
+    if (r->pipe)
+        pipeline_wait(r->pipe, point, &rc, msg, sizeof(msg), &waited);
+}
+
+/* An outcome arrived (on the driver's thread): into the cache, so the store has it now. */
+static void batch_done(void *user, int index, const kopt_tune_outcome *o)
+{
+    run *r = user;
+    kopt_status rc;
+
+    if (index < 0 || index >= r->nb || r->bdone[index])
+        return;
+    r->bout[index] = *o;
+    r->bdone[index] = 1;
+    if ((rc = kopt_tune_cache_put(r->cache, r->ctx, r->bpoints[index], o)) != KOPT_OK &&
+        r->batch_rc == KOPT_OK)
+        r->batch_rc = kopt_adderr(r->ctx, rc, "tune: recording an outcome");
+}
+
+/* Evaluate the round's new points at once. */
+static kopt_status run_batch(run *r, const uint64_t *points, int n)
+{
+    kopt_tune_batch b;
+    double t;
+    kopt_status rc;
+
+    r->nb = new_points(r, points, n, r->bpoints);
+    r->batch_short = 0;
+    r->batch_rc = KOPT_OK;
+    memset(r->bdone, 0, (size_t)r->nb);
+    if (r->nb == 0)
+        return KOPT_OK;
+    b.user = r;
+    b.ready = batch_ready;
+    b.done = batch_done;
+    b.stop = r->opts.stop;
+    t = kopt_now_ms();
+    rc = r->eval->evaluate_many(r->eval->user, r->ctx, r->bpoints, r->nb,
+                                r->strat->wants_findings, &b);
+    r->res->eval_s += (kopt_now_ms() - t) / 1000.0;
+    return rc != KOPT_OK ? rc : r->batch_rc;
+}
+
 /* Answer one point (see the top of the file), record it, tell the strategy. */
 static kopt_status answer(run *r, uint64_t point)
 {
@@ -318,7 +409,7 @@ static kopt_status answer(run *r, uint64_t point)
     const kopt_tune_outcome *known;
     kopt_tune_outcome o;
     double first;
-    int repeat = 0;
+    int repeat = 0, bi;
     kopt_status rc;
 
     memset(&o, 0, sizeof(o));
@@ -326,6 +417,18 @@ static kopt_status answer(run *r, uint64_t point)
         o = res->outcomes[(size_t)first];
         repeat = 1;
         res->cached++;
+    } else if ((bi = batch_find(r, point)) >= 0) {
+        if (!r->bdone[bi]) {              /* stopped before it was evaluated */
+            r->batch_short = 1;
+            return KOPT_OK;
+        }
+        o = r->bout[bi];                  /* already in the cache (batch_done) */
+        res->evaluated++;
+        if (o.state != KOPT_TUNE_OK)
+            res->failed++;
+        r->used++;
+        r->seen_valid++;
+        r->batch_counted = 1;
     } else if ((known = kopt_tune_cache_get(r->cache, point)) != NULL) {
         o = *known;
         res->cached++;
@@ -398,19 +501,7 @@ static int should_stop(run *r, kopt_tune_stop *why)
 /* Queue the round's points that will need evaluating for the compile threads. */
 static void submit_round(run *r, const uint64_t *points, int n, uint64_t *scratch)
 {
-    int k = 0;
-
-    for (int i = 0; i < n; i++) {
-        int dup = 0;
-        for (int j = 0; j < k; j++)
-            dup |= scratch[j] == points[i];
-        if (dup || kopt_tune__map_get(&r->seen, points[i], NULL) ||
-            kopt_tune_cache_get(r->cache, points[i]) ||
-            !kopt_tune_space_valid(r->space, points[i], NULL, 0))
-            continue;
-        scratch[k++] = points[i];
-    }
-    pipeline_submit(r->pipe, scratch, k);
+    pipeline_submit(r->pipe, scratch, new_points(r, points, n, scratch));
 }
 
 static int cmp_time_energy(const void *a, const void *b, void *ctx)
@@ -520,7 +611,10 @@ kopt_status kopt_tune_run_strategy(kopt_tune_result **out, kopt_ctx *ctx,
         return kopt_seterr(ctx, KOPT_E_INVALID, "tune: the cache was made for another space");
     if (!(r.res = calloc(1, sizeof(*r.res))) ||
         !(round = malloc((size_t)r.opts.lookahead * sizeof(*round))) ||
-        !(scratch = malloc((size_t)r.opts.lookahead * sizeof(*scratch)))) {
+        !(scratch = malloc((size_t)r.opts.lookahead * sizeof(*scratch))) ||
+        !(r.bpoints = malloc((size_t)r.opts.lookahead * sizeof(*r.bpoints))) ||
+        !(r.bout = malloc((size_t)r.opts.lookahead * sizeof(*r.bout))) ||
+        !(r.bdone = malloc((size_t)r.opts.lookahead))) {
         rc = kopt_seterr(ctx, KOPT_E_NOMEM, "tune");
         goto cleanup;
     }
@@ -545,7 +639,9 @@ kopt_status kopt_tune_run_strategy(kopt_tune_result **out, kopt_ctx *ctx,
         r.pipe = pipeline_new(ctx, eval, r.opts.compile_threads, r.opts.lookahead);
 
     for (;;) {
-        if (should_stop(&r, &why))
+        /* a batch's round is answered to its end first: its outcomes are stored already, so
+         * the strategy and the result hear of them (a stop shows as a point without one) */
+        if (!(r.nb > 0 && pos < nround) && should_stop(&r, &why))
             break;
         if (pos == nround) {
             kopt_tune_history h;
@@ -570,9 +666,15 @@ kopt_status kopt_tune_run_strategy(kopt_tune_result **out, kopt_ctx *ctx,
             r.batch_counted = 0;
             if (r.pipe)
                 submit_round(&r, round, nround, scratch);
+            if (eval->evaluate_many && (rc = run_batch(&r, round, nround)) != KOPT_OK)
+                goto cleanup;
         }
         if ((rc = answer(&r, round[pos++])) != KOPT_OK)
             goto cleanup;
+        if (r.batch_short) {
+            why = KOPT_TUNE_STOP_INTERRUPTED;
+            break;
+        }
         if (pos == nround) {
             stalled = r.batch_counted ? 0 : stalled + 1;
             if (stalled >= KOPT_TUNE_STALL_ASKS) {
@@ -600,6 +702,9 @@ cleanup:
     free(r.repeat);
     free(round);
     free(scratch);
+    free(r.bpoints);
+    free(r.bout);
+    free(r.bdone);
     return rc;
 }
 

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* What prepare learned about a point, for evaluate: its compile time (evaluate then sees a
  * cache hit) or its compile error (not cached on disk, so not compiled twice). */
@@ -36,6 +37,7 @@ typedef struct live {
     kopt_tune_live_opts opts;
     char arch[24];
     int cc_major, cc_minor;          /* of the device (9.0 when none is seen) */
+    kopt_tune_where where;           /* the device, recorded on every outcome */
     kopt_eval_session *session;      /* opened at the first evaluation (NULL: one_shot) */
     pthread_mutex_t lock;            /* guards memo */
     prepared *memo;
@@ -320,6 +322,7 @@ static kopt_status live_evaluate(void *user, kopt_ctx *ctx, uint64_t point, int 
     kopt_status rc;
 
     memset(out, 0, sizeof(*out));
+    out->where = L->where;
     /* A compile that failed in a prepare thread is compiled again here, on the driver's
      * thread, before it is called a COMPILE_ERROR: on the H200 machine (NVRTC 13.0, 12
      * threads) 3 of 274 points failed in prepare as if the -D params were missing, while
@@ -369,6 +372,12 @@ static kopt_status live_evaluate(void *user, kopt_ctx *ctx, uint64_t point, int 
     if (rc != KOPT_OK)
         goto cleanup;
     map_verdict(res, out);
+    if (res->has_device) {             /* the clocks the worker saw */
+        out->where.clock_mhz = res->device.clock_khz / 1000;
+        out->where.mem_clock_mhz = res->device.mem_clock_khz / 1000;
+        if (res->device.uuid[0])
+            snprintf(out->where.uuid, sizeof(out->where.uuid), "%.47s", res->device.uuid);
+    }
     if (want_findings || L->opts.findings)
         static_findings(L, comp, b, res, out);
 cleanup:
@@ -435,11 +444,16 @@ kopt_status kopt_tune_evaluator_live(kopt_tune_evaluator **out, kopt_ctx *ctx,
         L->cc_major = nvml.cc_major;
         L->cc_minor = nvml.cc_minor;
         kopt_arch_for_cc(nvml.cc_major, nvml.cc_minor, L->arch);
+        L->where.known = 1;
+        snprintf(L->where.name, sizeof(L->where.name), "%.63s", nvml.name);
+        snprintf(L->where.uuid, sizeof(L->where.uuid), "%.47s", nvml.uuid);
     } else {
         snprintf(L->arch, sizeof(L->arch), "sm_90a");
     }
     if (L->eval.arch)
         snprintf(L->arch, sizeof(L->arch), "%s", L->eval.arch);
+    L->where.device = L->eval.device;
+    gethostname(L->where.host, sizeof(L->where.host) - 1);
     pthread_mutex_init(&L->lock, NULL);
     e->user = L;
     e->prepare = live_prepare;

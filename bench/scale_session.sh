@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# One device call for scale-out (issue 17, docs/scale.md), on the GPU machine from the repo
+# root with build/ carried:  bash bench/scale_session.sh
+# A fixed-budget `kopt tune` (examples/sgemm/tune.cu at 2048^3, strategy random, the same
+# seed and budget everywhere, a fresh compile cache and store per run):
+#   1gpu        one GPU, the plain path (no --gpus)
+#   gpus0       one GPU through the dispatcher (--gpus 0): should match 1gpu
+#   gpusN       --gpus 0..N-1 for N = 2, 4, 8 where the machine has that many GPUs; the
+#               speed-up over gpus0 and its efficiency (goal >= 0.85 x N)
+#   mpi2        mpirun -np 2 on the one GPU: rank 0 searches and stores, rank 1 evaluates
+#   mpikill     mpirun -np 3 (ranks 1 and 2 share GPU 0), rank 2 killed (SIGKILL) once
+#               a third of the budget is stored: the run must still store every point of
+#               the budget once, and rank 1 must have done rank 2's evaluation in flight
+# MPI runs need OpenMPI's mpirun (PATH, /usr/local/mpi/bin, /opt/hpcx/ompi/bin, next to
+# mpi4py's mpicc) and its libmpi.so.40; without them they print "skipped: no MPI". Results go to $OUT/scale (or /tmp/kopt-out/scale): each
+# run's log and JSON, summary.txt, and a short table printed last. Each run is bounded;
+# the whole session stays under 8 minutes on an H100 (SCALE_BUDGET, default 48, scales it).
+set -u
+FINAL=${OUT:-/tmp/kopt-out}; O=$FINAL/scale; mkdir -p "$O"
+B=${KOPT_BUILD:-build}; K=${KOPT_BIN:-$PWD/$B/kopt}
+src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$B/CMakeCache.txt" 2>/dev/null)
+# the carried build names its source folder by absolute path: make it resolve here
+if [ -n "$src" ] && [ "$src" != "$PWD" ] && [ ! -e "$src" ]; then mkdir -p "$(dirname "$src")"; ln -s "$PWD" "$src"; fi
+BUDGET=${SCALE_BUDGET:-48}
+PROB=examples/sgemm TMPL=examples/sgemm/tune.cu
+TUNE_ARGS=(--sizes M=2048,N=2048,K=2048 --strategy random --seed 7 --budget "$BUDGET"
+           --no-progress --json)
+W=/tmp/kopt-scale; rm -rf "$W"; mkdir -p "$W"
+T0=$(date +%s)
+S=$O/summary.txt; : > "$S"
+say() { echo "$*" | tee -a "$S"; }
+TABLE=$O/table.txt; : > "$TABLE"
+row() { printf '%-10s %-6s %-4s %8s %8s %9s %s\n' "$@" >> "$TABLE"; }
+row run gpus rc "wall s" "tune s" "speed-up" "note"
+
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+# a dry run of this script without a GPU: KOPT_SCALE_STANDIN=MS (CPU stand-ins) and
+# SCALE_FAKE_GPUS=N (how many to pretend)
+[ -n "${KOPT_SCALE_STANDIN:-}" ] && NGPU=${SCALE_FAKE_GPUS:-1}
+say "== env: $(nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,driver_version --format=csv,noheader 2>/dev/null | head -1 || true); $NGPU GPU(s); $(nproc) CPUs; budget $BUDGET"
+if [ "$NGPU" = 0 ]; then
+  say "skipped: no GPU"
+  row all - - - - - "skipped: no GPU"
+  cat "$TABLE"; exit 0
+fi
+
+# field of a tune --json output (python3 reads it); "-" when missing
+jget() { python3 -c 'import json,sys
+try:
+    d = json.load(open(sys.argv[1]))
+    v = eval(sys.argv[2], {"d": d})
+    print(v if not isinstance(v, float) else "%.2f" % v)
+except Exception:
+    print("-")' "$1" "$2"; }
+
+# tune LABEL SECONDS [prefix command...] -- [kopt tune options]: one fresh run
+tune() {
+  local label=$1 secs=$2; shift 2
+  local pre=() ; while [ $# -gt 0 ] && [ "$1" != "--" ]; do pre+=("$1"); shift; done; shift
+  export KOPT_CACHE_DIR=$W/$label.cache
+  local t=$(date +%s.%N)
+  timeout "$secs" "${pre[@]}" "$K" tune "$PROB" "$TMPL" "${TUNE_ARGS[@]}" --db "$W/$label.db" \
+      --compile-threads "${CT:-4}" "$@" > "$O/$label.json" 2> "$O/$label.log"
+  RC=$?
+  WALL=$(python3 -c "import time; print('%.1f' % (time.time() - $t))")
+  TUNE_S=$(jget "$O/$label.json" 'd["elapsed_s"]')
+  say "$label: exit $RC, wall $WALL s, tune $TUNE_S s, best $(jget "$O/$label.json" 'd["best"]["label"] if "label" in d["best"] else d["best"]["params"]'), $(jget "$O/$label.json" 'd["evaluated"]') evaluated, compile wait $(jget "$O/$label.json" 'd["compile_wait_s"]') s"
+}
+# rows of a store: "count|distinct labels|ranks"
+stored() { python3 -c 'import sqlite3,sys
+c = sqlite3.connect(sys.argv[1])
+n, d = c.execute("select count(*), count(distinct label) from tune_evals").fetchone()
+r = ",".join(str(x[0]) for x in c.execute("select distinct rank from tune_evals order by 1"))
+print("%d|%d|%s" % (n, d, r))' "$1" 2>/dev/null || echo "0|0|"; }
+
+# ---- one GPU, with and without the dispatcher ---------------------------------------------------
+say "== 1gpu (plain) and gpus0 (--gpus 0)"
+tune 1gpu 150 --
+row 1gpu 1 "$RC" "$WALL" "$TUNE_S" - "stored $(stored "$W/1gpu.db")"
+tune gpus0 150 -- --gpus 0
+T1=$TUNE_S
+row gpus0 1 "$RC" "$WALL" "$TUNE_S" 1.00 "stored $(stored "$W/gpus0.db")"
+same=$(python3 -c 'import json,sys; a,b=(json.load(open(p)) for p in sys.argv[1:]); print("same best" if a["best"]["params"]==b["best"]["params"] else "other best")' "$O/1gpu.json" "$O/gpus0.json" 2>/dev/null)
+say "1gpu vs gpus0: $same"
+
+# ---- N GPUs of this host ------------------------------------------------------------------------
+for N in 2 4 8; do
+  [ "$NGPU" -ge "$N" ] || { say "gpus$N: skipped (this machine has $NGPU GPU(s))"; continue; }
+  list=$(seq -s, 0 $((N - 1)))
+  CT=$((4 * N)) tune "gpus$N" 150 -- --gpus "$list"
+  sp=$(python3 -c "t1, tn = float('$T1'), float('$TUNE_S'); s = t1 / tn; print('%.2f (eff %.2f)' % (s, s / $N))" 2>/dev/null || echo -)
+  say "gpus$N: speed-up over gpus0 $sp (goal: efficiency >= 0.85)"
+  row "gpus$N" "$N" "$RC" "$WALL" "$TUNE_S" "${sp%% *}" "${sp#* }"
+done
+
+# ---- MPI on this host -----------------------------------------------------------------------------
+# mpirun: on the PATH, in the usual prefixes, or next to the mpicc mpi4py was built with
+mpi4py_bin=$(python3 -c 'import mpi4py, os; print(os.path.dirname(mpi4py.get_config().get("mpicc", "")))' 2>/dev/null)
+MPIRUN=$(command -v mpirun || ls /usr/local/mpi/bin/mpirun /opt/hpcx/ompi/bin/mpirun \
+         /usr/lib64/openmpi/bin/mpirun ${mpi4py_bin:+"$mpi4py_bin/mpirun"} 2>/dev/null | head -1)
+if [ -n "$MPIRUN" ] && ! "$MPIRUN" --version 2>&1 | grep -q "Open MPI"; then
+  say "mpi: $MPIRUN is not OpenMPI's ($("$MPIRUN" --version 2>&1 | head -1)): kopt loads libmpi.so.40"
+  MPIRUN=""
+fi
+if [ -z "$MPIRUN" ]; then
+  say "mpi: skipped: no MPI (no OpenMPI mpirun on this machine)"
+  row mpi2 - - - - - "skipped: no MPI"
+  row mpikill - - - - - "skipped: no MPI"
+else
+  MPIDIR=$(dirname "$(dirname "$(readlink -f "$MPIRUN")")")
+  for lib in "$MPIDIR/lib/libmpi.so.40" "$MPIDIR/lib/x86_64-linux-gnu/libmpi.so.40"; do
+    [ -e "$lib" ] && export KOPT_MPI_LIB=$lib
+  done
+  say "== mpi: $("$MPIRUN" --version 2>&1 | head -1) at $MPIRUN${KOPT_MPI_LIB:+, $KOPT_MPI_LIB}"
+  MPI=("$MPIRUN" --allow-run-as-root --oversubscribe --enable-recovery
+       --mca orte_abort_on_non_zero_status 0 -x KOPT_CACHE_DIR -x KOPT_SCALE_LOST_S
+       -x PATH -x LD_LIBRARY_PATH ${KOPT_MPI_LIB:+-x KOPT_MPI_LIB}
+       ${KOPT_SCALE_STANDIN:+-x KOPT_SCALE_STANDIN})
+  export KOPT_SCALE_LOST_S=10
+  tune mpi2 150 "${MPI[@]}" -np 2 --
+  row mpi2 1 "$RC" "$WALL" "$TUNE_S" "$(python3 -c "print('%.2f' % (float('$T1') / float('$TUNE_S')))" 2>/dev/null || echo -)" "2 ranks; stored $(stored "$W/mpi2.db")"
+
+  # the kill: rank 2 killed once a third of the budget is stored
+  ( tune mpikill 200 "${MPI[@]}" -np 3 --; echo "$RC $WALL $TUNE_S" > "$W/mpikill.rc" ) &
+  bg=$!
+  victim=""
+  for _ in $(seq 1500); do
+    n=$(stored "$W/mpikill.db" | cut -d'|' -f1)
+    if [ "${n:-0}" -ge $((BUDGET / 3)) ]; then
+      for p in $(pgrep -f "kopt tune $PROB"); do
+        tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=2' && victim=$p
+      done
+      break
+    fi
+    sleep 0.2
+  done
+  if [ -n "$victim" ]; then kill -9 "$victim"; say "mpikill: killed rank 2 (pid $victim) after $n stored"; else say "mpikill: rank 2 not found to kill"; fi
+  wait "$bg"
+  read -r RC WALL TUNE_S < "$W/mpikill.rc"
+  st=$(stored "$W/mpikill.db")
+  lost=$(jget "$O/mpikill.json" '[s["rank"] for s in d["slots"] if s["lost"]]')
+  verdict="LOST SOMETHING"
+  [ "${st%%|*}" = "$BUDGET" ] && [ "$(echo "$st" | cut -d'|' -f2)" = "$BUDGET" ] && [ "$lost" = "[2]" ] && verdict="nothing lost"
+  say "mpikill: exit $RC; stored $st (want $BUDGET|$BUDGET); lost ranks $lost: $verdict"
+  row mpikill 1 "$RC" "$WALL" "$TUNE_S" - "3 ranks, rank 2 killed; stored $st; $verdict"
+fi
+
+say "== done in $(( $(date +%s) - T0 )) s"
+cat "$S" > /dev/null
+echo
+echo "scale-out session (budget $BUDGET, sgemm 2048^3, random, seed 7):"
+cat "$TABLE" | tee "$O/table_final.txt"

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# GPU test of scale-out (docs/scale.md): a small live `kopt tune --gpus all` (every GPU of
+# the machine, one session each) stores every point once, each row with the GPU that
+# measured it (index, name, UUID, clocks), uses every GPU when there are several, and finds
+# a correct winner that passes the final check; --gpus 0 stores the same points as a run
+# without --gpus. Without a GPU: "skipped: no GPU" (exit 77).
+# usage: test_scale.sh /path/to/kopt   (from the repo root)
+source "$(dirname "$0")/lib.sh" "$1"
+ngpu=$("$K" devices --json 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d["devices"]) if isinstance(d, dict) else len(d))' 2>/dev/null || echo 1)
+q() { python3 -c 'import sqlite3,sys
+for r in sqlite3.connect(sys.argv[1]).execute(sys.argv[2]):
+    print("|".join("" if v is None else str(v) for v in r))' "$1" "$2"; }
+check() {   # name, condition (0: ok)
+  if [ "$2" = 0 ]; then passed=$((passed + 1)); echo "ok    $1"
+  else failed=$((failed + 1)); echo "FAIL  $1"; fi
+}
+ARGS=(examples/sgemm examples/sgemm/tune.cu --sizes M=1024,N=1024,K=1024 --strategy random
+      --seed 3 --budget 16 --no-progress --json)
+
+"$K" tune "${ARGS[@]}" --gpus all --db "$TMP/all.db" > "$TMP/all.json" 2> "$TMP/all.err"
+check "tune --gpus all ($ngpu GPU(s)) exits 0" $?
+check "16 points stored once each" \
+  "$([ "$(q "$TMP/all.db" 'select count(*), count(distinct label) from tune_evals')" = "16|16" ]; echo $?)"
+check "every row names its GPU and clocks" \
+  "$([ "$(q "$TMP/all.db" "select count(*) from tune_evals where device_index is null or device_name is null or (state = 'ok' and clock_mhz is null)")" = 0 ]; echo $?)"
+check "every GPU evaluated" \
+  "$([ "$(q "$TMP/all.db" 'select count(distinct device_index) from tune_evals')" = "$ngpu" ]; echo $?)"
+check "the winner passes the final check" \
+  "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["final_check"] and d["final_check"]["verdict"] == "OK" else 1)' "$TMP/all.json"; echo $?)"
+
+"$K" tune "${ARGS[@]}" --db "$TMP/plain.db" > "$TMP/plain.json" 2> "$TMP/plain.err"
+"$K" tune "${ARGS[@]}" --gpus 0 --db "$TMP/one.db" > "$TMP/one.json" 2> "$TMP/one.err"
+check "--gpus 0 evaluates the same points as a run without --gpus" \
+  "$([ "$(q "$TMP/plain.db" 'select label from tune_evals order by label')" = "$(q "$TMP/one.db" 'select label from tune_evals order by label')" ]; echo $?)"
+
+echo "ktest: $passed passed, $failed failed"
+[ "$failed" = 0 ]
