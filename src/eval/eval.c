@@ -365,6 +365,28 @@ static void timing_less(const kopt__worker_run *run, int phase, double overhead,
     free(v);
 }
 
+/* The candidate's and the reference's roofline from the timed phase's work counts (none
+ * without valid ceilings), and the speed-of-light verdict: a median faster than the device
+ * allows is SUSPECT. 1 when it was. */
+static int speed_of_light(kopt_eval_result *r, const kopt_bound *b, const kopt_problem *prob,
+                          double margin)
+{
+    if (b->has_work) {
+        kopt__roofline(&r->roofline, b->flops, b->bytes, (int)prob->compute, &r->ceilings,
+                       r->timing.median_ms);
+        kopt__roofline(&r->ref_roofline, b->flops, b->bytes, (int)prob->compute, &r->ceilings,
+                       r->ref_timing.median_ms);
+    }
+    if (!r->roofline.valid || r->roofline.bound_ms <= 0 ||
+        r->timing.median_ms * margin >= r->roofline.bound_ms)
+        return 0;
+    set_verdict(r, KOPT_VERDICT_SUSPECT, "correct, but its median %.4f ms is faster than the "
+                "device allows for this problem's work (%.4f ms at the measured ceilings, "
+                "%s-bound): the timing is not trusted", r->timing.median_ms,
+                r->roofline.bound_ms, r->roofline.limiter);
+    return 1;
+}
+
 static void timing_from_run(const kopt__worker_run *run, int phase, kopt_timing *t)
 {
     timing_less(run, phase, -1, t);
@@ -1121,20 +1143,8 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
             r->speedup = r->ref_timing.median_ms / r->timing.median_ms;
         if (r->timing.median_ms > 0 && r->has_compile)
             r->compile_speedup = r->compile_timing.median_ms / r->timing.median_ms;
-        if (phases[0].cand->has_work && r->ceilings.valid) {
-            kopt__roofline(&r->roofline, phases[0].cand->flops, phases[0].cand->bytes,
-                           (int)prob->compute, &r->ceilings, r->timing.median_ms);
-            kopt__roofline(&r->ref_roofline, phases[0].cand->flops, phases[0].cand->bytes,
-                           (int)prob->compute, &r->ceilings, r->ref_timing.median_ms);
-        }
-        if (r->roofline.valid && r->roofline.bound_ms > 0 &&
-            r->timing.median_ms * o.suspect_margin < r->roofline.bound_ms) {
-            set_verdict(r, KOPT_VERDICT_SUSPECT, "correct, but its median %.4f ms is faster than "
-                        "the device allows for this problem's work (%.4f ms at the measured "
-                        "ceilings, %s-bound): the timing is not trusted", r->timing.median_ms,
-                        r->roofline.bound_ms, r->roofline.limiter);
+        if (speed_of_light(r, phases[0].cand, prob, o.suspect_margin))
             goto done;
-        }
     }
     set_verdict(r, KOPT_VERDICT_OK, "correct against the PyTorch reference on %d trial(s) at %d "
                 "size set(s)%s", o.trials, nphases, phases[0].timed ? " and in the timed runs" : "");
@@ -1559,20 +1569,8 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
             memset(&r->ref_timing, 0, sizeof(r->ref_timing));
         if (r->timing.median_ms > 0 && r->ref_timing.median_ms > 0)
             r->speedup = r->ref_timing.median_ms / r->timing.median_ms;
-        if (phases[0].cand->has_work) {
-            kopt__roofline(&r->roofline, phases[0].cand->flops, phases[0].cand->bytes,
-                           (int)prob->compute, &r->ceilings, r->timing.median_ms);
-            kopt__roofline(&r->ref_roofline, phases[0].cand->flops, phases[0].cand->bytes,
-                           (int)prob->compute, &r->ceilings, r->ref_timing.median_ms);
-        }
-        if (r->roofline.valid && r->roofline.bound_ms > 0 &&
-            r->timing.median_ms * o.suspect_margin < r->roofline.bound_ms) {
-            set_verdict(r, KOPT_VERDICT_SUSPECT, "correct, but its median %.4f ms is faster than "
-                        "the device allows for this problem's work (%.4f ms at the measured "
-                        "ceilings, %s-bound): the timing is not trusted", r->timing.median_ms,
-                        r->roofline.bound_ms, r->roofline.limiter);
+        if (speed_of_light(r, phases[0].cand, prob, o.suspect_margin))
             goto done;
-        }
     }
     set_verdict(r, KOPT_VERDICT_OK, "correct on %d trial(s) at %d size set(s)%s", o.trials, nphases,
                 phases[0].timed ? " and in the timed runs" : "");

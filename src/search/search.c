@@ -115,6 +115,7 @@ void kopt_search_close(kopt_search *s)
     for (int r = 0; r < KOPT_AGENT_ROLE_COUNT; r++)
         free(s->templates[r]);
     free(s->prompts_dir);
+    free(s->launch);
     kopt__search_tool_close(&s->tool);
     free(s->view_problem);
     free(s);
@@ -332,7 +333,9 @@ static void node_vars(kopt_search *s, kopt_ctx *ctx, vars *vs, int i)
     var(vs, "advice", n->findings && n->findings[0] ? n->findings :
         (s->o.no_tools ? "(no metrics recorded)" : "(no advice: no profile of this kernel)"));
     var(vs, "facts", n->facts && n->facts[0] ? n->facts : "(not known)");
-    var_own(vs, "launch", launch_text(s->prob));
+    if (!s->launch)
+        s->launch = launch_text(s->prob);
+    var(vs, "launch", s->launch);
     {
         const char *d = n->facts ? strstr(n->facts, "device: ") : NULL;
         var_own(vs, "device", d ? strndup(d + 8, strcspn(d + 8, "\n")) : strdup("(not known)"));

@@ -28,6 +28,7 @@ struct kopt_search {
     kopt_search_opts o;
     char *prompts_dir;
     char *templates[KOPT_AGENT_ROLE_COUNT];
+    char *launch;               /* the reference's launch plan for the prompts, read once */
     kopt_search_node *nodes;
     int n, cap;
     int best;                   /* index; -1 none */

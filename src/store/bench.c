@@ -8,12 +8,6 @@
 
 #include "store_int.h"
 
-static char *col_dup(sqlite3_stmt *st, int col)
-{
-    const unsigned char *t = sqlite3_column_text(st, col);
-    return t ? strdup((const char *)t) : NULL;
-}
-
 kopt_status kopt_store_bench_suite_put(kopt_store *s, kopt_ctx *ctx, int64_t suite_id,
                                        const char *problems_dir, const char *candidates,
                                        const char *options_json, const char *summary_json)
@@ -51,9 +45,9 @@ kopt_status kopt_store_bench_suite_get(kopt_store *s, kopt_ctx *ctx, int64_t sui
         return kopt__store_err(s, ctx, "read a bench suite");
     sqlite3_bind_int64(st, 1, suite_id);
     if (sqlite3_step(st) == SQLITE_ROW) {
-        *problems_dir = col_dup(st, 0);
-        *candidates = col_dup(st, 1);
-        *options_json = col_dup(st, 2);
+        *problems_dir = kopt__store_dup_col(st, 0);
+        *candidates = kopt__store_dup_col(st, 1);
+        *options_json = kopt__store_dup_col(st, 2);
     } else {
         rc = kopt_seterr(ctx, KOPT_E_NOT_FOUND, "no bench suite %lld in the store",
                          (long long)suite_id);
@@ -109,7 +103,7 @@ kopt_status kopt_store_bench_rows(kopt_store *s, kopt_ctx *ctx, int64_t suite_id
             }
             rows = grown;
         }
-        rows[count++] = col_dup(st, 0);
+        rows[count++] = kopt__store_dup_col(st, 0);
     }
     sqlite3_finalize(st);
     *out = rows;

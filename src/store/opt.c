@@ -29,12 +29,6 @@ kopt_status kopt_store_opt_tree_put(kopt_store *s, kopt_ctx *ctx, int64_t tree_i
     return rc;
 }
 
-static char *col_dup(sqlite3_stmt *st, int col)
-{
-    const unsigned char *t = sqlite3_column_text(st, col);
-    return t ? strdup((const char *)t) : NULL;
-}
-
 kopt_status kopt_store_opt_tree_get(kopt_store *s, kopt_ctx *ctx, int64_t tree_id,
                                     char **problem_path, char **options_json)
 {
@@ -47,8 +41,8 @@ kopt_status kopt_store_opt_tree_get(kopt_store *s, kopt_ctx *ctx, int64_t tree_i
         return kopt__store_err(s, ctx, "read a search tree");
     sqlite3_bind_int64(st, 1, tree_id);
     if (sqlite3_step(st) == SQLITE_ROW) {
-        *problem_path = col_dup(st, 0);
-        *options_json = col_dup(st, 1);
+        *problem_path = kopt__store_dup_col(st, 0);
+        *options_json = kopt__store_dup_col(st, 1);
     } else {
         rc = kopt_seterr(ctx, KOPT_E_NOT_FOUND, "run %lld has no search tree in the store",
                          (long long)tree_id);
@@ -107,7 +101,7 @@ kopt_status kopt_store_opt_nodes(kopt_store *s, kopt_ctx *ctx, int64_t tree_id, 
             }
             v = nv;
         }
-        if (!(v[len] = col_dup(st, 0))) {
+        if (!(v[len] = kopt__store_dup_col(st, 0))) {
             rc = kopt_seterr(ctx, KOPT_E_NOMEM, "search nodes");
             break;
         }
@@ -253,9 +247,9 @@ kopt_status kopt_store_opt_search_get(kopt_store *s, kopt_ctx *ctx, int64_t tree
     sqlite3_bind_int(st, 4, idx);
     kopt__store_bind_text(st, 5, query);
     if (sqlite3_step(st) == SQLITE_ROW) {
-        *result = col_dup(st, 0);
+        *result = kopt__store_dup_col(st, 0);
         if (hits_json)
-            *hits_json = col_dup(st, 1);
+            *hits_json = kopt__store_dup_col(st, 1);
         if (nhits)
             *nhits = sqlite3_column_int(st, 2);
     }

@@ -45,6 +45,12 @@ void kopt__store_bind_text(sqlite3_stmt *st, int i, const char *v)
         sqlite3_bind_null(st, i);
 }
 
+char *kopt__store_dup_col(sqlite3_stmt *st, int col)
+{
+    const unsigned char *t = sqlite3_column_text(st, col);
+    return t ? strdup((const char *)t) : NULL;
+}
+
 void kopt__store_copy_col(sqlite3_stmt *st, int col, char *buf, size_t len)
 {
     const unsigned char *t = sqlite3_column_text(st, col);

@@ -89,6 +89,8 @@ struct kopt_store {
 kopt_status kopt__store_err(kopt_store *s, kopt_ctx *ctx, const char *what);
 void kopt__store_bind_text(sqlite3_stmt *st, int i, const char *v);
 void kopt__store_copy_col(sqlite3_stmt *st, int col, char *buf, size_t len);
+/* A column's text as a new string (NULL for SQL NULL). */
+char *kopt__store_dup_col(sqlite3_stmt *st, int col);
 /* Migration 4 -> 5 (llm.c's table): every LLM exchange (kopt_store_llm_record). run_id is
  * the run that asked (NULL: none, as for kopt llm ping); no API key is ever stored. */
 #define KOPT__STORE_LLM_SCHEMA                                                                 \

@@ -8,6 +8,8 @@
 # usage: test_kb.sh /path/to/kopt /path/to/repo
 set -u
 K=$1; REPO=$2
+# which path the GPU-dependent cases take (said where they run)
+if "$K" devices > /dev/null 2>&1; then export KOPT_TEST_GPU=1; else export KOPT_TEST_GPU=0; fi
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ktest-kb-XXXXXX") || exit 1
 trap 'rm -rf "$WORK"' EXIT
 export KOPT_DB=$WORK/kopt.db KOPT_CACHE_DIR=$WORK/cache KOPT_TORCH_WORKER=$REPO/libexec/kopt_torch_worker.py
@@ -136,7 +138,7 @@ assert set(b) == {"candidate", "eager"} and all(v["exposed_runs"] == 0 for v in 
 if [ $rc = 1 ] && has "$WORK/o" "WRONG: out differs from the PyTorch reference"; then ok "eval: a wrong ModelNew is WRONG"; else bad "eval wrong" "exit $rc"; fi
 "$K" eval "$P" "$WORK/mutates.py" $SZ --no-time > "$WORK/o" 2>&1; rc=$?
 if [ $rc = 12 ] && has "$WORK/o" "INPUT_MUTATED: the candidate changed its input 'z'"; then ok "eval: writing an input is caught"; else bad "eval mutates" "exit $rc"; fi
-if "$K" devices > /dev/null 2>&1; then
+if [ "$KOPT_TEST_GPU" = 1 ]; then
   # a GPU is here: the kopt-native candidate runs against the reference on the GPU's PyTorch
   KOPT_TORCH_DEVICE= "$K" eval "$P" "$REPO/bench/kernelbench/candidates/3_scale_add.cu" $SZ --no-time > "$WORK/o" 2>&1; rc=$?
   if [ $rc = 0 ] && has "$WORK/o" "OK: correct"; then echo "  (host-mode .cu: a GPU is here, run against the reference on it)"; ok "eval: a kopt-native candidate is OK on the GPU"
@@ -207,7 +209,7 @@ if [ $rc = 0 ] && [ "$before" -ge 1 ] && [ "$before" -lt 3 ] && has "$WORK/o" "(
   ok "bench: killed with kill -9 after $before row(s), resumed to the end"
 else bad "bench kill -9 resume" "exit $rc, rows before $before"; fi
 
-if "$K" devices > /dev/null 2>&1; then export KOPT_TEST_GPU=1; echo "  (bench --optimize: a GPU is here: its rows run)"; else export KOPT_TEST_GPU=0; fi
+if [ "$KOPT_TEST_GPU" = 1 ]; then echo "  (bench --optimize: a GPU is here: its rows run)"; fi
 # -- kopt bench --optimize: kopt optimize per problem (a scripted command: LLM, the scripted
 # evaluator for the search), then its best kernel evaluated as the row's candidate
 LLM="command:python3 $REPO/tests/optimize/scripted_llm.py $REPO/tests/optimize/kb_tanh"
