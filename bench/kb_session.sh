@@ -12,7 +12,8 @@
 # (compile cache cold, then warm) on examples/softmax (CUDA reference) and on the imported
 # 2_row_softmax (PyTorch reference), against KernelBench's own harness shape
 # (bench/kernelbench_style.py: load_inline compile + 5 checks + 100 timed runs), cold and
-# warm. About a minute.
+# warm; then the same kopt-native evaluations through kopt serve (workers started ahead, as
+# inside a search loop), three each. About a minute and a half.
 # kb30: KernelBench's own files, level 1 problems 1-20 and level 2 problems 1-10, copied
 # (not committed) to $KB_DIR/level1 and $KB_DIR/level2 (default kb_src/ in the repo root,
 # carried): imported, then three suites, one trial each (their inputs reach 6.4 GB): each
@@ -25,6 +26,8 @@
 # call cuts a suite short (a suite past its bound prints the rows it finished). Expect
 # 15-30 s for each problem whose outputs reach GBs (every output slot is copied to the
 # host and compared there), a few seconds for the others.
+# KB30_LEVELS (default "level1 level2") limits kb30* to some levels, e.g. KB30_LEVELS=level2
+# bash bench/kb_session.sh kb30cand: only level 2's problems and candidates.
 set -u
 SECTIONS=${*:-own}
 FINAL=${OUT:-/tmp/kopt-out}; O=$FINAL/kb; mkdir -p "$O"
@@ -67,6 +70,20 @@ if [[ " $SECTIONS " == *" evalcost "* ]]; then
     say "evalcost $k: kopt eval 2_row_softmax (PyTorch reference) .cu: $(ms timeout 120 "$K" eval /tmp/kopt-kb-problems/2_row_softmax bench/kernelbench/candidates/2_row_softmax.cu --no-store)"
     say "evalcost $k: KernelBench-style harness (load_inline) examples/softmax/fast.cu: $(ms timeout 300 python3 bench/kernelbench_style.py examples/softmax/fast.cu /tmp/kb_build)"
   done
+  # inside a search loop: kopt serve keeps workers started ahead; each evaluation after a
+  # 1 s gap (what compiling the next candidate leaves), the cache warm
+  "$K" serve --socket /tmp/kopt-kb.sock --idle-exit 120 2> "$O/serve.err" & sp=$!
+  sleep 2
+  for pc in "examples/softmax examples/softmax/fast.cu" \
+            "/tmp/kopt-kb-problems/2_row_softmax bench/kernelbench/candidates/2_row_softmax.cu"; do
+    read -r pp cc <<< "$pc"
+    timeout 120 "$K" eval --server=/tmp/kopt-kb.sock "$pp" "$cc" --no-store > /dev/null 2>&1
+    for i in 1 2 3; do
+      sleep 1
+      say "evalcost served: kopt eval --server $(basename "$pp") $(basename "$cc"): $(ms timeout 120 "$K" eval --server=/tmp/kopt-kb.sock "$pp" "$cc" --no-store)"
+    done
+  done
+  kill "$sp" 2> /dev/null; wait "$sp" 2> /dev/null
 fi
 ref30=0; cand30=0
 [[ " $SECTIONS " == *" kb30 "* || " $SECTIONS " == *" kb30ref "* ]] && ref30=1
@@ -76,11 +93,14 @@ if [ $ref30 = 1 ] || [ $cand30 = 1 ]; then
   # the ModelNew candidates' load_inline extensions build in the background meanwhile (torch
   # caches them by name and source: the ModelNew suite then loads them); the timing now
   # holds the GPU while the host queues each run, so this CPU load does not reach the times
+  LEVELS=${KB30_LEVELS:-level1 level2}
+  pfx=""; for l in $LEVELS; do pfx="$pfx ${l#level}_"; done
   [ $cand30 = 1 ] && ( for f in "$C30"/*.py; do
+      case " $pfx " in *" $(basename "$f" | cut -d_ -f1)_ "*) ;; *) continue ;; esac
       timeout 300 python3 -c 'import importlib.util as u, sys; s = u.spec_from_file_location("m", sys.argv[1]); m = u.module_from_spec(s); s.loader.exec_module(m); print("built", sys.argv[1])' "$f"
     done ) > "$O/kb30_prebuild.txt" 2>&1 &
   pre=$!; [ $cand30 = 1 ] || pre=
-  for l in level1 level2; do
+  for l in $LEVELS; do
     timeout 120 "$K" kb import "$KB/$l" --out /tmp/kopt-kb30 --prefix "${l#level}_" > "$O/import_$l.txt" 2>&1
     say "import $l: exit $? ($(grep -c '^imported' "$O/import_$l.txt") imported)"; grep -v '^imported' "$O/import_$l.txt" >> "$S"
   done

@@ -8,6 +8,9 @@
 #   gpusN       --gpus 0..N-1 for N = 2, 4, 8 where the machine has that many GPUs; the
 #               speed-up over gpus0 and its efficiency (goal >= 0.85 x N)
 #   mpi2        mpirun -np 2 on the one GPU: rank 0 searches and stores, rank 1 evaluates
+# SCALE_WARM=1: all runs share one compile cache, filled first by an untimed run, so the
+# speed-ups are the GPUs' alone (compilation shared and done); each run's GPU utilization
+# is sampled (nvidia-smi, 200 ms) and its mean per GPU printed.
 #   mpikill     mpirun -np 3 (ranks 1 and 2 share GPU 0), rank 2 killed (SIGKILL) once
 #               a third of the budget is stored: the run must still store every point of
 #               the budget once, and rank 1 must have done rank 2's evaluation in flight
@@ -57,22 +60,37 @@ except Exception:
 tune() {
   local label=$1 secs=$2; shift 2
   local pre=() ; while [ $# -gt 0 ] && [ "$1" != "--" ]; do pre+=("$1"); shift; done; shift
-  export KOPT_CACHE_DIR=$W/$label.cache
+  # SCALE_WARM=1: every run shares one compile cache, filled by an untimed run first (the
+  # GPUs' share alone); else each run compiles from a fresh cache (what a first run costs)
+  if [ -n "${SCALE_WARM:-}" ]; then export KOPT_CACHE_DIR=$W/warm.cache
+  else export KOPT_CACHE_DIR=$W/$label.cache; fi
+  # each GPU's utilization, sampled every 200 ms while the run goes
+  nvidia-smi --query-gpu=index,utilization.gpu --format=csv,noheader,nounits -lms 200 \
+      > "$O/$label.util" 2> /dev/null & local smi=$!
   local t=$(date +%s.%N)
   timeout "$secs" "${pre[@]}" "$K" tune "$PROB" "$TMPL" "${TUNE_ARGS[@]}" --db "$W/$label.db" \
       --compile-threads "${CT:-4}" "$@" > "$O/$label.json" 2> "$O/$label.log"
   RC=$?
+  kill "$smi" 2> /dev/null; wait "$smi" 2> /dev/null
+  say "   GPU utilization (mean % while it ran): $(awk -F', *' '{s[$1]+=$2; n[$1]++} END {for (g in s) printf "gpu%s %.0f  ", g, s[g]/n[g]}' "$O/$label.util")"
   WALL=$(python3 -c "import time; print('%.1f' % (time.time() - $t))")
   TUNE_S=$(jget "$O/$label.json" 'd["elapsed_s"]')
   say "$label: exit $RC, wall $WALL s, tune $TUNE_S s, best $(jget "$O/$label.json" 'd["best"]["label"] if "label" in d["best"] else d["best"]["params"]'), $(jget "$O/$label.json" 'd["evaluated"]') evaluated, compile wait $(jget "$O/$label.json" 'd["compile_wait_s"]') s"
+  # where the time went: evaluating (all slots), and each slot's device, jobs and busy time
+  say "   eval $(jget "$O/$label.json" 'd["eval_s"]') s; slots: $(jget "$O/$label.json" '"; ".join("%s%s/r%s %d jobs %.1f s busy" % (s["kind"], s.get("device"), s.get("rank"), s["evaluations"], s["busy_s"]) for s in d.get("slots") or [])')"
 }
 # rows of a store: "count|distinct labels|ranks"
 stored() { python3 -c 'import sqlite3,sys
 c = sqlite3.connect(sys.argv[1])
 n, d = c.execute("select count(*), count(distinct label) from tune_evals").fetchone()
 r = ",".join(str(x[0]) for x in c.execute("select distinct rank from tune_evals order by 1"))
-print("%d|%d|%s" % (n, d, r))' "$1" 2>/dev/null || echo "0|0|"; }
+g = ",".join(str(x[0]) for x in c.execute("select distinct device_index from tune_evals order by 1"))
+print("%d|%d|%s|gpu %s" % (n, d, r, g))' "$1" 2>/dev/null || echo "0|0|"; }
 
+if [ -n "${SCALE_WARM:-}" ]; then
+  say "== warm: one untimed run fills the shared compile cache"
+  tune fill 150 --
+fi
 # ---- one GPU, with and without the dispatcher ---------------------------------------------------
 say "== 1gpu (plain) and gpus0 (--gpus 0)"
 tune 1gpu 150 --
@@ -83,6 +101,11 @@ row gpus0 1 "$RC" "$WALL" "$TUNE_S" 1.00 "stored $(stored "$W/gpus0.db")"
 same=$(python3 -c 'import json,sys; a,b=(json.load(open(p)) for p in sys.argv[1:]); print("same best" if a["best"]["params"]==b["best"]["params"] else "other best")' "$O/1gpu.json" "$O/gpus0.json" 2>/dev/null)
 say "1gpu vs gpus0: $same"
 
+# the second GPU alone: its own pace, to tell a slow GPU from a slow dispatcher
+if [ "$NGPU" -ge 2 ]; then
+  tune gpu1 150 -- --gpus 1
+  row gpu1 1 "$RC" "$WALL" "$TUNE_S" - "GPU 1 alone; stored $(stored "$W/gpu1.db")"
+fi
 # ---- N GPUs of this host ------------------------------------------------------------------------
 for N in 2 4 8; do
   [ "$NGPU" -ge "$N" ] || { say "gpus$N: skipped (this machine has $NGPU GPU(s))"; continue; }
@@ -102,6 +125,7 @@ if [ -n "$MPIRUN" ] && ! "$MPIRUN" --version 2>&1 | grep -q "Open MPI"; then
   say "mpi: $MPIRUN is not OpenMPI's ($("$MPIRUN" --version 2>&1 | head -1)): kopt loads libmpi.so.40"
   MPIRUN=""
 fi
+[ "${SCALE_MPI:-1}" = 0 ] && { say "mpi: not run (SCALE_MPI=0)"; MPIRUN=""; }
 if [ -z "$MPIRUN" ]; then
   say "mpi: skipped: no MPI (no OpenMPI mpirun on this machine)"
   row mpi2 - - - - - "skipped: no MPI"

@@ -371,19 +371,28 @@ static void timing_less(const kopt__worker_run *run, int phase, double overhead,
 static int speed_of_light(kopt_eval_result *r, const kopt_bound *b, const kopt_problem *prob,
                           double margin)
 {
+    kopt_roofline guard;
+    int fast;
+
     if (b->has_work) {
         kopt__roofline(&r->roofline, b->flops, b->bytes, (int)prob->compute, &r->ceilings,
                        r->timing.median_ms);
         kopt__roofline(&r->ref_roofline, b->flops, b->bytes, (int)prob->compute, &r->ceilings,
                        r->ref_timing.median_ms);
     }
-    if (!r->roofline.valid || r->roofline.bound_ms <= 0 ||
-        r->timing.median_ms * margin >= r->roofline.bound_ms)
+    if (!r->roofline.valid || r->roofline.bound_ms <= 0)
+        return 0;
+    guard = r->roofline;
+    fast = kopt__guard_compute((int)prob->compute, b);
+    if (fast != (int)prob->compute && r->ceilings.gflops[fast] > r->ceilings.gflops[prob->compute])
+        kopt__roofline(&guard, b->flops, b->bytes, fast, &r->ceilings, r->timing.median_ms);
+    if (r->timing.median_ms * margin >= guard.bound_ms)
         return 0;
     set_verdict(r, KOPT_VERDICT_SUSPECT, "correct, but its median %.4f ms is faster than the "
                 "device allows for this problem's work (%.4f ms at the measured ceilings, "
-                "%s-bound): the timing is not trusted", r->timing.median_ms,
-                r->roofline.bound_ms, r->roofline.limiter);
+                "%s-bound%s): the timing is not trusted", r->timing.median_ms,
+                guard.bound_ms, guard.limiter,
+                fast == KOPT_COMPUTE_TF32 ? ", FP32 work at the TF32 tensor-core rate" : "");
     return 1;
 }
 

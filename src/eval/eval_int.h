@@ -11,6 +11,9 @@ void kopt__timing_from_samples(const double *samples, int n, int warmup, kopt_ti
 /* Roofline position of a timing for the given work and ceilings. */
 void kopt__roofline(kopt_roofline *r, double flops, double bytes, int compute,
                     const kopt_ceilings *c, double median_ms);
+/* The fastest arithmetic (a kopt_compute) a correct candidate may use for work of
+ * `compute` bound as `b`, at its outputs' tolerance: the speed-of-light guard's rate. */
+int kopt__guard_compute(int compute, const kopt_bound *b);
 
 /* The worker job that runs `comp` once at the bound sizes `b` on the inputs of `seed`
  * (one phase shaped as eval's "run" job, untimed; host mode: sandbox fields). The caller

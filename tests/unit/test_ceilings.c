@@ -4,12 +4,16 @@
  * spec-derived fallback (kopt_ceilings_fill_spec), and, when NVRTC loads, kopt's runtime
  * module with the ceiling microbenchmarks compiled for sm_90a, sm_89, sm_80 and sm_100: every
  * kernel present, the wgmma kernels real on sm_90a (registers and shared memory in the
- * ptxas report) and compiled out elsewhere.
+ * ptxas report) and compiled out elsewhere. And the speed-of-light guard's rate
+ * (kopt__guard_compute): FP32 work at a tolerance that TF32 rounding passes is bounded at the
+ * TF32 tensor-core rate, tighter tolerances and other precisions at their own.
  */
 #include "ktest.h"
 
 #include "kopt/compile.h"
 #include "kopt/device.h"
+
+#include "../../src/eval/eval_int.h"
 
 #include <dirent.h>
 #include <jansson.h>
@@ -343,6 +347,35 @@ static void test_runtime_sm89_sm100(void)
     kopt_compiled_free(c);
 }
 
+/* KernelBench level 2 problem 9 as measured on an H100: 2*1024*8192*8192 FLOP, FP32 out at
+ * atol = rtol = 1e-2; a cuBLAS TF32 candidate ran in 0.345 ms, under the FP32 FMA bound. */
+static void test_guard_rate(void)
+{
+    kopt_btensor t[2] = {{.role = KOPT_ROLE_INPUT, .rtol = 1e-9}, {.role = KOPT_ROLE_OUTPUT, .rtol = 1e-2}};
+    kopt_bound b = {.ntensors = 2, .tensors = t, .has_work = 1,
+                    .flops = 2.0 * 1024 * 8192 * 8192, .bytes = 4.0 * (1024 * 8192 * 2 + 8192 * 8192)};
+    kopt_ceilings c = {.valid = 1, .dram_copy_gbs = 3000};
+    kopt_roofline fp32, tf32;
+
+    c.gflops[KOPT_COMPUTE_FP32] = 60000;
+    c.gflops[KOPT_COMPUTE_TF32] = 480000;
+    CHECK_EQ_INT(kopt__guard_compute(KOPT_COMPUTE_FP32, &b), KOPT_COMPUTE_TF32);
+    kopt__roofline(&fp32, b.flops, b.bytes, KOPT_COMPUTE_FP32, &c, 0.345);
+    kopt__roofline(&tf32, b.flops, b.bytes, KOPT_COMPUTE_TF32, &c, 0.345);
+    CHECK(fp32.bound_ms > 0.345);   /* what made the TF32 candidate SUSPECT */
+    CHECK(tf32.bound_ms < 0.345);
+    t[1].rtol = 1e-4;               /* kopt's own f32 default: TF32 would fail it */
+    CHECK_EQ_INT(kopt__guard_compute(KOPT_COMPUTE_FP32, &b), KOPT_COMPUTE_FP32);
+    t[1].rtol = 1e-2;
+    t[0].role = KOPT_ROLE_INOUT;    /* an in-out tensor is an output too */
+    t[0].rtol = 1e-5;
+    CHECK_EQ_INT(kopt__guard_compute(KOPT_COMPUTE_FP32, &b), KOPT_COMPUTE_FP32);
+    CHECK_EQ_INT(kopt__guard_compute(KOPT_COMPUTE_FP64, &b), KOPT_COMPUTE_FP64);
+    CHECK_EQ_INT(kopt__guard_compute(KOPT_COMPUTE_BF16, &b), KOPT_COMPUTE_BF16);
+    b.ntensors = 0;
+    CHECK_EQ_INT(kopt__guard_compute(KOPT_COMPUTE_FP32, &b), KOPT_COMPUTE_FP32);
+}
+
 int main(int argc, char **argv)
 {
     static const ktest_case cases[] = {
@@ -350,6 +383,7 @@ int main(int argc, char **argv)
         KTEST(test_parse_partial_answer), KTEST(test_parse_recorded_h200),
         KTEST(test_parse_bad_input), KTEST(test_fill_spec),
         KTEST(test_runtime_sm90a), KTEST(test_runtime_sm80), KTEST(test_runtime_sm89_sm100),
+        KTEST(test_guard_rate),
     };
     int rc;
 
