@@ -2,18 +2,73 @@
  * target; a worker process for full properties and for measuring ceilings. */
 #include "kopt/device.h"
 #include "kopt/compile.h"
+#include "eval_int.h"
 #include "worker_int.h"
 #include "../cuda/cuda_int.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+int kopt__visible_map(const char *env, int n, const char *const *uuids, int *map, int max)
+{
+    int count = 0;
+    const char *s = env;
+
+    if (!env) {
+        for (int i = 0; i < n && i < max; i++)
+            map[count++] = i;
+        return count;
+    }
+    while (*s && count < max) {
+        char tok[96];
+        size_t len = strcspn(s, ",");
+        size_t a = 0, b = len;
+        int found = -1;
+        while (a < b && (s[a] == ' ' || s[a] == '\t'))
+            a++;
+        while (b > a && (s[b - 1] == ' ' || s[b - 1] == '\t'))
+            b--;
+        if (b - a == 0 || b - a >= sizeof(tok))
+            break;
+        memcpy(tok, s + a, b - a);
+        tok[b - a] = 0;
+        if (strspn(tok, "0123456789") == strlen(tok)) {
+            long v = strtol(tok, NULL, 10);
+            found = v < n ? (int)v : -1;
+        } else if (strncmp(tok, "GPU-", 4) == 0) {
+            for (int i = 0; i < n; i++)     /* a unique prefix of a UUID names its GPU */
+                if (uuids[i] && strncmp(uuids[i], tok, strlen(tok)) == 0) {
+                    if (found >= 0) {
+                        found = -1;
+                        break;
+                    }
+                    found = i;
+                }
+        }
+        for (int i = 0; i < count && found >= 0; i++)
+            if (map[i] == found)
+                found = -1;                 /* a repeated GPU ends the list, as in CUDA */
+        if (found < 0)
+            break;                          /* CUDA uses the entries before the first bad one */
+        map[count++] = found;
+        s += len;
+        if (*s == ',')
+            s++;
+    }
+    return count;
+}
 
 kopt_status kopt_device_nvml(kopt_ctx *ctx, int ordinal, kopt_device_info *out, int *count)
 {
     const kopt_nvml_api *nv;
     kopt_nvml_device dev;
     unsigned n = 0;
+    int map[KOPT_MAX_VISIBLE], nvis;
+    char uuid[KOPT_MAX_VISIBLE][96];
+    const char *uuids[KOPT_MAX_VISIBLE];
+    const char *env = getenv("CUDA_VISIBLE_DEVICES");
     kopt_status rc;
 
     memset(out, 0, sizeof(*out));
@@ -27,13 +82,27 @@ kopt_status kopt_device_nvml(kopt_ctx *ctx, int ordinal, kopt_device_info *out, 
         nv->nvmlShutdown();
         return kopt_seterr(ctx, KOPT_E_NO_DEVICE, "no GPU found");
     }
+    if (n > KOPT_MAX_VISIBLE)
+        n = KOPT_MAX_VISIBLE;
+    /* NVML numbers every GPU of the host; CUDA (and so the worker) only those
+     * CUDA_VISIBLE_DEVICES lets it see, renumbered from 0: map CUDA's ordinal to NVML's */
+    for (unsigned i = 0; i < n; i++) {
+        uuid[i][0] = 0;
+        if (env && nv->nvmlDeviceGetHandleByIndex_v2(i, &dev) == 0)
+            nv->nvmlDeviceGetUUID(dev, uuid[i], sizeof(uuid[i]));
+        uuids[i] = uuid[i];
+    }
+    nvis = kopt__visible_map(env, (int)n, uuids, map, KOPT_MAX_VISIBLE);
     if (count)
-        *count = (int)n;
-    if (ordinal < 0 || (unsigned)ordinal >= n) {
+        *count = nvis;
+    if (ordinal < 0 || ordinal >= nvis) {
         nv->nvmlShutdown();
+        if (env)
+            return kopt_seterr(ctx, KOPT_E_NO_DEVICE, "GPU %d does not exist (%d visible: "
+                               "CUDA_VISIBLE_DEVICES=%s)", ordinal, nvis, env);
         return kopt_seterr(ctx, KOPT_E_NO_DEVICE, "GPU %d does not exist (%u found)", ordinal, n);
     }
-    if (nv->nvmlDeviceGetHandleByIndex_v2((unsigned)ordinal, &dev) == 0) {
+    if (nv->nvmlDeviceGetHandleByIndex_v2((unsigned)map[ordinal], &dev) == 0) {
         nv->nvmlDeviceGetName(dev, out->name, sizeof(out->name));
         nv->nvmlDeviceGetUUID(dev, out->uuid, sizeof(out->uuid));
         nv->nvmlDeviceGetCudaComputeCapability(dev, &out->cc_major, &out->cc_minor);

@@ -11,6 +11,12 @@ void kopt__timing_from_samples(const double *samples, int n, int warmup, kopt_ti
 /* Roofline position of a timing for the given work and ceilings. */
 void kopt__roofline(kopt_roofline *r, double flops, double bytes, int compute,
                     const kopt_ceilings *c, double median_ms);
+/* The GPUs a CUDA process sees: CUDA_VISIBLE_DEVICES `env` (NULL: unset, all `n`) as a
+ * comma list of NVML indices or GPU-UUID prefixes (`uuids[i]` is NVML device i's), read as
+ * CUDA reads it: up to the first entry that names no GPU, names one twice or repeats one.
+ * map[k] = the NVML index of CUDA ordinal k; returns how many (at most `max`). */
+#define KOPT_MAX_VISIBLE 64
+int kopt__visible_map(const char *env, int n, const char *const *uuids, int *map, int max);
 /* The fastest arithmetic (a kopt_compute) a correct candidate may use for work of
  * `compute` bound as `b`, at its outputs' tolerance: the speed-of-light guard's rate. */
 int kopt__guard_compute(int compute, const kopt_bound *b);

@@ -6,7 +6,8 @@
  * kernel present, the wgmma kernels real on sm_90a (registers and shared memory in the
  * ptxas report) and compiled out elsewhere. And the speed-of-light guard's rate
  * (kopt__guard_compute): FP32 work at a tolerance that TF32 rounding passes is bounded at the
- * TF32 tensor-core rate, tighter tolerances and other precisions at their own.
+ * TF32 tensor-core rate, tighter tolerances and other precisions at their own. And
+ * CUDA_VISIBLE_DEVICES read as CUDA reads it (kopt__visible_map).
  */
 #include "ktest.h"
 
@@ -376,6 +377,33 @@ static void test_guard_rate(void)
     CHECK_EQ_INT(kopt__guard_compute(KOPT_COMPUTE_FP32, &b), KOPT_COMPUTE_FP32);
 }
 
+/* CUDA_VISIBLE_DEVICES as CUDA reads it: kopt's NVML view of "GPU k" must be the GPU the
+ * worker's CUDA calls ordinal k, or --gpus all names GPUs CUDA cannot see (a 2-GPU host with
+ * CUDA_VISIBLE_DEVICES=1 ran into it). */
+static void test_visible_devices(void)
+{
+    const char *uuids[4] = {"GPU-dcca26de-100d", "GPU-4d657904-b1eb", "GPU-4d99aaaa-0000",
+                            "GPU-77777777-1111"};
+    int map[8];
+
+    CHECK_EQ_INT(kopt__visible_map(NULL, 4, uuids, map, 8), 4);
+    CHECK_EQ_INT(map[3], 3);
+    CHECK_EQ_INT(kopt__visible_map("1", 4, uuids, map, 8), 1);
+    CHECK_EQ_INT(map[0], 1);
+    CHECK_EQ_INT(kopt__visible_map("3, 0", 4, uuids, map, 8), 2);
+    CHECK_EQ_INT(map[0], 3);
+    CHECK_EQ_INT(map[1], 0);
+    CHECK_EQ_INT(kopt__visible_map("", 4, uuids, map, 8), 0);
+    CHECK_EQ_INT(kopt__visible_map("2,9,0", 4, uuids, map, 8), 1);   /* stops at 9 */
+    CHECK_EQ_INT(kopt__visible_map("1,1", 4, uuids, map, 8), 1);     /* a repeat ends it */
+    CHECK_EQ_INT(kopt__visible_map("GPU-77777777,GPU-dcca", 4, uuids, map, 8), 2);
+    CHECK_EQ_INT(map[0], 3);
+    CHECK_EQ_INT(map[1], 0);
+    CHECK_EQ_INT(kopt__visible_map("GPU-4d", 4, uuids, map, 8), 0);  /* two GPUs match */
+    CHECK_EQ_INT(kopt__visible_map("MIG-1234", 4, uuids, map, 8), 0);
+    CHECK_EQ_INT(kopt__visible_map("0,1,2,3", 4, uuids, map, 2), 2); /* at most max */
+}
+
 int main(int argc, char **argv)
 {
     static const ktest_case cases[] = {
@@ -383,7 +411,7 @@ int main(int argc, char **argv)
         KTEST(test_parse_partial_answer), KTEST(test_parse_recorded_h200),
         KTEST(test_parse_bad_input), KTEST(test_fill_spec),
         KTEST(test_runtime_sm90a), KTEST(test_runtime_sm80), KTEST(test_runtime_sm89_sm100),
-        KTEST(test_guard_rate),
+        KTEST(test_guard_rate), KTEST(test_visible_devices),
     };
     int rc;
 
