@@ -136,7 +136,7 @@ else
     [ -e "$lib" ] && export KOPT_MPI_LIB=$lib
   done
   say "== mpi: $("$MPIRUN" --version 2>&1 | head -1) at $MPIRUN${KOPT_MPI_LIB:+, $KOPT_MPI_LIB}"
-  MPI=("$MPIRUN" --allow-run-as-root --oversubscribe --enable-recovery
+  MPI=("$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none --enable-recovery
        --mca orte_abort_on_non_zero_status 0 -x KOPT_CACHE_DIR -x KOPT_SCALE_LOST_S
        -x PATH -x LD_LIBRARY_PATH ${KOPT_MPI_LIB:+-x KOPT_MPI_LIB}
        ${KOPT_SCALE_STANDIN:+-x KOPT_SCALE_STANDIN})

@@ -113,6 +113,10 @@ kopt_status kopt_file_sha256(kopt_ctx *ctx, const char *path, char out[65]);
 /* ---- time ----------------------------------------------------------------------------- */
 double kopt_now_ms(void);   /* monotonic milliseconds */
 
+/* CPUs this process may run on (its affinity: mpirun binds each rank to one core unless told
+ * otherwise, a batch system may give a few), at least 1. */
+int kopt_cpus_usable(void);
+
 #ifdef __cplusplus
 }
 #endif

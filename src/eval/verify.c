@@ -49,7 +49,7 @@ static int f32_all_close(const kopt_btensor *t, const float *g, const float *w, 
     f32_part parts[F32_THREADS];
     pthread_t tid[F32_THREADS];
     int started[F32_THREADS] = {0};
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    long cpus = kopt_cpus_usable();
     int n = (int)(t->count / F32_PER_THREAD) + 1, ok = 1;
     int64_t per;
 

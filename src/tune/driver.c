@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_LOOKAHEAD 4096
 #define MAX_COMPILE_THREADS 64
@@ -603,6 +604,13 @@ kopt_status kopt_tune_run_strategy(kopt_tune_result **out, kopt_ctx *ctx,
         r.opts.lookahead = MAX_LOOKAHEAD;
     if (r.opts.compile_threads > MAX_COMPILE_THREADS)
         r.opts.compile_threads = MAX_COMPILE_THREADS;
+    /* said only when the affinity is what limits: a small machine is not worth a warning */
+    if (r.opts.compile_threads > 1 && kopt_cpus_usable() < r.opts.compile_threads &&
+        kopt_cpus_usable() < sysconf(_SC_NPROCESSORS_ONLN))
+        kopt_log(ctx, KOPT_LOG_WARN, "tune: %d compile threads, but this process may run on "
+                 "only %d CPU(s) (its CPU affinity: mpirun binds each rank to one core unless "
+                 "started with --bind-to none or --map-by ...:PE=N): compiling will be slower",
+                 r.opts.compile_threads, kopt_cpus_usable());
     if (!(r.opts.energy_slack >= 0))
         r.opts.energy_slack = defaults.energy_slack;
     if (!eval || !eval->evaluate || !strategy || !strategy->ask)

@@ -4,7 +4,8 @@
 # hash of the point) spreads the evaluations over every slot, stores each point once with
 # the device that measured it, finds the same best as one slot, and is faster by at least
 # 0.85 x N; mixed device models re-time the finalists on slot 0; bad --gpus values are
-# usage errors; kopt bench --gpus evaluates each problem once on one of the GPUs. Then
+# usage errors; kopt bench --gpus evaluates each problem once on one of the GPUs; a tune
+# confined to one core (taskset, as mpirun binds ranks) with 2 compile threads warns. Then
 # MPI: `mpirun --oversubscribe -np 3` of kopt with stand-ins (rank 0 searches and stores,
 # ranks 1 and 2 evaluate) finds the same best; and with rank 2 killed
 # (SIGKILL) mid-run nothing is lost (every point of the budget is stored, the killed rank's
@@ -145,6 +146,21 @@ brows=$(sql bench.db 'select count(*), count(distinct problem) from bench_rows')
     fail "the suite's rows are not stored once each"
 end
 
+begin "tune warns when its CPU affinity allows fewer CPUs than its compile threads"
+if command -v taskset >/dev/null 2>&1 && [ "$(nproc --all)" -ge 2 ]; then
+    KOPT_SCALE_STANDIN=5 taskset -c 0 "$KOPT" tune "$PROB" "$TMPL" --sizes M=256,N=256,K=256 \
+        --strategy random --budget 3 --gpus 0 --compile-threads 2 --no-store --no-progress \
+        > "$OUT" 2> "$ERR" || fail "exit $?: $(tail -3 "$ERR")"
+    grep -q "may run on only 1 CPU" "$ERR" || fail "no warning on one core: $(tail -3 "$ERR")"
+    KOPT_SCALE_STANDIN=5 "$KOPT" tune "$PROB" "$TMPL" --sizes M=256,N=256,K=256 \
+        --strategy random --budget 3 --gpus 0 --compile-threads 2 --no-store --no-progress \
+        > "$OUT" 2> "$ERR" || fail "exit $?: $(tail -3 "$ERR")"
+    grep -q "may run on only" "$ERR" && fail "a warning with every CPU usable: $(tail -3 "$ERR")"
+else
+    echo "  skipped: taskset or a second CPU missing"
+fi
+end
+
 # ---- MPI ranks on this machine ---------------------------------------------------------------
 
 MPIRUN=$(command -v mpirun || true)
@@ -154,7 +170,7 @@ if [ -z "$MPIRUN" ]; then
     [ "$failed" = 0 ]
     exit
 fi
-MPI_ARGS=(--allow-run-as-root --oversubscribe --enable-recovery
+MPI_ARGS=(--allow-run-as-root --oversubscribe --bind-to none --enable-recovery
           --mca orte_abort_on_non_zero_status 0)
 
 begin "mpirun -np 3: rank 0 searches and stores, ranks 1 and 2 evaluate, same best"
