@@ -12,9 +12,12 @@ Two uses:
                                    KernelBench problem files (a file or a folder) -> kopt
                                    problem folders (docs/kernelbench.md); one JSON line per file
                                    on stdout
-The parent compares the outputs; this process never sees another subject's outputs.
+The parent compares the outputs; this process never sees another subject's outputs. A
+candidate's worker locks itself down (kopt_torch_sandbox.py) once the candidate is built and
+before it first runs: docs/kernelbench.md, "The sandbox", says what runs before and after.
 """
 import ctypes
+import errno
 import hashlib
 import importlib.util
 import inspect
@@ -28,7 +31,8 @@ import threading
 import time
 import traceback
 
-import kopt_torch_timing   # beside this file (sys.path[0] when run as a script)
+import kopt_torch_sandbox  # beside this file (sys.path[0] when run as a script)
+import kopt_torch_timing
 
 EVENT_FD = 3
 SHM_FD = 4
@@ -109,6 +113,7 @@ class Worker:
         self.lock = threading.Lock()
         self.phase = 0
         self.trace = {}
+        self.sandbox = None
 
     def emit(self, obj):
         with self.lock:
@@ -164,9 +169,17 @@ class Worker:
         self.mod = load_module(tj["model"], "kopt_reference_model")
         self.subject = tj.get("subject", "reference")
         self.init_seed = int(tj.get("init_seed", 1234))
+        if job.get("sandbox"):
+            self.sandbox = kopt_torch_sandbox.Sandbox(job["sandbox"])
         if self.subject == "modelnew":
             self.cand_mod = load_module(tj["file"], "kopt_candidate_model")
         elif self.subject == "host":
+            if self.sandbox:   # as kopt's C worker: the context up, its constructors confined
+                if self.cuda:
+                    torch.zeros(1, device=self.device)
+                self.sandbox.lockdown("before the shared object was loaded",
+                                      kopt_torch_sandbox.cuda_timer_functions() if self.cuda
+                                      else [])
             self.lib = ctypes.CDLL(tj["so"])
             self.entry = self.lib.kopt_candidate_run
             self.entry.restype = ctypes.c_int
@@ -181,15 +194,18 @@ class Worker:
 
     # -- one phase
     def make_subject(self, ph):
+        """The subject built at a phase's sizes: (model, the reference's parameters and
+        buffers by name)."""
         torch = self.torch
         set_sizes(self.mod, ph.get("sizes"))
         torch.manual_seed(self.init_seed)
         init = self.mod.get_init_inputs()
         ref = self.mod.Model(*init).to(self.device)
+        model = None
         if self.subject in ("reference", "host"):
-            self.model = ref
+            model = ref
         elif self.subject == "compile":
-            self.model = torch.compile(ref)
+            model = torch.compile(ref)
         elif self.subject == "modelnew":
             cls = getattr(self.cand_mod, "ModelNew", None) or getattr(self.cand_mod, "Model", None)
             if cls is None:
@@ -197,13 +213,52 @@ class Worker:
             set_sizes(self.cand_mod, ph.get("sizes"))
             torch.manual_seed(self.init_seed)
             try:
-                self.model = cls(*init).to(self.device)
+                model = cls(*init).to(self.device)
             except Exception as e:
                 raise WorkerError("launch", "ModelNew(*get_init_inputs()) failed: %s: %s"
                                   % (type(e).__name__, e))
-        self.state = dict(ref.named_parameters())
-        self.state.update(dict(ref.named_buffers()))
+        state = dict(ref.named_parameters())
+        state.update(dict(ref.named_buffers()))
+        return model, state
+
+    def use_subject(self, built, ph):
+        """Run at a phase's sizes from now on: its model, and its sizes in the modules'
+        globals (get_inputs() and a forward may read them)."""
+        self.model, self.state = built
         self.tensors = ph["tensors"]
+        self.job_sizes = ph.get("sizes", {})
+        set_sizes(self.mod, self.job_sizes)
+        if self.subject == "modelnew":
+            set_sizes(self.cand_mod, self.job_sizes)
+
+    def lock_candidate(self, job, built):
+        """A ModelNew's worker locks down before its forward first runs. Triton and
+        torch.compile compile at a kernel's first call (they run ptxas and a C compiler),
+        so a candidate that loaded either is called once per size set first, on inputs of
+        a seed no trial uses, its outputs discarded."""
+        if not self.sandbox or self.subject != "modelnew":
+            return
+        jit = [m for m in ("triton", "torch._dynamo") if m in sys.modules]
+        for i, (b, ph) in enumerate(zip(built, job["phases"]) if jit else []):
+            self.phase = i
+            self.use_subject(b, ph)
+            self.progress("warm-up before the lockdown (%s)" % ", ".join(jit))
+            inputs = self.inputs((int(ph["trials"][0]["seed"]) + 500) % (1 << 64))
+            try:
+                self.run_once(inputs)
+                self.sync()
+            except WorkerError:
+                raise
+            except Exception as e:
+                raise classify(e, self.subject)
+        self.sandbox.lockdown("after one warm-up call per size set (the candidate loaded %s)"
+                              % " and ".join(jit) if jit else "before the first call")
+
+    def check_sandbox(self):
+        """After the candidate ran: what it changed that it must leave alone is TAMPER."""
+        msg = self.sandbox.check() if self.sandbox else None
+        if msg:
+            raise WorkerError("tamper", msg)
 
     def inputs(self, seed):
         """get_inputs() under the seed, its factory calls made on the device itself (the
@@ -334,6 +389,7 @@ class Worker:
                 raise
             except Exception as e:  # the subject's own failure
                 raise classify(e, self.subject)
+            self.check_sandbox()
             self.copy_outputs(outs, int(tr["offset"]))
             if tr.get("check_inputs"):
                 sums["trial %d" % i] = self.input_sums(inputs)
@@ -352,27 +408,33 @@ class Worker:
             raise
         except Exception as e:
             raise classify(e, self.subject)
+        self.check_sandbox()
         self.copy_outputs(outs, int(tm["offset"]))
         po["input_sums"]["timed"] = self.input_sums(inputs)
         po.update(fields)
 
     def run(self, job):
+        """Every size set's subject built first, then the lockdown, then the runs."""
         phases = []
+        built = []
         for i, ph in enumerate(job["phases"]):
             self.phase = i
-            self.job_sizes = ph.get("sizes", {})
-            if hasattr(self, "_io_keep"):
-                del self._io_keep
-            po = {"input_sums": {}}
-            phases.append(po)
             try:
-                self.make_subject(ph)
+                built.append(self.make_subject(ph))
             except WorkerError:
                 raise
             except Exception as e:
                 raise WorkerError("launch" if self.subject == "modelnew" else "harness",
                                   "building the %s failed: %s: %s"
                                   % (self.subject, type(e).__name__, e))
+        self.lock_candidate(job, built)
+        for i, ph in enumerate(job["phases"]):
+            self.phase = i
+            if hasattr(self, "_io_keep"):
+                del self._io_keep
+            po = {"input_sums": {}}
+            phases.append(po)
+            self.use_subject(built[i], ph)
             self.progress("setup")
             self.trials(ph, po["input_sums"])
             if isinstance(ph.get("timing"), dict):
@@ -400,6 +462,9 @@ def tensor_digest(torch, v):
 def classify(e, subject):
     msg = "%s: %s" % (type(e).__name__, e)
     low = msg.lower()
+    if isinstance(e, OSError) and e.errno == errno.EFBIG:   # Python ignores SIGXFSZ
+        return WorkerError("tamper", "the %s wrote a file larger than the sandbox allows: %s"
+                           % ("candidate" if subject in ("modelnew", "host") else subject, msg))
     if "out of memory" in low:
         return WorkerError("oom", msg)
     if "illegal" in low or "device-side assert" in low or "cuda error" in low or \
@@ -429,7 +494,10 @@ def worker_main():
         if not sys.stdin.readline():   # the parent's "go", or EOF: it went away
             return 0
         phases = w.run(job)
-        w.emit({"event": "result", "device": info, "phases": phases, "kernels": []})
+        ev = {"event": "result", "device": info, "phases": phases, "kernels": []}
+        if w.sandbox and w.sandbox.report is not None:
+            ev["sandbox"] = w.sandbox.report
+        w.emit(ev)
         return 0
     except WorkerError as e:
         ev = {"event": "error", "kind": e.kind, "message": str(e)[:4000]}
@@ -441,6 +509,8 @@ def worker_main():
     if w is not None:
         if job and len(job.get("phases", [])) > 1:
             ev["phase"] = job["phases"][w.phase].get("label", "main")
+        if w.sandbox and w.sandbox.report is not None:
+            ev["sandbox"] = w.sandbox.report
         w.emit(ev)
     else:
         os.write(EVENT_FD, (json.dumps(ev) + "\n").encode())

@@ -138,7 +138,8 @@ typedef struct kopt_eval_result {
     char candidate_hash[65];
     char problem_hash[65];
     int64_t eval_id;            /* row id in the store, 0 when not stored */
-    char sandbox[512];          /* host mode: what the sandbox applied (JSON), "" if none */
+    char sandbox[512];          /* host mode and ModelNew: what the sandbox applied (JSON),
+                                 * "" if none; a ModelNew's says "locked" (docs/kernelbench.md) */
     int ngpu_kernels;
     char gpu_kernels[16][256];  /* kernels that ran, from CUPTI (allow_libraries: false) */
     int nsanitizer;
@@ -187,8 +188,9 @@ typedef struct kopt_eval_opts {
                                  * stores results); host-mode candidates may not touch the
                                  * file (the sandbox guards it) */
     double suspect_margin;      /* faster than bound * (1 / margin) is SUSPECT; default 1.10 */
-    /* host-mode sandbox (docs/integrity.md) */
-    int no_sandbox;             /* run host code without it (trusted code only) */
+    /* sandbox of host-mode code and of the PyTorch worker's candidates (docs/integrity.md,
+     * docs/kernelbench.md) */
+    int no_sandbox;             /* run candidates without it (trusted code only) */
     double sandbox_cpu_s;       /* CPU seconds of the candidate's worker (default 120) */
     double sandbox_fsize_mb;    /* largest file it may write (default 64) */
     double sandbox_as_extra_mb; /* address space beyond what CUDA reserved (default 65536) */

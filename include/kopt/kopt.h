@@ -11,6 +11,7 @@
 #include "kopt/store.h"
 #include "kopt/proc.h"
 #include "kopt/worker.h"
+#include "kopt/sandbox.h"
 #include "kopt/tune.h"
 #include "kopt/run.h"
 #include "kopt/llm.h"

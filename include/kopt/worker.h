@@ -44,6 +44,12 @@ kopt_status kopt_worker_find(kopt_ctx *ctx, char **path, const char **source);
  * libkopt.so; the install prefix's libexec/kopt; the source tree's libexec/. *path is the
  * caller's (free()). */
 kopt_status kopt_torch_worker_find(kopt_ctx *ctx, char **path);
+/* libkopt.so, which the PyTorch worker loads (ctypes) for kopt_sandbox_lockdown()
+ * (kopt/sandbox.h). Looked for, the first readable file winning: $KOPT_LIB; the libkopt.so
+ * the running program uses; beside the running program (a build tree); the install layout
+ * relative to it (<bindir>/../lib); the install prefix's libdir; the build tree's. *path is
+ * the caller's (free()). KOPT_E_NOT_FOUND with a message naming the places looked at. */
+kopt_status kopt_lib_find(kopt_ctx *ctx, char **path);
 /* $KOPT_PYTHON, or "python3" (looked up on PATH). */
 const char *kopt_torch_python(void);
 

@@ -801,11 +801,22 @@ struct kopt_eval_session {
  * (torch.compile of it), "modelnew" (a KernelBench-native candidate) or "host" (a kopt-native
  * host-mode shared object, called through ctypes). Shaped as subject_job()'s, with the
  * problem's "pytorch" field on each tensor and a "torch" object naming what to run. */
-static json_t *torch_job(const char *subject, const kopt_problem *prob, const phase_plan *phases,
-                         int nphases, int is_ref, const kopt_candidate *cand,
-                         const kopt_compiled *comp, const kopt_eval_opts *o, const char *script)
+/* A path as JSON, absolute (a sandboxed worker runs in a folder of its own). */
+static json_t *abs_path(const char *p)
 {
-    json_t *arr = json_array(), *tj, *job;
+    char *r = realpath(p, NULL);
+    json_t *j = json_string(r ? r : p);
+
+    free(r);
+    return j;
+}
+
+static json_t *torch_job(kopt_ctx *ctx, const char *subject, const kopt_problem *prob,
+                         const phase_plan *phases, int nphases, int is_ref,
+                         const kopt_candidate *cand, const kopt_compiled *comp,
+                         const kopt_eval_opts *o, const char *script)
+{
+    json_t *arr = json_array(), *tj, *job, *sb;
     const char *dev = getenv("KOPT_TORCH_DEVICE");
     char devbuf[32];
 
@@ -824,14 +835,16 @@ static json_t *torch_job(const char *subject, const kopt_problem *prob, const ph
         snprintf(devbuf, sizeof(devbuf), "cuda:%d", o->device);
         dev = devbuf;
     }
-    tj = json_pack("{s:s, s:s, s:I, s:s}", "subject", subject, "model", prob->ref_path,
+    tj = json_pack("{s:s, s:o, s:I, s:s}", "subject", subject, "model", abs_path(prob->ref_path),
                    "init_seed", (json_int_t)prob->seed, "device", dev);
     if (cand && cand->torch_module)
-        json_object_set_new(tj, "file", json_string(cand->path));
+        json_object_set_new(tj, "file", abs_path(cand->path));
     if (comp && comp->host_mode)
-        json_object_set_new(tj, "so", json_string(comp->binary_path));
+        json_object_set_new(tj, "so", abs_path(comp->binary_path));
     job = json_pack("{s:s, s:o, s:o, s:[s, s, s]}", "op", "run", "torch", tj, "phases", arr,
                     "program", kopt_torch_python(), script, "worker");
+    if (job && (sb = kopt__torch_sandbox_job(ctx, subject, o)))
+        json_object_set_new(job, "sandbox", sb);
     json_object_set_new(job, "spawned_ms", json_real(kopt_now_ms()));
     return job;
 }
@@ -880,7 +893,8 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
     kopt_device_info nvml;
     double t0 = kopt_now_ms(), t1, tmo;
     kopt_status rc = KOPT_OK;
-    const char *devenv = getenv("KOPT_TORCH_DEVICE");
+    const char *devenv = getenv("KOPT_TORCH_DEVICE"), *cand_subject = NULL;
+    char unsandboxed[sizeof(r->message) / 4] = "";
     size_t total;
 
     memset(&ref, 0, sizeof(ref));
@@ -989,26 +1003,30 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
         r->ceilings = *o.ceilings;
     else if (!cpu && r->has_device && get_ceilings(ctx, r, &o) != KOPT_OK)
         kopt_log(ctx, KOPT_LOG_WARN, "device ceilings not measured: %s", kopt_errmsg(ctx));
-    if (cand && cand->host_mode && !o.no_sandbox) {
-        const char *guarded[] = {prob->path, prob->ref_path, cand->path, comp->binary_path,
-                                 o.db_path};
+    if (cand && !o.no_sandbox) {
+        /* the store only for host-mode code, as before: another process reading it (a
+         * WAL checkpoint) changes the file while a candidate runs */
+        const char *guarded[] = {prob->path, prob->ref_path, cand->path,
+                                 comp ? comp->binary_path : NULL,
+                                 cand->host_mode ? o.db_path : NULL};
         if ((rc = kopt__guard_begin(&guard, ctx, guarded, 5)) != KOPT_OK)
             goto fail;
     }
 
     /* the workers start together (importing torch is the slow part); then each runs alone */
+    cand_subject = cand && cand->torch_module ? "modelnew" : "host";
     t1 = kopt_now_ms();
     total = layout(phases, nphases);
-    if ((rc = torch_start(ctx, torch_job("reference", prob, phases, nphases, 1, NULL, NULL, &o,
-                                         script), total, &ref_proc)) != KOPT_OK)
+    if ((rc = torch_start(ctx, torch_job(ctx, "reference", prob, phases, nphases, 1, NULL, NULL,
+                                         &o, script), total, &ref_proc)) != KOPT_OK)
         goto fail;
-    if (cand && (rc = torch_start(ctx, torch_job(cand->torch_module ? "modelnew" : "host", prob,
-                                                 phases, nphases, 0, cand, comp, &o, script),
+    if (cand && (rc = torch_start(ctx, torch_job(ctx, cand_subject, prob, phases, nphases, 0,
+                                                 cand, comp, &o, script),
                                   total, &cand_proc)) != KOPT_OK)
         goto fail;
     if (o.torch_compile && !o.no_timing &&
-        (rc = torch_start(ctx, torch_job("compile", prob, phases, 1, 1, NULL, NULL, &o, script),
-                          layout(phases, 1), &cmp_proc)) != KOPT_OK)
+        (rc = torch_start(ctx, torch_job(ctx, "compile", prob, phases, 1, 1, NULL, NULL, &o,
+                                         script), layout(phases, 1), &cmp_proc)) != KOPT_OK)
         goto fail;
     /* every worker set up (torch imported, context made, candidate loaded and load_inline
      * compiled) before the first is told to go: none is timed while another starts */
@@ -1094,6 +1112,10 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
         goto fail;
     setup_from_device(cand_run.device, &r->cand_setup);
     r->cand_setup_ms = r->cand_setup.total_ms;
+    kopt__torch_sandbox_report(&cand_run, !o.no_sandbox, r->sandbox, sizeof(r->sandbox),
+                               unsandboxed, sizeof(unsandboxed));
+    if (unsandboxed[0])
+        kopt_log(ctx, KOPT_LOG_WARN, "%s", unsandboxed);
     if (guard) {
         char changed[1024];
         if (kopt__guard_end(guard, changed, sizeof(changed))) {
@@ -1177,6 +1199,10 @@ done:
     kopt__worker_run_free(&cmp_run);
     kopt_compiled_free(comp);
     free(script);
+    if (unsandboxed[0]) {      /* said with the verdict, whatever it is */
+        size_t n = strlen(r->message);
+        snprintf(r->message + n, sizeof(r->message) - n, " [%s]", unsandboxed);
+    }
     r->total_ms = kopt_now_ms() - t0;
     *out = r;
     return KOPT_OK;

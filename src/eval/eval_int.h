@@ -30,4 +30,14 @@ json_t *kopt__eval_job(const kopt_problem *prob, const kopt_bound *b, const kopt
                        const kopt_compiled *rt, const kopt_eval_opts *o, uint64_t seed,
                        size_t *shm_size);
 
+/* The PyTorch worker's sandbox (torch_sandbox.c): the job's "sandbox" object for `subject`
+ * ("modelnew" or "host"; NULL for the reference and torch.compile, or with no_sandbox),
+ * owned by the caller. */
+json_t *kopt__torch_sandbox_job(kopt_ctx *ctx, const char *subject, const kopt_eval_opts *o);
+/* What the candidate's worker applied, as JSON into `report`; into `note` (or "") the
+ * warning that the result must carry when the lockdown was asked for and not installed. */
+struct kopt__worker_run;
+void kopt__torch_sandbox_report(const struct kopt__worker_run *run, int asked, char *report,
+                                size_t cap, char *note, size_t ncap);
+
 #endif

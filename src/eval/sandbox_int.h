@@ -1,11 +1,13 @@
 /*
- * Internal: the host-mode sandbox (sandbox.c) and the guard on the files a candidate could
- * change (file_guard.c). See docs/integrity.md for what each stops and what it does not.
+ * Internal: the sandbox of candidate code (sandbox.c; its lockdown is public in
+ * kopt/sandbox.h) and the guard on the files a candidate could change (file_guard.c). See
+ * docs/integrity.md for what each stops and what it does not.
  */
 #ifndef KOPT_SANDBOX_INT_H
 #define KOPT_SANDBOX_INT_H
 
 #include "kopt/core.h"
+#include "kopt/sandbox.h"
 
 #include <jansson.h>
 #include <limits.h>
@@ -19,19 +21,14 @@ typedef struct kopt__sandbox_limits {
     int no_network;
 } kopt__sandbox_limits;
 
-/* In the forked child, before exec: folder, rlimits, no new privileges, no network.
- * Sets KOPT_SANDBOX_NETWORK to what was achieved. Async-signal-safe enough for a child of
- * a single-threaded parent. */
+/* In the forked child, before exec: folder, rlimits, no new privileges, no network, the
+ * reaper of orphaned descendants. Sets KOPT_SANDBOX_NETWORK to what was achieved.
+ * Async-signal-safe enough for a child of a single-threaded parent. */
 void kopt__sandbox_enter(const kopt__sandbox_limits *lim);
 
-/* In the worker, after CUDA is up, before the candidate is loaded: address-space limit of
- * (current + as_extra_mb), capabilities dropped, seccomp filter on all threads, signal
- * handlers recorded. What was applied goes into `report`. */
-kopt_status kopt__sandbox_lockdown(kopt_ctx *ctx, double as_extra_mb, json_t *report);
-/* Remember the first bytes of a function the harness relies on (the timer). */
-void kopt__sandbox_watch(const char *name, const void *code);
-/* After a candidate call: 1 (and a message) when handlers or watched code changed. */
-int kopt__sandbox_check(char *msg, size_t cap);
+/* In the worker, after CUDA is up, before the candidate runs: kopt_sandbox_lockdown()
+ * (kopt/sandbox.h) with its report as a JSON object (what was applied goes into it). */
+kopt_status kopt__sandbox_lockdown(kopt_ctx *ctx, const kopt_sandbox_opts *o, json_t *report);
 
 /* ---- file guard (parent) ------------------------------------------------------------- */
 

@@ -277,7 +277,7 @@ static kopt_status sandbox_intact(worker *w)
 {
     char msg[512];
 
-    if (!w->sandboxed || !kopt__sandbox_check(msg, sizeof(msg)))
+    if (!w->sandboxed || !kopt_sandbox_check(msg, sizeof(msg)))
         return KOPT_OK;
     w->fail_kind = "tamper";
     snprintf(w->fail_step, sizeof(w->fail_step), "kopt_candidate_run");
@@ -979,11 +979,14 @@ static kopt_status guard_candidate(worker *w, json_t *job, json_t *dev)
         const void *rec, *el;
         memcpy(&rec, &w->cu->cuEventRecord, sizeof(rec));
         memcpy(&el, &w->cu->cuEventElapsedTime, sizeof(el));
-        kopt__sandbox_watch("cuEventRecord", rec);
-        kopt__sandbox_watch("cuEventElapsedTime", el);
+        kopt_sandbox_watch("cuEventRecord", rec);
+        kopt_sandbox_watch("cuEventElapsedTime", el);
+        kopt_sandbox_opts so;
+        memset(&so, 0, sizeof(so));
+        so.as_extra_mb = json_number_value(json_object_get(sb, "as_extra_mb"));
+        so.flags = KOPT_SANDBOX_NO_WX;
         json_object_set_new(dev, "sandbox", report);
-        if ((rc = kopt__sandbox_lockdown(w->ctx, json_number_value(json_object_get(sb,
-                                         "as_extra_mb")), report)) != KOPT_OK) {
+        if ((rc = kopt__sandbox_lockdown(w->ctx, &so, report)) != KOPT_OK) {
             w->fail_kind = "harness";
             return rc;
         }

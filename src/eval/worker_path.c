@@ -200,6 +200,41 @@ kopt_status kopt_torch_worker_find(kopt_ctx *ctx, char **path)
     return KOPT_OK;
 }
 
+kopt_status kopt_lib_find(kopt_ctx *ctx, char **path)
+{
+    const char *env = getenv("KOPT_LIB"), *lib = kopt_self_lib();
+    kopt_buf looked = KOPT_BUF_INIT;
+    char *dir = kopt_path_dir(kopt_self_exe()), *found = NULL;
+
+    *path = NULL;
+    if (env && env[0]) {
+        free(dir);
+        if (!readable(env))
+            return kopt_seterr(ctx, KOPT_E_NOT_FOUND, "KOPT_LIB=%s is not a readable file", env);
+        *path = absolute(env);
+        return *path ? KOPT_OK : kopt_seterr(ctx, KOPT_E_NOMEM, "path");
+    }
+    if (lib && readable(lib))
+        found = absolute(lib);
+    if (!found && dir && !(found = look_file(&looked, dir, KOPT_LIB_NAME)))
+        found = look_file(&looked, dir, KOPT_BIN_TO_LIB "/" KOPT_LIB_NAME);
+    free(dir);
+    if (!found && readable(KOPT_INSTALL_LIB))
+        found = absolute(KOPT_INSTALL_LIB);
+    if (!found && readable(KOPT_BUILD_LIB))
+        found = absolute(KOPT_BUILD_LIB);
+    if (!found) {
+        kopt_seterr(ctx, KOPT_E_NOT_FOUND, "no %s found (looked at %s, %s, %s); name it with "
+                    "$KOPT_LIB", KOPT_LIB_NAME, kopt_buf_cstr(&looked), KOPT_INSTALL_LIB,
+                    KOPT_BUILD_LIB);
+        kopt_buf_free(&looked);
+        return KOPT_E_NOT_FOUND;
+    }
+    kopt_buf_free(&looked);
+    *path = found;
+    return KOPT_OK;
+}
+
 const char *kopt_torch_python(void)
 {
     const char *p = getenv("KOPT_PYTHON");

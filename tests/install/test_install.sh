@@ -87,6 +87,27 @@ cli_verdict=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["v
 [ "$cli_verdict" = "$want" ] || fail "kopt eval's verdict is '$cli_verdict', expected $want"
 end
 
+# the installed PyTorch worker locks a ModelNew down with the installed libkopt.so (found
+# from the kopt program: <bindir>/../lib), on the CPU build of PyTorch
+if python3 -c 'import torch' >/dev/null 2>&1; then
+    begin "installed PyTorch worker: a ModelNew locked down by the installed libkopt"
+    run "$P/$BINDIR/kopt" kb import "$SRC/bench/kernelbench/problems/3_scale_add.py" \
+        --out "$WORK/kbp"
+    KOPT_TORCH_DEVICE=cpu KOPT_TORCH_WORKER=$P/$LIBEXECDIR/kopt/kopt_torch_worker.py \
+        run "$P/$BINDIR/kopt" eval "$WORK/kbp/3_scale_add" "$SRC/tests/kb_sandbox/honest.py" \
+        --size batch=8 --size width=8 --trials 1 --no-time --json --no-store
+    python3 -c '
+import json, os, sys
+d = json.load(open(sys.argv[1]))
+s = d["sandbox"]
+assert d["verdict"] == "OK" and s["locked"], (d["verdict"], s)
+assert s["lib"] == os.path.realpath(sys.argv[2]), s
+' "$OUT" "$P/$LIBDIR/libkopt.so.0" >>"$OUT" 2>&1 || fail "not OK and locked down by the installed libkopt"
+    end
+else
+    echo "skipped: no torch: the installed PyTorch worker's lockdown is not run"
+fi
+
 export PKG_CONFIG_PATH=$P/$LIBDIR/pkgconfig
 can_build=1
 if ! pkg-config --exists jansson sqlite3 2>/dev/null; then

@@ -1,6 +1,7 @@
-/* The host-mode sandbox without a GPU: each case forks a child that enters the sandbox
- * (rlimits, seccomp filter) the way a worker does, tries one thing, and reports back on a
- * pipe standing in for the worker's event fd; the file guard on temporary files. */
+/* The sandbox without a GPU: each case forks a child that enters the sandbox (rlimits,
+ * seccomp filter) the way a worker does, tries one thing, and reports back on a pipe
+ * standing in for the worker's event fd; the public lockdown as the PyTorch worker calls it;
+ * the file guard on temporary files. */
 #include "ktest.h"
 #include "../../src/eval/sandbox_int.h"
 
@@ -35,9 +36,10 @@ static outcome sandboxed(attempt_fn attempt)
     if (pid == 0) {
         kopt_ctx *ctx = kopt_ctx_new();
         json_t *report = json_object();
+        kopt_sandbox_opts so = {0, 0, 0, KOPT_SANDBOX_NO_WX, NULL};
         dup2(p[1], KOPT_SANDBOX_EVENT_FD);
         prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);   /* as kopt__sandbox_enter() does */
-        if (kopt__sandbox_lockdown(ctx, 0, report) != KOPT_OK) {
+        if (kopt__sandbox_lockdown(ctx, &so, report) != KOPT_OK) {
             fprintf(stderr, "lockdown: %s\n", kopt_errmsg(ctx));
             _exit(90);
         }
@@ -133,21 +135,21 @@ static void test_allowed_calls_still_work(void)
 static int change_handler(void)
 {
     char msg[256];
-    if (kopt__sandbox_check(msg, sizeof(msg)))
+    if (kopt_sandbox_check(msg, sizeof(msg)))
         return 20;            /* nothing changed yet: must not fire */
     signal(SIGSEGV, SIG_IGN);
-    return kopt__sandbox_check(msg, sizeof(msg)) && strstr(msg, "signal 11") ? 21 : 22;
+    return kopt_sandbox_check(msg, sizeof(msg)) && strstr(msg, "signal 11") ? 21 : 22;
 }
 
 static unsigned char patchable[64] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
 static int change_watched_code(void)
 {
     char msg[256];
-    kopt__sandbox_watch("the timer", patchable);
-    if (kopt__sandbox_check(msg, sizeof(msg)))
+    kopt_sandbox_watch("the timer", patchable);
+    if (kopt_sandbox_check(msg, sizeof(msg)))
         return 30;
     patchable[3] = 0xc3;
-    return kopt__sandbox_check(msg, sizeof(msg)) && strstr(msg, "the timer") ? 31 : 32;
+    return kopt_sandbox_check(msg, sizeof(msg)) && strstr(msg, "the timer") ? 31 : 32;
 }
 
 static void test_check_sees_handlers_and_patched_code(void)
@@ -200,6 +202,63 @@ static void test_enter_sets_folder_and_limits(void)
     free(dir);
 }
 
+/* kopt_sandbox_lockdown() as the PyTorch worker calls it: a process started before it is
+ * ended and named, the limits count from now, making memory executable stays allowed
+ * (PyTorch's code generators), and a trapped call's event carries the hint. */
+static void test_public_lockdown_as_the_python_worker_calls_it(void)
+{
+    int p[2], status = 0;
+    char events[1024];
+    ssize_t n;
+    pid_t pid;
+
+    CHECK(pipe(p) == 0);
+    pid = fork();
+    if (pid == 0) {
+        kopt_ctx *ctx = kopt_ctx_new();
+        kopt_sandbox_opts so = {5, 1, 0, KOPT_SANDBOX_END_CHILDREN, "; a \"hint\""};
+        char report[2048], want[64], *argv[] = {"/bin/true", NULL};
+        struct rlimit r;
+        struct rusage ru;
+        void *m;
+        pid_t helper = fork();
+        if (helper == 0) {
+            execlp("sleep", "sleep", "300", (char *)NULL);
+            _exit(1);
+        }
+        dup2(p[1], KOPT_SANDBOX_EVENT_FD);
+        usleep(100000);                                      /* it is sleep by now */
+        if (kopt_sandbox_lockdown(ctx, &so, report, sizeof(report)) != KOPT_OK)
+            _exit(50);
+        snprintf(want, sizeof(want), "\"ended_processes\":[\"%d sleep\"]", (int)helper);
+        if (!strstr(report, want) || !strstr(report, "\"seccomp\":true") ||
+            !strstr(report, "\"no_wx\":false"))
+            _exit(51);
+        if (waitpid(helper, NULL, WNOHANG) != -1 || errno != ECHILD)
+            _exit(52);                                       /* ended and reaped */
+        getrusage(RUSAGE_SELF, &ru);
+        if (getrlimit(RLIMIT_CPU, &r) != 0 || r.rlim_cur < (rlim_t)ru.ru_utime.tv_sec + 5 ||
+            r.rlim_cur > (rlim_t)ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + 6)
+            _exit(53);
+        if (getrlimit(RLIMIT_FSIZE, &r) != 0 || r.rlim_cur != (rlim_t)1 << 20)
+            _exit(54);
+        m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED || mprotect(m, 4096, PROT_READ | PROT_EXEC) != 0)
+            _exit(55);
+        execv("/bin/true", argv);
+        _exit(56);
+    }
+    close(p[1]);
+    n = read(p[0], events, sizeof(events) - 1);
+    events[n > 0 ? n : 0] = '\0';
+    close(p[0]);
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status));
+    CHECK_EQ_INT(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 97);
+    CHECK_STR_CONTAINS(events, "execve (number ");
+    CHECK_STR_CONTAINS(events, "); a hint\",");   /* quotes left out: the event stays JSON */
+}
+
 static void test_file_guard_restores_and_names(void)
 {
     char *dir = ktest_tmpdir("guard"), msg[1024];
@@ -238,6 +297,7 @@ int main(int argc, char **argv)
         KTEST(test_allowed_calls_still_work),
         KTEST(test_check_sees_handlers_and_patched_code),
         KTEST(test_enter_sets_folder_and_limits),
+        KTEST(test_public_lockdown_as_the_python_worker_calls_it),
         KTEST(test_file_guard_restores_and_names),
     };
     return ktest_main(argc, argv, cases, KTEST_COUNT(cases));
