@@ -140,7 +140,8 @@ int cli_parse_size(kopt_ctx *ctx, const char *verb_name, const char *arg, kopt_v
     return 0;
 }
 
-/* `kopt --version`: the version and the worker program evaluations will start */
+/* `kopt --version`: the version, the worker program evaluations will start, the PyTorch
+ * worker and the libkopt that PyTorch-path lockdowns load */
 static int version(void)
 {
     kopt_ctx *ctx = cli_ctx(0);
@@ -155,6 +156,17 @@ static int version(void)
         cli_error(ctx);
         rc = KOPT_EXIT_ERROR;
     }
+    free(worker);
+    /* the PyTorch worker and the libkopt a ModelNew's lockdown loads: optional parts */
+    if (kopt_torch_worker_find(ctx, &worker) == KOPT_OK)
+        printf("torch worker %s\n", worker);
+    else
+        printf("torch worker: none (%s)\n", kopt_errmsg(ctx));
+    free(worker);
+    if (kopt_lib_find(ctx, &worker) == KOPT_OK)
+        printf("libkopt %s\n", worker);
+    else
+        printf("libkopt: none (%s)\n", kopt_errmsg(ctx));
     free(worker);
     kopt_ctx_free(ctx);
     return rc;

@@ -177,6 +177,9 @@ kopt_status kopt_torch_worker_find(kopt_ctx *ctx, char **path)
     }
     if (dir)
         found = look_file(&looked, dir, TORCH_WORKER_NAME);
+    /* an installed kopt (libkopt linked in): <bindir>/<bin to lib>/<lib to libexec> */
+    if (!found && dir)
+        found = look_file(&looked, dir, KOPT_BIN_TO_LIB "/" KOPT_LIB_TO_LIBEXEC "/" TORCH_WORKER_NAME);
     if (!found && lib) {
         free(dir);
         if ((dir = kopt_path_dir(lib)))

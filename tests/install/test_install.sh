@@ -93,8 +93,10 @@ if python3 -c 'import torch' >/dev/null 2>&1; then
     begin "installed PyTorch worker: a ModelNew locked down by the installed libkopt"
     run "$P/$BINDIR/kopt" kb import "$SRC/bench/kernelbench/problems/3_scale_add.py" \
         --out "$WORK/kbp"
-    KOPT_TORCH_DEVICE=cpu KOPT_TORCH_WORKER=$P/$LIBEXECDIR/kopt/kopt_torch_worker.py \
-        run "$P/$BINDIR/kopt" eval "$WORK/kbp/3_scale_add" "$SRC/tests/kb_sandbox/honest.py" \
+    run "$P/$BINDIR/kopt" --version
+    grep -qx "torch worker $(cd "$P/$LIBEXECDIR/kopt" && pwd -P)/kopt_torch_worker.py" "$OUT" ||
+        fail "the installed kopt does not find the installed PyTorch worker: $(grep torch "$OUT")"
+    KOPT_TORCH_DEVICE=cpu run "$P/$BINDIR/kopt" eval "$WORK/kbp/3_scale_add" "$SRC/tests/kb_sandbox/honest.py" \
         --size batch=8 --size width=8 --trials 1 --no-time --json --no-store
     python3 -c '
 import json, os, sys
