@@ -117,6 +117,11 @@ double kopt_now_ms(void);   /* monotonic milliseconds */
  * otherwise, a batch system may give a few), at least 1. */
 int kopt_cpus_usable(void);
 
+/* Commits this process made to kopt stores (store.c counts them; the file guard reads the
+ * count to tell kopt's own writes to a store from a candidate's). */
+unsigned long kopt_store_commits(void);
+void kopt__store_commit_seen(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -166,3 +166,15 @@ int kopt_cpus_usable(void)
         return CPU_COUNT(&set);
     return online > 0 ? (int)online : 1;
 }
+
+static unsigned long store_commits;
+
+unsigned long kopt_store_commits(void)
+{
+    return __atomic_load_n(&store_commits, __ATOMIC_SEQ_CST);
+}
+
+void kopt__store_commit_seen(void)
+{
+    __atomic_fetch_add(&store_commits, 1, __ATOMIC_SEQ_CST);
+}

@@ -1004,12 +1004,12 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
     else if (!cpu && r->has_device && get_ceilings(ctx, r, &o) != KOPT_OK)
         kopt_log(ctx, KOPT_LOG_WARN, "device ceilings not measured: %s", kopt_errmsg(ctx));
     if (cand && !o.no_sandbox) {
-        /* the store only for host-mode code, as before: another process reading it (a
-         * WAL checkpoint) changes the file while a candidate runs */
+        /* the store only for host-mode code, as before (never rolled back; kopt's own
+         * commits excused): another process's WAL checkpoint can still change the file */
         const char *guarded[] = {prob->path, prob->ref_path, cand->path,
-                                 comp ? comp->binary_path : NULL,
-                                 cand->host_mode ? o.db_path : NULL};
-        if ((rc = kopt__guard_begin(&guard, ctx, guarded, 5)) != KOPT_OK)
+                                 comp ? comp->binary_path : NULL};
+        if ((rc = kopt__guard_begin(&guard, ctx, guarded, 4)) != KOPT_OK ||
+            (cand->host_mode && (rc = kopt__guard_store(guard, ctx, o.db_path)) != KOPT_OK))
             goto fail;
     }
 
@@ -1388,12 +1388,12 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
     trace_step(trace, "ceilings", &ts);
     if (cand && cand_comp->host_mode) {
         const char *guarded[] = {prob->path, prob->ref_path, cand->path, cand_comp->binary_path,
-                                 ref_comp ? ref_comp->binary_path : NULL, rt->binary_path,
-                                 o.db_path};
+                                 ref_comp ? ref_comp->binary_path : NULL, rt->binary_path};
         cand_extra = host_job_fields(prob, &o, 0);
         if (!o.no_sandbox &&
-            (rc = kopt__guard_begin(&guard, ctx, guarded, (int)(sizeof(guarded) /
-                                                                  sizeof(guarded[0])))) != KOPT_OK)
+            ((rc = kopt__guard_begin(&guard, ctx, guarded, (int)(sizeof(guarded) /
+                                                                   sizeof(guarded[0])))) != KOPT_OK ||
+             (rc = kopt__guard_store(guard, ctx, o.db_path)) != KOPT_OK))
             goto fail;
     }
 

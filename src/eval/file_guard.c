@@ -3,7 +3,9 @@
  * reference and candidate sources, the compiled binaries, the store. The parent records
  * each file's content before the candidate's worker starts and compares afterwards; text
  * files are restored from the copy, changed binaries are deleted so they are rebuilt, and
- * the evaluation is rejected as TAMPER naming the file.
+ * the evaluation is rejected as TAMPER naming the file. The store is never restored (kopt
+ * may have written to it meanwhile, from another thread: a restore would lose those rows)
+ * and its change is kopt's own when this process committed to a store meanwhile.
  */
 #include "sandbox_int.h"
 
@@ -22,10 +24,12 @@ typedef struct guarded {
     char *copy;               /* content, when small enough to restore */
     size_t len;
     int is_binary;            /* a compiled artefact: delete instead of restore */
+    int is_store;             /* a kopt store: never restored (kopt__guard_store) */
+    unsigned long commits;    /* kopt_store_commits() when it was hashed */
 } guarded;
 
 struct kopt__file_guard {
-    int n;
+    int n, cap;
     guarded *f;
 };
 
@@ -59,7 +63,7 @@ kopt_status kopt__guard_begin(kopt__file_guard **out, kopt_ctx *ctx, const char 
     kopt__file_guard *g = calloc(1, sizeof(*g));
 
     *out = NULL;
-    if (!g || !(g->f = calloc((size_t)n + 1, sizeof(*g->f)))) {
+    if (!g || !(g->f = calloc((size_t)n + 2, sizeof(*g->f)))) {
         free(g);
         return kopt_seterr(ctx, KOPT_E_NOMEM, "file guard");
     }
@@ -77,7 +81,28 @@ kopt_status kopt__guard_begin(kopt__file_guard **out, kopt_ctx *ctx, const char 
         }
         g->n++;
     }
+    g->cap = n + 2;
     *out = g;
+    return KOPT_OK;
+}
+
+kopt_status kopt__guard_store(kopt__file_guard *g, kopt_ctx *ctx, const char *path)
+{
+    guarded *f;
+    struct stat st;
+
+    if (!g || !path || stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return KOPT_OK;
+    if (g->n >= g->cap)
+        return kopt_seterr(ctx, KOPT_E_INVALID, "file guard: full");
+    f = &g->f[g->n];
+    f->is_store = 1;
+    f->commits = kopt_store_commits();
+    if (!hash_file(ctx, path, f->hash, NULL, NULL))
+        return KOPT_OK;
+    if (!(f->path = strdup(path)))
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "file guard");
+    g->n++;
     return KOPT_OK;
 }
 
@@ -95,7 +120,11 @@ int kopt__guard_end(kopt__file_guard *g, char *msg, size_t cap)
         const char *fate;
         if (ctx && kopt_file_sha256(ctx, f->path, now) == KOPT_OK && strcmp(now, f->hash) == 0)
             continue;
-        if (f->is_binary) {
+        if (f->is_store && kopt_store_commits() != f->commits)
+            continue;                /* kopt wrote to it meanwhile: its change, not the candidate's */
+        if (f->is_store) {
+            fate = "changed; a store is not rolled back: check it";
+        } else if (f->is_binary) {
             fate = unlink(f->path) == 0 ? "deleted, to be rebuilt" : "could not be deleted";
         } else if (f->copy) {
             fate = ctx && kopt_file_write(ctx, f->path, f->copy, f->len) == KOPT_OK

@@ -38,6 +38,10 @@ kopt_status kopt__guard_begin(kopt__file_guard **out, kopt_ctx *ctx, const char 
                               int n);
 /* Compare; restore changed text files we hold a copy of; delete changed cache binaries.
  * Returns the number changed and describes them in msg. */
+/* Add a kopt store to the guard: it is never rolled back (a restore would lose what kopt
+ * wrote meanwhile); a change while this process committed to a store (the pool's other
+ * slots, the search's own writes) is kopt's; any other change is reported. */
+kopt_status kopt__guard_store(kopt__file_guard *g, kopt_ctx *ctx, const char *path);
 int kopt__guard_end(kopt__file_guard *g, char *msg, size_t cap);
 void kopt__guard_free(kopt__file_guard *g);
 

@@ -69,6 +69,15 @@ int kopt_store_schema_version(kopt_store *s)
     return v;
 }
 
+/* Every commit of this process's stores, counted (kopt_store_commits): the file guard
+ * of a running candidate tells kopt's own writes from a candidate's by it. */
+static int count_commit(void *user)
+{
+    (void)user;
+    kopt__store_commit_seen();
+    return 0;
+}
+
 kopt_status kopt_store_open(kopt_store **out, kopt_ctx *ctx, const char *path)
 {
     kopt_store *s = calloc(1, sizeof(*s));
@@ -83,6 +92,7 @@ kopt_status kopt_store_open(kopt_store **out, kopt_ctx *ctx, const char *path)
         goto cleanup;
     }
     sqlite3_busy_timeout(s->db, 5000);
+    sqlite3_commit_hook(s->db, count_commit, NULL);
     sqlite3_exec(s->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
     v = kopt_store_schema_version(s);
     if (v < 0) {

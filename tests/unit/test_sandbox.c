@@ -290,10 +290,47 @@ static void test_file_guard_restores_and_names(void)
     free(dir);
 }
 
+/* The store is guarded but never rolled back: kopt's other threads commit to it while a
+ * candidate runs (tune/bench/optimize --gpus), and a restore lost their rows; a change while
+ * this process committed is kopt's own, any other is named. */
+static void test_file_guard_store(void)
+{
+    char *dir = ktest_tmpdir("guardstore"), msg[1024];
+    char *db = ktest_write_file(dir, "kopt.db", "rows 1-10");
+    const char *none[1] = {NULL};
+    kopt__file_guard *g = NULL;
+    kopt_ctx *ctx = kopt_ctx_new();
+    char *back = NULL;
+
+    CHECK(kopt__guard_begin(&g, ctx, none, 1) == KOPT_OK);
+    CHECK(kopt__guard_store(g, ctx, db) == KOPT_OK);
+    free(ktest_write_file(dir, "kopt.db", "rows 1-10, vandalized"));
+    CHECK_EQ_INT(kopt__guard_end(g, msg, sizeof(msg)), 1);
+    CHECK_STR_CONTAINS(msg, "kopt.db (changed; a store is not rolled back");
+    back = ktest_read_file(db);
+    CHECK_EQ_STR(back, "rows 1-10, vandalized");          /* not restored */
+    free(back);
+    kopt__guard_free(g);
+
+    CHECK(kopt__guard_begin(&g, ctx, none, 1) == KOPT_OK);
+    CHECK(kopt__guard_store(g, ctx, db) == KOPT_OK);
+    free(ktest_write_file(dir, "kopt.db", "rows 1-11"));  /* another slot's outcome */
+    kopt__store_commit_seen();
+    CHECK_EQ_INT(kopt__guard_end(g, msg, sizeof(msg)), 0);
+    back = ktest_read_file(db);
+    CHECK_EQ_STR(back, "rows 1-11");
+    free(back);
+    kopt__guard_free(g);
+    free(db);
+    kopt_ctx_free(ctx);
+    ktest_rmtree(dir);
+    free(dir);
+}
+
 int main(int argc, char **argv)
 {
     static const ktest_case cases[] = {
-        KTEST(test_forbidden_calls_are_trapped_and_named),
+        KTEST(test_forbidden_calls_are_trapped_and_named), KTEST(test_file_guard_store),
         KTEST(test_allowed_calls_still_work),
         KTEST(test_check_sees_handlers_and_patched_code),
         KTEST(test_enter_sets_folder_and_limits),
