@@ -33,6 +33,8 @@ int cli_bench_optimize(kopt_ctx *ctx, const cli_bench_opt *bo, const char *probl
     oo.llm = bo->llm;
     oo.evaluator = bo->evaluator;
     oo.fake_ref_ms = bo->fake_ref_ms;
+    oo.gpus = bo->gpus;                /* the search spreads over the suite's GPUs */
+    oo.ngpus = bo->ngpus;
     if (kopt_optimize_open(&op, ctx, &oo) != KOPT_OK)
         goto done;
     if (kopt_optimize_go(op, ctx, &vcode) != KOPT_OK)

@@ -125,6 +125,8 @@ typedef struct cli_bench_opt {
     int argc;
     char *const *argv;
     volatile sig_atomic_t *stop;
+    const int *gpus;             /* --gpus: each search spreads over them (NULL: one GPU) */
+    int ngpus;
 } cli_bench_opt;
 /* Run kopt optimize on `problem_dir`; *best_path (malloc'd) gets its best kernel, written
  * to the run's folder as NAME.cu, or NULL when no node beat the reference; *info the

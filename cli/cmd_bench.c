@@ -43,7 +43,8 @@ static void help(FILE *f)
         "  --trials N, --budget-ms MS, --precision PCT, --reps MIN:MAX, --no-flush,\n"
         "  --timeout S, --device N, --arch sm_XX, --cache-dir DIR   as for kopt eval\n"
         "  --gpus all|0,2,5  evaluate on these GPUs at once, each problem on the first free\n"
-        "                    one (rows print as they finish; docs/scale.md)\n"
+        "                    one (rows print as they finish); with --optimize each search\n"
+        "                    also spreads over them (docs/scale.md)\n"
         "  --db PATH         store (default ./kopt.db or $KOPT_DB); --no-store to skip\n"
         "  --json            print the suite as JSON\n"
         "  -v, --verbose     log progress to stderr\n"
@@ -362,7 +363,7 @@ int cmd_bench(int argc, char **argv)
     int nstored = 0, nrows = 0;
     int64_t resume = 0, suite = 0;
     kopt_kb_row *eager = NULL, *compiled = NULL;
-    cli_bench_opt bo = {4, 0, NULL, 0, NULL, NULL, NULL, 0, NULL, NULL};
+    cli_bench_opt bo = {4, 0, NULL, 0, NULL, NULL, NULL, 0, NULL, NULL, NULL, 0};
     cli_llm llm;
     int optimize = 0;
     static volatile sig_atomic_t stop;
@@ -520,6 +521,8 @@ bad_value:
         bo.argc = rc0.argc;
         bo.argv = rc0.argv;
         bo.stop = &stop;
+        bo.gpus = ngpus ? gpus : NULL;
+        bo.ngpus = ngpus;
         json_object_set_new(options, "optimize", json_pack("{s:i, s:f, s:s, s:f}", "iterations",
                             bo.iterations, "max_wall_s", bo.max_wall_s, "evaluator",
                             bo.evaluator ? bo.evaluator : "live", "fake_ref_ms",

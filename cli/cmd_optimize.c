@@ -1,7 +1,8 @@
 /* kopt optimize: LLM agents inside a tree search (kopt/search.h). The tree lives in the
  * store: --resume goes on after a kill, --propose / --evaluate split the LLM and GPU
  * steps, --llm manual talks through files in the run's folder, --replay rebuilds a
- * recorded tree with neither GPU nor LLM. docs/optimize.md. */
+ * recorded tree with neither GPU nor LLM, --gpus spreads the search over GPUs.
+ * docs/optimize.md, docs/scale.md. */
 #include "cli.h"
 
 #include <getopt.h>
@@ -39,6 +40,12 @@ static void help(FILE *f)
         "  --start FILE          begin from this kernel instead of the reference (checked:\n"
         "                        a candidate of the problem that compiles; the root's first\n"
         "                        child, the reference still times the speedups)\n"
+        "  --gpus all|0,2,5      spread over these GPUs: each step selects as many expansions\n"
+        "                        as GPUs (virtual visits make them differ) and evaluates as\n"
+        "                        many candidates at once, one per GPU, each GPU with its own\n"
+        "                        session; the tree's width is fixed when it begins (a resume\n"
+        "                        keeps it). With --evaluator fake or $KOPT_SCALE_STANDIN=MS\n"
+        "                        the GPUs are CPU stand-ins (docs/scale.md)\n"
         "tools (coder and debugger):\n"
         "  --cute                describe the CUTLASS/CuTe code search in the prompts even\n"
         "                        when no CUTLASS is found (default: when it is found)\n"
@@ -68,7 +75,7 @@ enum {
     O_PRUNE_M, O_PRUNE_EPS, O_DEBUG, O_BEAM, O_OBJECTIVE, O_ENERGY_S, O_NO_TOOLS, O_NO_MEMORY,
     O_NO_TUNE, O_TUNE_BUDGET, O_TUNE_AFTER, O_NO_PROFILE, O_RESUME, O_PROPOSE, O_EVALUATE, O_REPLAY,
     O_WORKDIR, O_PROMPTS, O_MAX_REPLY, O_EVALUATOR, O_FAKE_REF, O_MAX_WALL, O_OUT, O_DB, O_JSON, O_HELP,
-    O_START, O_CUTE, O_NO_CUTE, O_MAX_SEARCHES
+    O_START, O_CUTE, O_NO_CUTE, O_MAX_SEARCHES, O_GPUS
 };
 
 /* A number option into `then` (which sees it as v); a bad value ends the command. */
@@ -131,6 +138,7 @@ int cmd_optimize(int argc, char **argv)
         {"cute", no_argument, NULL, O_CUTE},
         {"no-cute", no_argument, NULL, O_NO_CUTE},
         {"max-searches", required_argument, NULL, O_MAX_SEARCHES},
+        {"gpus", required_argument, NULL, O_GPUS},
         {"resume", required_argument, NULL, O_RESUME},
         {"propose", no_argument, NULL, O_PROPOSE},
         {"evaluate", no_argument, NULL, O_EVALUATE},
@@ -158,7 +166,8 @@ int cmd_optimize(int argc, char **argv)
     kopt_ctx *ctx = NULL;
     cli_llm llm;
     const char *db_path = cli_default_db(), *workdir = NULL, *evaluator = NULL, *out = NULL;
-    const char *problem_arg = NULL, *start = NULL;
+    const char *problem_arg = NULL, *start = NULL, *gpus_spec = NULL;
+    int gpus[KOPT_SCALE_MAX_SLOTS], ngpus = 0;
     char spec[64];
     long long resume = 0, replay = 0;
     int json = 0, verbose = 0, propose = 0, evaluate_only = 0, iterations_given = 0, c, idx;
@@ -209,6 +218,7 @@ int cmd_optimize(int argc, char **argv)
         case O_CUTE: so.cute = 1; break;
         case O_NO_CUTE: so.cute = -1; break;
         case O_MAX_SEARCHES: NUM("max-searches", 0, so.max_searches = v > 0 ? (int)v : -1); break;
+        case O_GPUS: gpus_spec = optarg; break;
         case O_RESUME: resume = atoll(optarg); break;
         case O_PROPOSE: propose = 1; break;
         case O_EVALUATE: evaluate_only = 1; break;
@@ -247,6 +257,34 @@ int cmd_optimize(int argc, char **argv)
     }
     manual = llm.spec && strcmp(llm.spec, "manual") == 0;
     ctx = cli_ctx(verbose);
+    if (gpus_spec) {
+        /* checked against the GPUs here, unless none is needed now: stand-ins (the scripted
+         * evaluator, $KOPT_SCALE_STANDIN) or --propose (the width only) */
+        kopt_device_info info;
+        int count = -1;
+        if (replay) {
+            fprintf(stderr, "kopt optimize: --gpus with --replay: a replay evaluates nothing "
+                    "(it rebuilds the tree at the width it was searched with)\n");
+            code = KOPT_EXIT_USAGE;
+            goto done;
+        }
+        if (kopt_scale_standin_env() < 0 && !(evaluator && strcmp(evaluator, "fake") == 0) &&
+            !propose && kopt_device_nvml(NULL, 0, &info, &count) != KOPT_OK)
+            count = 0;
+        if (kopt_scale_devices_parse(ctx, gpus_spec, count, gpus, KOPT_SCALE_MAX_SLOTS,
+                                     &ngpus) != KOPT_OK) {
+            fprintf(stderr, "kopt optimize: %s\n", kopt_errmsg(ctx));
+            code = KOPT_EXIT_USAGE;
+            goto done;
+        }
+        if (ngpus > KOPT_SEARCH_MAX_WIDTH) {
+            fprintf(stderr, "kopt optimize: --gpus %s: at most %d GPUs\n", gpus_spec,
+                    KOPT_SEARCH_MAX_WIDTH);
+            code = KOPT_EXIT_USAGE;
+            goto done;
+        }
+        lo.eval.device = gpus[0];   /* the run's record; single evaluations */
+    }
     /* the model: none (--evaluate), manual files, the recorded replies (--replay), or --llm */
     if (!manual && !evaluate_only) {
         if (replay && !llm.spec) {
@@ -282,6 +320,8 @@ int cmd_optimize(int argc, char **argv)
     oo.fake_ref_ms = fake_ref;
     oo.workdir = workdir;
     oo.start = start;
+    oo.gpus = ngpus ? gpus : NULL;
+    oo.ngpus = ngpus;
     cli_sigint_stop(&g_stop, "\nkopt optimize: stopping after the current step (the tree is "
                     "stored; --resume goes on; Ctrl-C again to quit now)\n", NULL);
     if ((rc = kopt_optimize_open(&op, ctx, &oo)) != KOPT_OK) {
@@ -312,15 +352,20 @@ int cmd_optimize(int argc, char **argv)
         if (json) {
             cli_print_text(kopt_search_json(search));
         } else {
-            char *path = kopt_search_path_text(search);
+            char *path = kopt_search_path_text(search), *gpus_text = kopt_search_gpus_text(search);
             printf("kopt optimize %s: run %lld, tree %lld, %d nodes, %d expansions, %d "
-                   "evaluated now, %d pending\n", prob->name, (long long)kopt_optimize_run_id(op),
+                   "evaluated now, %d pending", prob->name, (long long)kopt_optimize_run_id(op),
                    (long long)tree_id, kopt_search_count(search), st.expansions, st.evaluated,
                    st.pending);
+            if (st.width > 1)
+                printf(", width %d", st.width);
+            printf("\n");
             printf("stop: %s\n", st.stop_reason);
             if (b && kopt_search_node_at(search, 0)->time_ms > 0)
                 printf("best: n%d, %.4f ms, %.2fx the reference\n", b->id, b->time_ms,
                        kopt_search_node_at(search, 0)->time_ms / b->time_ms);
+            if (gpus_text)   /* the GPUs that evaluated the tree's nodes, and how many each */
+                printf("gpus: %s\n", gpus_text);
             printf("path:\n%s", path);
             printf("kopt overhead: %.2f ms per iteration (wall %.0f ms, LLM %.0f ms, evaluation "
                    "%.0f ms, %d code searches %.0f ms)\n", st.overhead_ms_per_iter, st.wall_ms,
@@ -333,6 +378,7 @@ int cmd_optimize(int argc, char **argv)
             if (propose)
                 printf("next: kopt optimize --resume %lld --evaluate\n", (long long)tree_id);
             free(path);
+            free(gpus_text);
         }
     }
     code = vcode;

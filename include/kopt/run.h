@@ -144,6 +144,14 @@ kopt_status kopt_run_session_eval(kopt_run_session *s, kopt_ctx *ctx,
                                   const kopt_candidate *cand, const char *tag,
                                   kopt_eval_result **out);
 kopt_eval_session *kopt_run_session_eval_session(kopt_run_session *s);   /* borrowed */
+/* For a session on one GPU of several, used from a thread of its own (kopt optimize
+ * --gpus): evaluate without touching the run or the store (give the session its ceilings
+ * when it is opened), then, on the run's thread, commit the result: noted and (with
+ * `store`) stored as kopt_run_session_eval would have (r->eval_id set). */
+kopt_status kopt_run_session_eval_detached(kopt_run_session *s, kopt_ctx *ctx,
+                                           const kopt_candidate *cand, kopt_eval_result **out);
+void kopt_run_session_commit(kopt_run_session *s, kopt_ctx *ctx, const kopt_candidate *cand,
+                             const char *tag, kopt_eval_result *r);
 void kopt_run_session_close(kopt_run_session *s);
 
 /* ---- profiling -------------------------------------------------------------------------- */
@@ -158,9 +166,12 @@ typedef struct kopt_run_profile_opts {
     const char *only_tool;        /* NULL: all that apply */
     const kopt_candidate *parent; /* baseline for resolutions; NULL: the problem's last one */
     int parent_is_reference;      /* the baseline is the problem's reference */
+    int detached;                 /* touch neither the run nor the store (another thread may
+                                   * use them; give eval.ceilings): kopt_run_profile_commit
+                                   * stores it later, on the run's thread */
 } kopt_run_profile_opts;
 #define KOPT_RUN_PROFILE_OPTS_INIT {1, KOPT_EVAL_OPTS_INIT, KOPT_PROFILE_OPTS_INIT, 0, NULL, \
-                                    0, NULL, NULL, 0}
+                                    0, NULL, NULL, 0, 0}
 
 /* A profile: what kopt profile prints. */
 typedef struct kopt_run_profile {
@@ -180,6 +191,9 @@ typedef struct kopt_run_profile {
     int64_t profile_id;               /* stored profile; 0: not stored */
     int nresolved;                    /* resolutions of earlier findings recorded */
     kopt_candidate *ref;              /* the problem's reference (owned) */
+    int detached;                     /* made detached: not stored yet */
+    int device;                       /* the GPU of its correctness check */
+    char baseline_hash[65];           /* the baseline of its resolutions ("" none) */
 } kopt_run_profile;
 
 /* Correct first (kopt_run_eval, unless static_only; a verdict other than OK stops with
@@ -192,6 +206,9 @@ kopt_status kopt_run_profile_candidate(kopt_run *run, kopt_ctx *ctx, const kopt_
                                        const kopt_run_profile_opts *opts,
                                        kopt_run_profile **out);
 void kopt_run_profile_free(kopt_run_profile *p);
+/* A profile made with `detached`: its correctness check noted and stored, then the profile
+ * and its findings, as kopt_run_profile_candidate would have (on the run's thread). */
+void kopt_run_profile_commit(kopt_run *run, kopt_ctx *ctx, kopt_run_profile *p);
 /* The per-kernel metrics as compact JSON (the store's metrics_json; kopt profile --json's
  * "metrics"); caller frees; NULL without a profile. */
 char *kopt_run_profile_metrics_json(const kopt_profile *p);

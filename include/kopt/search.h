@@ -20,6 +20,12 @@
  * evaluate what is pending, repair what failed, else expand; everything it decides follows
  * from the tree, so a replay with the recorded replies and outcomes rebuilds the same tree.
  *
+ * Width: a search spreads over W GPUs (kopt optimize --gpus; docs/scale.md) by selecting up
+ * to W expansions a step (virtual visits make the picks differ) and evaluating up to W
+ * pending nodes at once, one per GPU, each GPU with its own evaluator (and so its own
+ * evaluation session); outcomes are stored as they arrive and backed up in node order, so
+ * the tree depends on W but not on which GPU finished first. W = 1 is the plain search.
+ *
  * Ownership: kopt_search_open gives a handle owned by the caller (kopt_search_close). The
  * problem, store, LLM client and evaluator are borrowed and must outlive the search.
  * Nodes returned by kopt_search_node are borrowed (valid until the next kopt_search_go or
@@ -64,11 +70,21 @@ typedef struct kopt_search_outcome {
     char *facts;                /* resources (registers, shared memory, spills), roofline
                                  * position, the device's measured ceilings (owned; may be
                                  * NULL) */
+    kopt_tune_where where;      /* the GPU that evaluated it (known = 0: none, or not said) */
 } kopt_search_outcome;
 void kopt_search_outcome_clear(kopt_search_outcome *o);
 
+/* One candidate of a batch evaluated at once (evaluate_many). */
+typedef struct kopt_search_job {
+    const char *source;         /* the whole .cu file */
+    const char *tag;            /* the node ("n12") */
+} kopt_search_job;
+/* A batch's outcome `index` as it arrives, on the search's thread; `out` is the callee's:
+ * take what is kept (set its pointers to NULL). */
+typedef void (*kopt_search_done_fn)(void *user, int index, kopt_search_outcome *out);
+
 /* An evaluator: a table of functions over `self`. GPU evaluations are asked for one at a
- * time. */
+ * time, or (evaluate_many) a batch at once, spread over GPUs. */
 typedef struct kopt_search_evaluator {
     int api_version;            /* KOPT_SEARCH_API_VERSION */
     const char *name;           /* "live", "fake", "replay" */
@@ -88,6 +104,16 @@ typedef struct kopt_search_evaluator {
      * cache). Failures are left for evaluate to report. */
     void (*prepare)(void *self, kopt_ctx *ctx, const char *const *sources,
                     const char *const *tags, int n);
+    /* (optional) evaluate jobs[0..n) at once (each as evaluate would), done(user, i, out)
+     * called on the caller's thread as each finishes, in any order. An error status stops
+     * the batch (outcomes already handed over stay handed over). NULL: the search evaluates
+     * a batch one by one with evaluate. */
+    kopt_status (*evaluate_many)(void *self, kopt_ctx *ctx, const kopt_search_job *jobs, int n,
+                                 kopt_search_done_fn done, void *user);
+    /* (optional) the part of an evaluation that must run on the search's thread, after
+     * evaluate returned on another one (the live evaluator of one GPU among several stores
+     * the result and its profile through the run here: the run is not thread-safe). */
+    kopt_status (*commit)(void *self, kopt_ctx *ctx, const char *tag, kopt_search_outcome *out);
 } kopt_search_evaluator;
 void kopt_search_evaluator_close(kopt_search_evaluator *ev);   /* NULL-safe */
 
@@ -114,11 +140,32 @@ typedef struct kopt_search_live_opts {
     kopt_tune_objective objective;
     double energy_s;            /* > 0: measure energy (objectives energy, time-energy) */
     const char *workdir;        /* where templates are written to be tuned */
+    int spread;                 /* one GPU (eval.device) of several: the session is opened
+                                 * now (with that GPU's ceilings), evaluate touches neither
+                                 * the run nor the store (it may run on another thread), and
+                                 * commit stores on the search's thread */
 } kopt_search_live_opts;
-#define KOPT_SEARCH_LIVE_OPTS_INIT {1, KOPT_EVAL_OPTS_INIT, 0, 0, KOPT_TUNE_TIME, 0.0, NULL}
+#define KOPT_SEARCH_LIVE_OPTS_INIT {1, KOPT_EVAL_OPTS_INIT, 0, 0, KOPT_TUNE_TIME, 0.0, NULL, 0}
 kopt_status kopt_search_evaluator_live(kopt_search_evaluator *out, kopt_ctx *ctx,
                                        kopt_run *run, const kopt_problem *prob,
                                        const kopt_search_live_opts *o);
+
+/* A CPU stand-in for GPU `index` (tests of --gpus without a GPU, docs/scale.md): each
+ * evaluation sleeps `ms`, then answers as the scripted evaluator (ref_ms its reference
+ * time); outcomes say they were measured on device `index` of model `model` (NULL: "kopt
+ * stand-in"). With $KOPT_SCALE_STANDIN_LOG each evaluation appends "start GPU PID NODE
+ * HASH" before and "done ..." after (one write each, O_APPEND). */
+kopt_status kopt_search_evaluator_standin(kopt_search_evaluator *out, kopt_ctx *ctx,
+                                          double ref_ms, int index, double ms,
+                                          const char *model);
+/* Evaluations spread over several evaluators, one per GPU (each used by one thread of a
+ * scale pool, kopt/scale.h): evaluate_many hands each job to the first free one and each
+ * outcome back (after the evaluator's commit) on the caller's thread, with where[i] as its
+ * GPU when the evaluator did not say; evaluate is a batch of one; tune and prepare go to
+ * evs[0] on the caller's thread. Takes evs[0..n) (closed with it, also on failure). */
+kopt_status kopt_search_evaluator_spread(kopt_search_evaluator *out, kopt_ctx *ctx,
+                                         kopt_search_evaluator *evs,
+                                         const kopt_tune_where *where, int n);
 
 /* ---- the search ---------------------------------------------------------------------------- */
 
@@ -152,6 +199,9 @@ typedef struct kopt_search_node {
     int searches;               /* code searches its coder / debugger ran (the tool) */
     char *queries;              /* those searches, one a line: "QUERY (N hits)" (or NULL) */
     char tools[24];             /* root: the tool described to the agents ("cute-search"; "") */
+    kopt_tune_where where;      /* the GPU that evaluated it (known = 0: none recorded) */
+    int arrived;                /* a wide batch's outcome, stored as it arrived, not yet backed
+                                 * up (still pending; a resume backs it up, unevaluated) */
     /* derived from the tree (not stored) */
     int ok;                     /* done, verdict OK, no failure */
     double raw_reward, reward;  /* log gain; normalized to [0, 1] over the tree */
@@ -206,10 +256,15 @@ typedef struct kopt_search_opts {
      * repair stands). Only read when the tree is new. */
     const char *start_source;
     const char *start_name;     /* its file, for the plan text */
+    /* width W (docs/scale.md): expansions selected per step, with virtual visits so that
+     * they differ, and pending nodes evaluated at once (0 or 1: one, the plain search) */
+    int width;
 } kopt_search_opts;
 #define KOPT_SEARCH_OPTS_INIT {1, KOPT_SEARCH_MCTS, 10, 0, 1.0, 1.0, 0.5, 0.25, 1, 3, 0.02, 2, \
     2, KOPT_TUNE_TIME, 0, 0, 0, 0, 16, 2, 0, 0.0, NULL, NULL, 0.8, 0.1, 8192, NULL, NULL, NULL, \
-    0, 0, NULL, NULL, 0, NULL, NULL}
+    0, 0, NULL, NULL, 0, NULL, NULL, 0}
+/* The most expansions a step selects (and evaluations at once). */
+#define KOPT_SEARCH_MAX_WIDTH 64
 /* The searches per node a kopt_search_opts gives (max_searches resolved). */
 #define KOPT_SEARCH_DEFAULT_SEARCHES 3
 
@@ -242,6 +297,7 @@ typedef struct kopt_search_stats {
     int searches;               /* code searches run by this go */
     double search_ms;           /* their time (index opening included) */
     char stop_reason[128];
+    int width;                  /* the search's width (1: the plain search) */
 } kopt_search_stats;
 void kopt_search_get_stats(const kopt_search *s, kopt_search_stats *out);
 
@@ -260,6 +316,11 @@ void kopt_search_signature(const kopt_search *s, char out[65]);
  * realized gain) as JSON; the path as text. */
 char *kopt_search_json(const kopt_search *s);
 char *kopt_search_path_text(const kopt_search *s);
+/* The GPUs that evaluated nodes of the tree, "gpu 0 (NAME) 12, gpu 1 (NAME) 11" (their
+ * evaluations); NULL when no node records one (the scripted evaluator without --gpus).
+ * --json: "gpus" [{gpu, name, host, evaluations}], and "gpu", "gpu_name", "host" per
+ * node. */
+char *kopt_search_gpus_text(const kopt_search *s);
 
 /* ---- stored options and read-only views ---------------------------------------------------- */
 
@@ -301,9 +362,14 @@ typedef struct kopt_optimize_opts {
     const char *workdir;        /* NULL: the stored one, else kopt-optimize/TREE */
     int create_only;            /* store the tree and its pending root; search nothing */
     const char *start;          /* a new tree begins from this kernel (checked first) */
+    /* --gpus: evaluate on these GPUs at once, each with its own evaluator and session (CPU
+     * stand-ins with the fake evaluator or $KOPT_SCALE_STANDIN). A new tree's width is
+     * their number; a resumed or replayed tree keeps the width it began with. */
+    const int *gpus;
+    int ngpus;
 } kopt_optimize_opts;
 #define KOPT_OPTIMIZE_OPTS_INIT {1, KOPT_SEARCH_OPTS_INIT, KOPT_SEARCH_LIVE_OPTS_INIT, NULL, \
-    0, NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, 0.0, NULL, 0, NULL}
+    0, NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, 0.0, NULL, 0, NULL, NULL, 0}
 
 typedef struct kopt_optimize kopt_optimize;
 /* Open: the run, the tree, the problem, the model and the evaluator (errors name the

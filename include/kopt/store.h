@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define KOPT_STORE_SCHEMA_VERSION 9
+#define KOPT_STORE_SCHEMA_VERSION 10
 
 typedef struct kopt_store kopt_store;
 
@@ -250,11 +250,13 @@ kopt_status kopt_store_opt_tree_put(kopt_store *s, kopt_ctx *ctx, int64_t tree_i
  * KOPT_E_NOT_FOUND when there is no such tree. */
 kopt_status kopt_store_opt_tree_get(kopt_store *s, kopt_ctx *ctx, int64_t tree_id,
                                     char **problem_path, char **options_json);
-/* Insert or replace one node (its fields as JSON; state "pending" or "done"). Each call is
- * one transaction: a node is either stored whole or not at all. */
+/* Insert or replace one node (its fields as JSON; state "pending" or "done"; `where`: the
+ * GPU that evaluated it, NULL or not known: none; schema version 10). Each call is one
+ * transaction: a node is either stored whole or not at all. */
 kopt_status kopt_store_opt_node_put(kopt_store *s, kopt_ctx *ctx, int64_t tree_id, int node,
                                     int parent, const char *state, const char *source_hash,
-                                    const char *verdict, const char *node_json);
+                                    const char *verdict, const char *node_json,
+                                    const kopt_tune_where *where);
 /* A tree's nodes as JSON texts in node order; *out (an array of *n strings, each and the
  * array freed with free()) is caller-owned. */
 kopt_status kopt_store_opt_nodes(kopt_store *s, kopt_ctx *ctx, int64_t tree_id, char ***out,

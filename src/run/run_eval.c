@@ -1,6 +1,8 @@
 /*
  * Evaluating through a run: one-shot (kopt_eval_run) or in a session (kopt_eval_session),
- * with the device's ceilings from the run, and each result stored linked to the run.
+ * with the device's ceilings from the run, and each result stored linked to the run (a
+ * session of one GPU among several evaluates on a thread of its own and commits the result
+ * on the run's thread).
  */
 #include "run_int.h"
 
@@ -87,6 +89,25 @@ kopt_status kopt_run_session_eval(kopt_run_session *s, kopt_ctx *ctx,
     if (s->store)
         kopt__run_store_eval(s->run, ctx, s->prob, cand, *out, tag);
     return KOPT_OK;
+}
+
+kopt_status kopt_run_session_eval_detached(kopt_run_session *s, kopt_ctx *ctx,
+                                           const kopt_candidate *cand, kopt_eval_result **out)
+{
+    *out = NULL;
+    if (!s)
+        return kopt_seterr(ctx, KOPT_E_INVALID, "evaluation session: none");
+    return kopt_eval_session_run(s->session, ctx, cand, out);
+}
+
+void kopt_run_session_commit(kopt_run_session *s, kopt_ctx *ctx, const kopt_candidate *cand,
+                             const char *tag, kopt_eval_result *r)
+{
+    if (!s || !r)
+        return;
+    kopt__run_note_result(s->run, ctx, s->device, r);
+    if (s->store)
+        kopt__run_store_eval(s->run, ctx, s->prob, cand, r, tag);
 }
 
 kopt_eval_session *kopt_run_session_eval_session(kopt_run_session *s)

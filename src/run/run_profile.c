@@ -1,7 +1,9 @@
 /*
  * Profiling through a run (kopt profile): correct first, then compile info, SASS, metrics
  * (CUPTI, ncu or an imported report), the roofline class and the micro-tools' findings,
- * and the profile with its findings and resolutions into the store.
+ * and the profile with its findings and resolutions into the store. A detached profile
+ * (one GPU of several, on a thread of its own) touches neither the run nor the store: it
+ * is committed later on the run's thread.
  */
 #include "run_int.h"
 
@@ -126,6 +128,39 @@ static void store(kopt_run *run, kopt_run_profile *s, kopt_ctx *ctx, const char 
     free(mjs);
 }
 
+/* A step failed: its fault recorded on the run, unless detached (the run is another
+ * thread's then). */
+static kopt_status failed(kopt_run *run, const kopt_run_profile *s, kopt_run_fault f,
+                          kopt_status rc)
+{
+    return s->detached ? rc : kopt__run_fail(run, f, rc);
+}
+
+/* The correctness check first: through the run, or detached with the caller's ceilings. */
+static kopt_status check(kopt_run *run, kopt_ctx *ctx, kopt_run_profile *s,
+                         const kopt_candidate *cand, const kopt_eval_opts *eo)
+{
+    kopt_eval_opts o;
+
+    if (!s->detached)
+        return kopt_run_eval(run, ctx, s->prob, cand, eo, NULL, &s->eval);
+    o = *eo;
+    o.db_path = run->db_path;   /* set when the run was opened: read only */
+    return kopt_eval_run(&s->eval, ctx, s->prob, cand, &o);
+}
+
+void kopt_run_profile_commit(kopt_run *run, kopt_ctx *ctx, kopt_run_profile *p)
+{
+    if (!p || !p->detached)
+        return;
+    p->detached = 0;
+    if (p->eval) {
+        kopt__run_note_result(run, ctx, p->device, p->eval);
+        kopt__run_store_eval(run, ctx, p->prob, p->subject, p->eval, NULL);
+    }
+    store(run, p, ctx, p->baseline_hash[0] ? p->baseline_hash : NULL);
+}
+
 kopt_status kopt_run_profile_candidate(kopt_run *run, kopt_ctx *ctx, const kopt_problem *prob,
                                        const kopt_candidate *cand,
                                        const kopt_run_profile_opts *opts,
@@ -145,10 +180,14 @@ kopt_status kopt_run_profile_candidate(kopt_run *run, kopt_ctx *ctx, const kopt_
     if (!(s = calloc(1, sizeof(*s))))
         return kopt_seterr(ctx, KOPT_E_NOMEM, "profile");
     *out = s;
+    s->detached = o.detached;
+    s->device = o.eval.device;
     if ((rc = kopt_candidate_from_reference(&s->ref, ctx, prob)) != KOPT_OK)
-        return kopt__run_fail(run, KOPT_RUN_FAULT_INPUT, rc);
+        return failed(run, s, KOPT_RUN_FAULT_INPUT, rc);
     if (o.parent_is_reference || o.parent)
         parent_hash = o.parent ? o.parent->hash : s->ref->hash;
+    if (parent_hash)
+        snprintf(s->baseline_hash, sizeof(s->baseline_hash), "%s", parent_hash);
     s->prob = prob;
     s->subject = cand ? cand : s->ref;
     s->matmul_like = kopt_analyze_matmul_like(prob);
@@ -159,7 +198,7 @@ kopt_status kopt_run_profile_candidate(kopt_run *run, kopt_ctx *ctx, const kopt_
     /* 1. correct first */
     if (!o.static_only) {
         t0 = kopt_now_ms();
-        if ((rc = kopt_run_eval(run, ctx, prob, cand, &o.eval, NULL, &s->eval)) != KOPT_OK)
+        if ((rc = check(run, ctx, s, cand, &o.eval)) != KOPT_OK)
             return rc;
         s->eval_ms = kopt_now_ms() - t0;
         if (s->eval->verdict == KOPT_VERDICT_SKIPPED) {
@@ -177,14 +216,14 @@ kopt_status kopt_run_profile_candidate(kopt_run *run, kopt_ctx *ctx, const kopt_
     co.cache_dir = o.eval.cache_dir;
     t0 = kopt_now_ms();
     if ((rc = kopt_compile(&s->comp, ctx, s->subject, &co)) != KOPT_OK)
-        return kopt__run_fail(run, KOPT_RUN_FAULT_COMPILE, rc);
+        return failed(run, s, KOPT_RUN_FAULT_COMPILE, rc);
     s->compile_ms = kopt_now_ms() - t0;
     rc = kopt_sizes_resolve(&bound_sizes, ctx, prob, o.eval.sizes);
     if (rc == KOPT_OK)
         rc = kopt_bind(&s->bound, ctx, prob, s->subject, &bound_sizes);
     kopt_vars_free(&bound_sizes);
     if (rc != KOPT_OK)
-        return kopt__run_fail(run, KOPT_RUN_FAULT_LAUNCH, rc);
+        return failed(run, s, KOPT_RUN_FAULT_LAUNCH, rc);
     disassemble(s, ctx);
 
     /* 3. metrics */
@@ -209,8 +248,9 @@ kopt_status kopt_run_profile_candidate(kopt_run *run, kopt_ctx *ctx, const kopt_
 
     /* 4. analysis, stored */
     if ((rc = analyze(s, ctx, o.all_tools, o.only_tool)) != KOPT_OK)
-        return kopt__run_fail(run, KOPT_RUN_FAULT_KOPT, rc);
-    store(run, s, ctx, parent_hash);
+        return failed(run, s, KOPT_RUN_FAULT_KOPT, rc);
+    if (!s->detached)
+        store(run, s, ctx, parent_hash);
     return KOPT_OK;
 }
 

@@ -1,12 +1,24 @@
 /* The live evaluator: candidates through one evaluation session of the run (GPU work one
  * at a time), a correct one profiled for its roofline class and the micro-tools' advice,
- * templates tuned by kopt's own tuner. */
+ * templates tuned by kopt's own tuner. One GPU of several (spread, kopt optimize --gpus)
+ * evaluates and profiles on a thread of its own without touching the run, and keeps each
+ * result until the search's thread commits it (stores it through the run). */
 #include "search_int.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+/* spread: a result evaluated on the GPU's thread, waiting to be committed */
+typedef struct deferred {
+    struct deferred *next;
+    char tag[32];
+    kopt_candidate *cand;
+    kopt_eval_result *r;
+    kopt_run_profile *p;        /* NULL: not profiled */
+} deferred;
 
 typedef struct live {
     kopt_run *run;
@@ -16,13 +28,32 @@ typedef struct live {
     kopt_run_session *session;
     char workdir[4096];
     char arch[24];              /* what the session compiles for (known after the first) */
+    kopt_ceilings ceil;         /* spread: this GPU's */
+    pthread_mutex_t mu;         /* spread: guards pending */
+    deferred *pending;
 } live;
+
+static void deferred_free(deferred *d)
+{
+    if (!d)
+        return;
+    kopt_run_profile_free(d->p);
+    kopt_eval_result_free(d->r);
+    kopt_candidate_free(d->cand);
+    free(d);
+}
 
 static void live_close(void *self)
 {
     live *l = self;
 
+    while (l->pending) {
+        deferred *d = l->pending;
+        l->pending = d->next;
+        deferred_free(d);
+    }
     kopt_run_session_close(l->session);
+    pthread_mutex_destroy(&l->mu);
     free(l);
 }
 
@@ -116,9 +147,10 @@ static void from_result(kopt_search_outcome *out, const kopt_eval_result *r, con
         out->log = strndup(r->worker_log, 4000);
 }
 
-/* The class and the advice (or raw metrics) of a correct candidate. */
+/* The class and the advice (or raw metrics) of a correct candidate. Spread: detached, and
+ * kept in *keep for the commit. */
 static void profile(live *l, kopt_ctx *ctx, const kopt_candidate *c, const kopt_roofline *roof,
-                    kopt_search_outcome *out)
+                    kopt_search_outcome *out, kopt_run_profile **keep)
 {
     /* no advice can save more than the roofline leaves: its estimate is capped there */
     const double headroom = roof->valid && roof->pct_of_bound > 0 && roof->pct_of_bound <= 100
@@ -128,6 +160,8 @@ static void profile(live *l, kopt_ctx *ctx, const kopt_candidate *c, const kopt_
     kopt_buf b = KOPT_BUF_INIT;
 
     po.eval = l->o.eval;
+    po.profile.device = l->o.eval.device;
+    po.detached = l->o.spread;
     if (kopt_run_profile_candidate(l->run, ctx, l->prob, c, &po, &p) != KOPT_OK || !p || !p->an) {
         kopt_log(ctx, KOPT_LOG_WARN, "profile failed: %s", kopt_errmsg(ctx));
         kopt_run_profile_free(p);
@@ -154,7 +188,68 @@ static void profile(live *l, kopt_ctx *ctx, const kopt_candidate *c, const kopt_
                             p->an->cls.reasoning);
     }
     out->advice = kopt_buf_detach(&b);
-    kopt_run_profile_free(p);
+    if (keep)
+        *keep = p;
+    else
+        kopt_run_profile_free(p);
+}
+
+/* Where the result was measured. */
+static void where_of(const live *l, const kopt_eval_result *r, kopt_search_outcome *out)
+{
+    if (!r->has_device)
+        return;
+    out->where.known = 1;
+    out->where.device = l->o.eval.device;
+    snprintf(out->where.name, sizeof(out->where.name), "%.63s", r->device.name);
+    gethostname(out->where.host, sizeof(out->where.host) - 1);
+}
+
+/* Spread: keep what the commit stores. Takes c and r (and p). */
+static kopt_status defer(live *l, kopt_ctx *ctx, const char *tag, kopt_candidate *c,
+                         kopt_eval_result *r, kopt_run_profile *p)
+{
+    deferred *d = calloc(1, sizeof(*d));
+
+    if (!d) {
+        kopt_run_profile_free(p);
+        kopt_eval_result_free(r);
+        kopt_candidate_free(c);
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "evaluation of %s", tag);
+    }
+    snprintf(d->tag, sizeof(d->tag), "%s", tag);
+    d->cand = c;
+    d->r = r;
+    d->p = p;
+    pthread_mutex_lock(&l->mu);
+    d->next = l->pending;
+    l->pending = d;
+    pthread_mutex_unlock(&l->mu);
+    return KOPT_OK;
+}
+
+static kopt_status live_commit(void *self, kopt_ctx *ctx, const char *tag,
+                               kopt_search_outcome *out)
+{
+    live *l = self;
+    deferred *d = NULL, **at;
+
+    pthread_mutex_lock(&l->mu);
+    for (at = &l->pending; *at; at = &(*at)->next)
+        if (strcmp((*at)->tag, tag) == 0) {
+            d = *at;
+            *at = d->next;
+            break;
+        }
+    pthread_mutex_unlock(&l->mu);
+    if (!d)
+        return KOPT_OK;   /* nothing reached the GPU (the candidate did not parse) */
+    kopt_run_session_commit(l->session, ctx, d->cand, tag, d->r);
+    out->eval_id = d->r->eval_id;
+    if (d->p)
+        kopt_run_profile_commit(l->run, ctx, d->p);
+    deferred_free(d);
+    return KOPT_OK;
 }
 
 static kopt_status live_evaluate(void *self, kopt_ctx *ctx, const char *source, const char *tag,
@@ -163,6 +258,7 @@ static kopt_status live_evaluate(void *self, kopt_ctx *ctx, const char *source, 
     live *l = self;
     kopt_candidate *c = NULL;
     kopt_eval_result *r = NULL;
+    kopt_run_profile *p = NULL;
     char path[4200];
     kopt_status rc;
 
@@ -189,16 +285,22 @@ static kopt_status live_evaluate(void *self, kopt_ctx *ctx, const char *source, 
         rc = KOPT_OK;
         goto out;
     }
-    if (!l->session &&
+    if (!l->session && !l->o.spread &&
         (rc = kopt_run_session_open(&l->session, l->run, ctx, l->prob, &l->o.eval, 1)) != KOPT_OK)
         goto out;
-    if ((rc = kopt_run_session_eval(l->session, ctx, c, tag, &r)) != KOPT_OK)
+    if ((rc = l->o.spread ? kopt_run_session_eval_detached(l->session, ctx, c, &r)
+                          : kopt_run_session_eval(l->session, ctx, c, tag, &r)) != KOPT_OK)
         goto out;
     from_result(out, r, source);
+    where_of(l, r, out);
     if (r->arch[0])
         snprintf(l->arch, sizeof(l->arch), "%s", r->arch);
     if (r->verdict == KOPT_VERDICT_OK && !l->o.no_profile)
-        profile(l, ctx, c, &r->roofline, out);
+        profile(l, ctx, c, &r->roofline, out, l->o.spread ? &p : NULL);
+    if (l->o.spread) {   /* stored by the commit, on the search's thread */
+        rc = defer(l, ctx, tag, c, r, p);
+        return rc;
+    }
 out:
     kopt_eval_result_free(r);
     kopt_candidate_free(c);
@@ -246,6 +348,7 @@ static kopt_status live_tune(void *self, kopt_ctx *ctx, const char *source, cons
         return KOPT_OK;
     }
     from_result(out, t->shapes[0].final, source);
+    where_of(l, t->shapes[0].final, out);
     kopt_run_tune_free(t);
     if (kopt_file_read(ctx, opath, &out->tuned_source, NULL) != KOPT_OK)
         out->verdict = KOPT_VERDICT_ERROR;
@@ -313,10 +416,12 @@ kopt_status kopt_search_evaluator_live(kopt_search_evaluator *out, kopt_ctx *ctx
                                        const kopt_search_live_opts *o)
 {
     live *l = calloc(1, sizeof(*l));
+    kopt_status rc;
 
     memset(out, 0, sizeof(*out));
     if (!l)
         return kopt_seterr(ctx, KOPT_E_NOMEM, "evaluator");
+    pthread_mutex_init(&l->mu, NULL);
     l->run = run;
     l->ctx = ctx;
     l->prob = prob;
@@ -324,6 +429,16 @@ kopt_status kopt_search_evaluator_live(kopt_search_evaluator *out, kopt_ctx *ctx
     l->o.eval.energy_s = o->energy_s;
     snprintf(l->workdir, sizeof(l->workdir), "%s", o->workdir ? o->workdir : ".");
     kopt_mkdirs(ctx, l->workdir);
+    if (l->o.spread) {
+        /* one GPU of several: its own ceilings, its session (and worker) now, on this
+         * thread; evaluations then need nothing of the run until they are committed */
+        if (kopt_run_ceilings(run, ctx, l->o.eval.device, &l->ceil) == KOPT_OK && l->ceil.valid)
+            l->o.eval.ceilings = &l->ceil;
+        if ((rc = kopt_run_session_open(&l->session, run, ctx, prob, &l->o.eval, 1)) != KOPT_OK) {
+            live_close(l);
+            return rc;
+        }
+    }
     out->api_version = KOPT_SEARCH_API_VERSION;
     out->name = "live";
     out->self = l;
@@ -331,5 +446,6 @@ kopt_status kopt_search_evaluator_live(kopt_search_evaluator *out, kopt_ctx *ctx
     out->tune = live_tune;
     out->close = live_close;
     out->prepare = live_prepare;
+    out->commit = l->o.spread ? live_commit : NULL;
     return KOPT_OK;
 }

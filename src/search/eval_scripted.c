@@ -235,6 +235,7 @@ static kopt_status replay_lookup(replay *r, const char *source, const char *tag,
         out->advice = n->findings ? strdup(n->findings) : NULL;
         out->facts = n->facts ? strdup(n->facts) : NULL;
         out->eval_id = n->eval_id;
+        out->where = n->where;   /* the GPU that measured the recorded outcome */
         if (n->tuned_from)
             out->tuned_source = strdup(n->source);
         return KOPT_OK;

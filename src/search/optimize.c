@@ -10,13 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- stored options ------------------------------------------------------------------------ */
 
 char *kopt_search_opts_json(const kopt_search_opts *o)
 {
     json_t *j = json_pack("{s:s,s:i,s:i,s:f,s:f,s:f,s:f,s:i,s:i,s:f,s:i,s:i,s:s,s:b,s:b,s:b,"
-                          "s:i,s:i,s:i,s:i}",
+                          "s:i,s:i,s:i,s:i,s:i}",
         "search", kopt_search_policy_name(o->policy), "iterations", o->iterations,
         "proposals", o->proposals, "uct_c", o->uct_c, "widen_c", o->widen_c,
         "widen_alpha", o->widen_alpha, "top_quantile", o->top_quantile,
@@ -24,7 +25,8 @@ char *kopt_search_opts_json(const kopt_search_opts *o)
         "debug_attempts", o->debug_attempts, "beam_width", o->beam_width,
         "objective", kopt_run_tune_objective_name(o->objective), "no_tools", o->no_tools,
         "no_memory", o->no_memory, "no_tune", o->no_tune, "tune_budget", o->tune_budget,
-        "tune_after", o->tune_after, "cute", o->cute, "max_searches", o->max_searches);
+        "tune_after", o->tune_after, "cute", o->cute, "max_searches", o->max_searches,
+        "width", o->width > 1 ? o->width : 1);
     char *t = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     return t;
@@ -78,6 +80,7 @@ void kopt_search_opts_load(kopt_search_opts *o, const char *text, int keep_itera
     get_int(j, "tune_after", &o->tune_after);
     get_int(j, "cute", &o->cute);
     get_int(j, "max_searches", &o->max_searches);
+    get_int(j, "width", &o->width);
     json_decref(j);
 }
 
@@ -215,6 +218,62 @@ static char *tree_options(const kopt_optimize *op)
     return out;
 }
 
+/* --gpus: an evaluator per GPU, each with its own session (CPU stand-ins with the scripted
+ * evaluator or $KOPT_SCALE_STANDIN=MS; $KOPT_SCALE_STANDIN_STAGGER=MS2 makes the i-th of the
+ * list take MS + i * MS2, so that a test sees outcomes arrive apart), spread over them. */
+static kopt_status open_spread(kopt_optimize *op, kopt_ctx *ctx)
+{
+    const int n = op->o.ngpus;
+    const double ms = kopt_scale_standin_env();
+    const char *stagger_env = getenv("KOPT_SCALE_STANDIN_STAGGER");
+    const double stagger = stagger_env ? strtod(stagger_env, NULL) : 0.0;
+    const int standin = ms >= 0 || strcmp(op->evaluator, "fake") == 0;
+    kopt_search_evaluator *evs = calloc((size_t)n, sizeof(*evs));
+    kopt_tune_where *where = calloc((size_t)n, sizeof(*where));
+    kopt_status rc = KOPT_OK;
+    int i;
+
+    if (!evs || !where) {
+        free(evs);
+        free(where);
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "optimize --gpus");
+    }
+    for (i = 0; i < n && rc == KOPT_OK; i++) {
+        const int dev = op->o.gpus[i];
+        char model[64];
+        kopt_device_info info;
+        where[i].known = 1;
+        where[i].device = dev;
+        gethostname(where[i].host, sizeof(where[i].host) - 1);
+        if (standin) {
+            const char *m = kopt_scale_standin_model(dev, model, sizeof(model));
+            snprintf(where[i].name, sizeof(where[i].name), "%s", m ? m : "kopt stand-in");
+            rc = kopt_search_evaluator_standin(&evs[i], ctx, op->fake_ref_ms, dev,
+                                               (ms > 0 ? ms : 0) + i * (stagger > 0 ? stagger : 0),
+                                               m);
+        } else {
+            kopt_search_live_opts lo = op->o.live;
+            lo.eval.device = dev;
+            lo.spread = 1;
+            if (kopt_device_nvml(NULL, dev, &info, NULL) == KOPT_OK)
+                snprintf(where[i].name, sizeof(where[i].name), "%.63s", info.name);
+            rc = kopt_search_evaluator_live(&evs[i], ctx, op->run, op->prob, &lo);
+        }
+    }
+    if (rc != KOPT_OK) {
+        for (int k = 0; k < i; k++)
+            kopt_search_evaluator_close(&evs[k]);
+    } else {
+        rc = kopt_search_evaluator_spread(&op->ev, ctx, evs, where, n);
+        if (rc == KOPT_OK)
+            kopt_log(ctx, KOPT_LOG_INFO, "optimize: %d %s evaluate, width %d", n,
+                     standin ? "stand-in(s)" : "GPU(s)", op->o.search.width);
+    }
+    free(evs);
+    free(where);
+    return rc;
+}
+
 kopt_status kopt_optimize_open(kopt_optimize **out, kopt_ctx *ctx, const kopt_optimize_opts *o)
 {
     kopt_optimize *op = calloc(1, sizeof(*op));
@@ -262,7 +321,13 @@ kopt_status kopt_optimize_open(kopt_optimize **out, kopt_ctx *ctx, const kopt_op
         if ((rc = kopt_store_opt_tree_get(store, ctx, o->resume ? o->resume : o->replay,
                                           &stored_problem, &stored_opts)) != KOPT_OK)
             goto fail;
+        op->o.search.width = 1;   /* a tree stored before the width was: the plain search */
         kopt_search_opts_load(&op->o.search, stored_opts, o->keep_iterations);
+        if (o->resume && o->ngpus > 0 && o->ngpus != op->o.search.width)
+            kopt_log(ctx, KOPT_LOG_WARN, "tree %lld searches %d wide, as it began (its width "
+                     "is kept so that it grows as it would have); its evaluations go to the "
+                     "%d GPU(s) of --gpus", (long long)o->resume, op->o.search.width,
+                     o->ngpus);
         sj = stored_opts ? json_loads(stored_opts, 0, NULL) : NULL;
         if (!problem)
             problem = stored_problem;
@@ -272,6 +337,11 @@ kopt_status kopt_optimize_open(kopt_optimize **out, kopt_ctx *ctx, const kopt_op
             wd = json_string_value(json_object_get(sj, "workdir"));
         if (op->fake_ref_ms <= 0 && json_is_number(json_object_get(sj, "fake_ref_ms")))
             op->fake_ref_ms = json_number_value(json_object_get(sj, "fake_ref_ms"));
+    } else {
+        /* a new tree: as wide as the GPUs it is given (a library caller may set the width) */
+        op->o.search.width = o->ngpus > 0 ? o->ngpus : o->search.width > 1 ? o->search.width : 1;
+        if (op->o.search.width > KOPT_SEARCH_MAX_WIDTH)
+            op->o.search.width = KOPT_SEARCH_MAX_WIDTH;
     }
     if (op->fake_ref_ms <= 0)
         op->fake_ref_ms = 1.0;
@@ -324,6 +394,8 @@ kopt_status kopt_optimize_open(kopt_optimize **out, kopt_ctx *ctx, const kopt_op
     if (!o->propose_only && !o->create_only) {
         if (o->replay)
             rc = kopt_search_evaluator_replay(&op->ev, ctx, store, o->replay);
+        else if (o->ngpus > 0)
+            rc = open_spread(op, ctx);
         else if (strcmp(op->evaluator, "fake") == 0)
             rc = kopt_search_evaluator_fake(&op->ev, ctx, op->fake_ref_ms);
         else

@@ -1,6 +1,6 @@
-/* What a search reports: the tree as JSON, and the path from the reference to the best
- * node with each step's plan, the advice that led to it, and predicted against realized
- * gain. */
+/* What a search reports: the tree as JSON, the path from the reference to the best node
+ * with each step's plan, the advice that led to it, and predicted against realized gain,
+ * and the GPUs that evaluated its nodes. */
 #include "search_int.h"
 
 #include <stdio.h>
@@ -24,6 +24,55 @@ static double node_speedup(const kopt_search *s, const kopt_search_node *n)
     return n->ok && s->nodes[0].ok && n->time_ms > 0 ? s->nodes[0].time_ms / n->time_ms : 0.0;
 }
 
+/* The GPUs that evaluated nodes of the tree, by index: {gpu, name, host, evaluations}. */
+static json_t *gpus_json(const kopt_search *s)
+{
+    json_t *a = json_array();
+    int done[KOPT_SCALE_MAX_SLOTS] = {0}, nd = 0;
+
+    for (;;) {
+        int g = -1, count = 0;
+        const kopt_search_node *first = NULL;
+        for (int i = 0; i < s->n; i++) {   /* the lowest index not listed yet */
+            const kopt_search_node *n = &s->nodes[i];
+            int seen = 0;
+            if (!n->where.known)
+                continue;
+            for (int k = 0; k < nd; k++)
+                seen |= done[k] == n->where.device;
+            if (!seen && (g < 0 || n->where.device < g))
+                g = n->where.device;
+        }
+        if (g < 0 || nd == KOPT_SCALE_MAX_SLOTS)
+            break;
+        done[nd++] = g;
+        for (int i = 0; i < s->n; i++)
+            if (s->nodes[i].where.known && s->nodes[i].where.device == g) {
+                count++;
+                first = first ? first : &s->nodes[i];
+            }
+        json_array_append_new(a, json_pack("{s:i, s:s, s:s, s:i}", "gpu", g, "name",
+                                           first->where.name, "host", first->where.host,
+                                           "evaluations", count));
+    }
+    return a;
+}
+
+char *kopt_search_gpus_text(const kopt_search *s)
+{
+    json_t *a = gpus_json(s), *g;
+    kopt_buf b = KOPT_BUF_INIT;
+    size_t i;
+
+    json_array_foreach(a, i, g)
+        kopt_buf_printf(&b, "%sgpu %d (%s) %d", i ? ", " : "",
+                        (int)json_integer_value(json_object_get(g, "gpu")),
+                        json_string_value(json_object_get(g, "name")),
+                        (int)json_integer_value(json_object_get(g, "evaluations")));
+    json_decref(a);
+    return b.len ? kopt_buf_detach(&b) : NULL;
+}
+
 char *kopt_search_json(const kopt_search *s)
 {
     json_t *o = json_object(), *nodes = json_array(), *path = json_array(), *st = json_object();
@@ -35,6 +84,8 @@ char *kopt_search_json(const kopt_search *s)
     json_object_set_new(o, "policy", json_string(kopt_search_policy_name(s->o.policy)));
     json_object_set_new(o, "objective",
                         json_string(kopt_run_tune_objective_name(s->o.objective)));
+    json_object_set_new(o, "width", json_integer(s->o.width > 1 ? s->o.width : 1));
+    json_object_set_new(o, "gpus", gpus_json(s));
     for (int i = 0; i < s->n; i++) {
         const kopt_search_node *n = &s->nodes[i];
         json_t *j = kopt__search_node_to_json(n);
@@ -107,17 +158,22 @@ char *kopt_search_path_text(const kopt_search *s)
     for (int k = 0; k < np; k++) {
         const kopt_search_node *n = &s->nodes[p[k]];
         if (k == 0) {
-            kopt_buf_printf(&b, "n%d  reference                       %.4f ms\n", n->id,
+            kopt_buf_printf(&b, "n%d  reference                       %.4f ms", n->id,
                             n->time_ms);
+            if (n->where.known)
+                kopt_buf_printf(&b, " gpu %d", n->where.device);
+            kopt_buf_printf(&b, "\n");
             continue;
         }
         if (n->ok)
-            kopt_buf_printf(&b, "n%d  %-6s [%s] %.4f ms (%.2fx): %s\n", n->id, n->kind,
-                            n->plan.kind, n->time_ms, node_speedup(s, n), n->plan.text);
+            kopt_buf_printf(&b, "n%d  %-6s [%s] %.4f ms (%.2fx)", n->id, n->kind,
+                            n->plan.kind, n->time_ms, node_speedup(s, n));
         else
-            kopt_buf_printf(&b, "n%d  %-6s [%s] %s: %s\n", n->id, n->kind, n->plan.kind,
-                            n->failure[0] ? n->failure : kopt_verdict_name(n->verdict),
-                            n->plan.text);
+            kopt_buf_printf(&b, "n%d  %-6s [%s] %s", n->id, n->kind, n->plan.kind,
+                            n->failure[0] ? n->failure : kopt_verdict_name(n->verdict));
+        if (n->where.known)   /* the GPU that evaluated it */
+            kopt_buf_printf(&b, " gpu %d", n->where.device);
+        kopt_buf_printf(&b, ": %s\n", n->plan.text);
         if (n->advice[0])
             kopt_buf_printf(&b, "      advice: %s\n", n->advice);
         if (n->searches && n->queries) {   /* "q1 (4 hits)\nq2 (0 hits)\n" on one line */

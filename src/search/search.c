@@ -1,6 +1,8 @@
 /* The loop of kopt optimize: evaluate what is pending, repair what failed, else select a
- * node and expand it with the planner and the coder (or the templatizer). Every decision
- * follows from the tree as stored, so a killed search goes on where it stopped. */
+ * node and expand it with the planner and the coder (or the templatizer); a search of width
+ * W selects up to W expansions a step, made to differ by virtual visits, and evaluates up to
+ * W pending nodes at once (width.c). Every decision follows from the tree as stored, so a
+ * killed search goes on where it stopped. */
 #include "search_int.h"
 
 #include <jansson.h>
@@ -494,22 +496,26 @@ static void ask_pending(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm, ask
                 asked += a[i].answered;
             }
     } else {
-        kopt_llm_request rq[16];
-        kopt_llm_reply rp[16];
-        int who[16], k = 0;
-        for (int i = 0; i < n && k < 16; i++)
-            if (!a[i].answered) {
-                who[k] = i;
-                rq[k++] = a[i].rq;
+        /* at most 16 requests in parallel (a wide step asks more: in turns of 16) */
+        for (int from = 0; from < n;) {
+            kopt_llm_request rq[16];
+            kopt_llm_reply rp[16];
+            int who[16], k = 0, i;
+            for (i = from; i < n && k < 16; i++)
+                if (!a[i].answered) {
+                    who[k] = i;
+                    rq[k++] = a[i].rq;
+                }
+            from = i;
+            memset(rp, 0, sizeof(rp));
+            if (k)
+                kopt_llm_call_many(llm, ctx, rq, k, rp);
+            for (int j = 0; j < k; j++) {
+                a[who[j]].reply = rp[j];
+                a[who[j]].answered = 1;
             }
-        memset(rp, 0, sizeof(rp));
-        if (k)
-            kopt_llm_call_many(llm, ctx, rq, k, rp);
-        for (int j = 0; j < k; j++) {
-            a[who[j]].reply = rp[j];
-            a[who[j]].answered = 1;
+            asked += k;
         }
-        asked = k;
     }
     s->st.llm_ms += kopt_now_ms() - t0;
     s->st.llm_requests += asked;
@@ -587,8 +593,9 @@ static kopt_agent_guard guard_of(const kopt_search *s)
 }
 
 /* Node i takes the outcome of an evaluated node with the same source, if there is one:
- * nothing is evaluated twice. 1 when it did. */
-static int reuse(kopt_search *s, int i)
+ * nothing is evaluated twice. 1 when it did (no GPU is recorded for it: none evaluated
+ * it). */
+int kopt__search_reuse(kopt_search *s, int i)
 {
     kopt_search_node *n = &s->nodes[i];
 
@@ -685,14 +692,14 @@ static kopt_status add_child(kopt_search *s, kopt_ctx *ctx, int parent, const ch
     } else {
         n->source = src;
         kopt_sha256_hex(src, strlen(src), n->hash);
-        reuse(s, id);
+        kopt__search_reuse(s, id);
     }
     return kopt__search_save(s, ctx, id);
 }
 
 /* ---- evaluation ------------------------------------------------------------------------------ */
 
-static void remember(kopt_search *s, kopt_ctx *ctx, int i)
+void kopt__search_remember(kopt_search *s, kopt_ctx *ctx, int i)
 {
     const kopt_search_node *n = &s->nodes[i], *base = n;
     kopt_store_opt_memory m;
@@ -720,7 +727,49 @@ static void remember(kopt_search *s, kopt_ctx *ctx, int i)
     kopt_store_opt_memory_put(s->store, ctx, &m);
 }
 
-static kopt_status evaluate(kopt_search *s, kopt_ctx *ctx, kopt_search_evaluator *ev, int i)
+/* Node i takes outcome `oc` (its owned parts are taken; the caller clears it), arrived:
+ * still pending until kopt__search_settle. */
+void kopt__search_apply(kopt_search *s, int i, kopt_search_outcome *oc)
+{
+    kopt_search_node *n = &s->nodes[i];
+
+    n->arrived = 1;
+    n->verdict = oc->verdict;
+    n->time_ms = oc->verdict == KOPT_VERDICT_OK || oc->verdict == KOPT_VERDICT_SUSPECT ?
+                 oc->time_ms : 0.0;
+    n->energy_mj = oc->energy_mj;
+    snprintf(n->message, sizeof(n->message), "%.500s", oc->message);
+    snprintf(n->cls, sizeof(n->cls), "%s", oc->cls);
+    snprintf(n->tool, sizeof(n->tool), "%s", oc->tool);
+    n->eval_id = oc->eval_id;
+    free(n->log);
+    n->log = oc->log;
+    oc->log = NULL;
+    free(n->findings);
+    n->findings = oc->advice;
+    oc->advice = NULL;
+    free(n->facts);
+    n->facts = oc->facts;
+    oc->facts = NULL;
+    if (oc->tuned_source) {
+        free(n->tuned_from);
+        n->tuned_from = n->source;
+        n->source = oc->tuned_source;
+        oc->tuned_source = NULL;
+    }
+    n->where = oc->where;
+    s->st.evaluated++;
+}
+
+kopt_status kopt__search_settle(kopt_search *s, kopt_ctx *ctx, int i)
+{
+    s->nodes[i].state = KOPT_SEARCH_DONE;
+    s->nodes[i].arrived = 0;
+    return kopt__search_save(s, ctx, i);
+}
+
+kopt_status kopt__search_evaluate(kopt_search *s, kopt_ctx *ctx, kopt_search_evaluator *ev,
+                                  int i)
 {
     kopt_search_outcome oc;
     kopt_search_node *n = &s->nodes[i];
@@ -730,11 +779,18 @@ static kopt_status evaluate(kopt_search *s, kopt_ctx *ctx, kopt_search_evaluator
 
     memset(&oc, 0, sizeof(oc));
     snprintf(tag, sizeof(tag), "n%d", i);
-    if (reuse(s, i)) {   /* a twin proposed in the same batch was evaluated first */
+    if (n->arrived) {   /* evaluated in a batch a kill interrupted: backed up now */
+        if ((rc = kopt__search_settle(s, ctx, i)) != KOPT_OK)
+            return rc;
+        kopt__search_derive(s);
+        kopt__search_remember(s, ctx, i);
+        return KOPT_OK;
+    }
+    if (kopt__search_reuse(s, i)) {   /* a twin proposed in the same batch was evaluated first */
         kopt__search_derive(s);
         if ((rc = kopt__search_save(s, ctx, i)) != KOPT_OK)
             return rc;
-        remember(s, ctx, i);
+        kopt__search_remember(s, ctx, i);
         return KOPT_OK;
     }
     if (strcmp(n->kind, "tune") == 0 && ev->tune)
@@ -746,37 +802,12 @@ static kopt_status evaluate(kopt_search *s, kopt_ctx *ctx, kopt_search_evaluator
         kopt_search_outcome_clear(&oc);
         return rc;
     }
-    n = &s->nodes[i];
-    n->state = KOPT_SEARCH_DONE;
-    n->verdict = oc.verdict;
-    n->time_ms = oc.verdict == KOPT_VERDICT_OK || oc.verdict == KOPT_VERDICT_SUSPECT ?
-                 oc.time_ms : 0.0;
-    n->energy_mj = oc.energy_mj;
-    snprintf(n->message, sizeof(n->message), "%.500s", oc.message);
-    snprintf(n->cls, sizeof(n->cls), "%s", oc.cls);
-    snprintf(n->tool, sizeof(n->tool), "%s", oc.tool);
-    n->eval_id = oc.eval_id;
-    free(n->log);
-    n->log = oc.log;
-    oc.log = NULL;
-    free(n->findings);
-    n->findings = oc.advice;
-    oc.advice = NULL;
-    free(n->facts);
-    n->facts = oc.facts;
-    oc.facts = NULL;
-    if (oc.tuned_source) {
-        free(n->tuned_from);
-        n->tuned_from = n->source;
-        n->source = oc.tuned_source;
-        oc.tuned_source = NULL;
-    }
+    kopt__search_apply(s, i, &oc);
     kopt_search_outcome_clear(&oc);
-    s->st.evaluated++;
-    if ((rc = kopt__search_save(s, ctx, i)) != KOPT_OK)
+    if ((rc = kopt__search_settle(s, ctx, i)) != KOPT_OK)
         return rc;
     kopt__search_derive(s);
-    remember(s, ctx, i);
+    kopt__search_remember(s, ctx, i);
     return KOPT_OK;
 }
 
@@ -805,6 +836,24 @@ static void prepare(kopt_search *s, kopt_ctx *ctx, kopt_search_evaluator *ev)
 
 /* ---- selection ------------------------------------------------------------------------------ */
 
+/* What selection sees of node i: its visits and plan children with those the expansions
+ * already picked in this step will add (none outside a wide step), and whether it was
+ * picked. */
+static int vvisits(const kopt_search *s, int i)
+{
+    return s->nodes[i].visits + (s->virt ? s->virt[i].visits : 0);
+}
+
+static int vchildren(const kopt_search *s, int i)
+{
+    return s->nodes[i].plan_children + (s->virt ? s->virt[i].children : 0);
+}
+
+static int picked(const kopt_search *s, int i)
+{
+    return s->virt && s->virt[i].picks;
+}
+
 static int in_top(const kopt_search *s, int i)
 {
     int nok = 0, better = 0;
@@ -819,7 +868,7 @@ static int in_top(const kopt_search *s, int i)
 
 static int limit_of(const kopt_search *s, int i)
 {
-    return kopt_search_widen_limit(s->o.widen_c, s->o.widen_alpha, s->nodes[i].visits) +
+    return kopt_search_widen_limit(s->o.widen_c, s->o.widen_alpha, vvisits(s, i)) +
            (in_top(s, i) ? s->o.top_extra : 0);
 }
 
@@ -873,7 +922,7 @@ static int select_mcts(const kopt_search *s)
     for (int depth = 0; depth < 1000; depth++) {
         int best = -1;
         double best_score = -INFINITY;
-        if (open_node(s, v) && s->nodes[v].plan_children < limit_of(s, v))
+        if (open_node(s, v) && !picked(s, v) && vchildren(s, v) < limit_of(s, v))
             return v;
         for (int c = v + 1; c < s->n; c++) {
             const kopt_search_node *ch = &s->nodes[c];
@@ -884,19 +933,29 @@ static int select_mcts(const kopt_search *s)
             end = kopt__search_chain_end(s, c);
             if (!s->nodes[end].ok)
                 continue;
-            score = kopt_search_uct(ch->value, ch->visits, s->nodes[v].visits, s->o.uct_c);
+            score = kopt_search_uct(ch->value, vvisits(s, c), vvisits(s, v), s->o.uct_c);
             if (score > best_score) {
                 best_score = score;
                 best = end;
             }
         }
         if (best < 0)
-            return open_node(s, v) ? v : -1;
+            return open_node(s, v) && !picked(s, v) ? v : -1;
         v = best;
     }
     return -1;
 }
 
+/* The best open node not picked yet in this step (-1 none). */
+static int first_unpicked(const kopt_search *s, const int *r, int k)
+{
+    for (int i = 0; i < k; i++)
+        if (!picked(s, r[i]))
+            return r[i];
+    return -1;
+}
+
+/* The node to expand; in a wide step, one not picked yet (best-of-n: the start again). */
 static int select_node(const kopt_search *s)
 {
     int *r = malloc(((size_t)s->n + 1) * sizeof(int)), k, pick = -1;
@@ -907,16 +966,16 @@ static int select_node(const kopt_search *s)
     switch (s->o.policy) {
     case KOPT_SEARCH_MCTS:
         pick = select_mcts(s);
-        if (pick < 0 && k)
-            pick = r[0];
+        if (pick < 0)
+            pick = first_unpicked(s, r, k);
         break;
     case KOPT_SEARCH_GREEDY:
-        pick = k ? r[0] : -1;
+        pick = first_unpicked(s, r, k);
         break;
     case KOPT_SEARCH_BEAM: {
         int w = s->o.beam_width < k ? s->o.beam_width : k;
         for (int i = 0; i < w; i++)   /* the least expanded of the best w */
-            if (pick < 0 || s->nodes[r[i]].plan_children < s->nodes[pick].plan_children)
+            if (!picked(s, r[i]) && (pick < 0 || vchildren(s, r[i]) < vchildren(s, pick)))
                 pick = r[i];
         break;
     }
@@ -930,6 +989,33 @@ static int select_node(const kopt_search *s)
     }
     free(r);
     return pick;
+}
+
+/* Up to `want` nodes to expand in this step, into picks[]; how many. After each pick the
+ * node and its ancestors count the visits its proposals will bring, with no value (virtual
+ * loss), and the node the plan children, so that the next pick goes elsewhere: down
+ * another branch, or to a node that may now widen. One pick is the plain selection. */
+static int select_many(kopt_search *s, int *picks, int want)
+{
+    int n = 0;
+
+    if (want <= 0)
+        return 0;
+    if (want == 1 || !(s->virt = calloc((size_t)s->n, sizeof(*s->virt))))
+        return (picks[0] = select_node(s)) >= 0 ? 1 : 0;
+    for (; n < want; n++) {
+        int v = select_node(s), k = s->o.proposals > 16 ? 16 : s->o.proposals;
+        if (v < 0)
+            break;
+        picks[n] = v;
+        s->virt[v].picks++;
+        s->virt[v].children += k;
+        for (int a = v; a >= 0; a = s->nodes[a].parent)
+            s->virt[a].visits += k;
+    }
+    free(s->virt);
+    s->virt = NULL;
+    return n;
 }
 
 /* ---- steps ------------------------------------------------------------------------------------ */
@@ -1051,56 +1137,97 @@ static int templatize(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm, int e
     return w ? -1 : 1;
 }
 
-/* Planner then coder for `s->o.proposals` children of node v. 1 done, -1 waiting. */
-static int expand(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm, int v, int e)
+/* "j of k" for proposal j of pick p: a node picked more than once in a step (best-of-n)
+ * numbers the proposals of its expansions one after the other ("3 of 4"). */
+static const char *proposal_label(const int *vs, int m, int p, int j, int k, char *buf,
+                                  size_t len)
 {
-    int k = s->o.proposals > 16 ? 16 : s->o.proposals, w;
-    ask pa[16], ca[16];
-    kopt_agent_plan plans[16];
+    int before = 0, times = 0;
+
+    for (int o = 0; o < m; o++) {
+        before += o < p && vs[o] == vs[p];
+        times += vs[o] == vs[p];
+    }
+    snprintf(buf, len, "%d of %d", before * k + j + 1, times * k);
+    return buf;
+}
+
+/* Planner then coder for `s->o.proposals` children of each node vs[0..m) (expansions e,
+ * e + 1, ...), every request of a kind asked in parallel. 1 done, -1 waiting. */
+static int expand(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm, const int *vs, int m,
+                  int e)
+{
+    int k = s->o.proposals > 16 ? 16 : s->o.proposals, n = m * k, w = 1;
+    ask *pa = calloc((size_t)n, sizeof(*pa)), *ca = calloc((size_t)n, sizeof(*ca));
+    kopt_agent_plan *plans = calloc((size_t)n, sizeof(*plans));
     char key[64], tag[32], prop[32];
 
-    for (int j = 0; j < k; j++) {
-        vars vs = {0};
-        node_vars(s, ctx, &vs, v);
-        snprintf(prop, sizeof(prop), "%d of %d", j + 1, k);
-        var(&vs, "proposal", prop);
-        snprintf(key, sizeof(key), "e%d-p%d-planner", e, j + 1);
+    if (!pa || !ca || !plans)
+        goto out;
+    for (int q = 0; q < n; q++) {
+        vars vs_ = {0};
+        int p = q / k, j = q % k, v = vs[p];
+        node_vars(s, ctx, &vs_, v);
+        var(&vs_, "proposal", proposal_label(vs, m, p, j, k, prop, sizeof(prop)));
+        snprintf(key, sizeof(key), "e%d-p%d-planner", e + p, j + 1);
         snprintf(tag, sizeof(tag), "n%d", v);
-        ask_init(s, &pa[j], KOPT_AGENT_PLANNER, render(s, KOPT_AGENT_PLANNER, &vs), key, tag);
-        vars_free(&vs);
+        ask_init(s, &pa[q], KOPT_AGENT_PLANNER, render(s, KOPT_AGENT_PLANNER, &vs_), key, tag);
+        vars_free(&vs_);
     }
-    if ((w = ask_all(s, ctx, llm, pa, k)) != 0) {
-        ask_clear(pa, k);
-        return -1;
-    }
-    for (int j = 0; j < k; j++) {
-        vars vs = {0};
+    if ((w = ask_all(s, ctx, llm, pa, n)) != 0)
+        goto out;
+    for (int q = 0; q < n; q++) {
+        vars vs_ = {0};
         char gain[32];
-        if (kopt_agent_parse_plan(reply_text(&pa[j]), &plans[j]) != KOPT_AGENT_OK)
-            snprintf(plans[j].text, sizeof(plans[j].text), "(the planner gave no plan: %s) "
-                     "make one well-chosen optimization", kopt_llm_outcome_name(pa[j].reply.outcome));
-        node_vars(s, ctx, &vs, v);
-        snprintf(prop, sizeof(prop), "%d of %d", j + 1, k);
-        var(&vs, "proposal", prop);
-        var(&vs, "plan", plans[j].text);
-        var(&vs, "plan_kind", plans[j].kind);
-        snprintf(gain, sizeof(gain), "%.2f", plans[j].gain);
-        var(&vs, "plan_gain", gain);
-        snprintf(key, sizeof(key), "e%d-p%d-coder", e, j + 1);
+        int p = q / k, j = q % k, v = vs[p];
+        if (kopt_agent_parse_plan(reply_text(&pa[q]), &plans[q]) != KOPT_AGENT_OK)
+            snprintf(plans[q].text, sizeof(plans[q].text), "(the planner gave no plan: %s) "
+                     "make one well-chosen optimization", kopt_llm_outcome_name(pa[q].reply.outcome));
+        node_vars(s, ctx, &vs_, v);
+        var(&vs_, "proposal", proposal_label(vs, m, p, j, k, prop, sizeof(prop)));
+        var(&vs_, "plan", plans[q].text);
+        var(&vs_, "plan_kind", plans[q].kind);
+        snprintf(gain, sizeof(gain), "%.2f", plans[q].gain);
+        var(&vs_, "plan_gain", gain);
+        snprintf(key, sizeof(key), "e%d-p%d-coder", e + p, j + 1);
         snprintf(tag, sizeof(tag), "n%d", v);
-        ask_init(s, &ca[j], KOPT_AGENT_CODER, render(s, KOPT_AGENT_CODER, &vs), key, tag);
-        vars_free(&vs);
+        ask_init(s, &ca[q], KOPT_AGENT_CODER, render(s, KOPT_AGENT_CODER, &vs_), key, tag);
+        vars_free(&vs_);
     }
-    ask_clear(pa, k);
-    if ((w = ask_all(s, ctx, llm, ca, k)) == 0)
-        for (int j = 0; j < k; j++)
-            add_child(s, ctx, v, "plan", e, j + 1, &plans[j], s->nodes[v].source, &ca[j], 0);
-    ask_clear(ca, k);
+    ask_clear(pa, n);
+    memset(pa, 0, (size_t)n * sizeof(*pa));
+    if ((w = ask_all(s, ctx, llm, ca, n)) == 0)
+        for (int q = 0; q < n; q++)
+            add_child(s, ctx, vs[q / k], "plan", e + q / k, q % k + 1, &plans[q],
+                      s->nodes[vs[q / k]].source, &ca[q], 0);
+    ask_clear(ca, n);
+    memset(ca, 0, (size_t)n * sizeof(*ca));
     kopt__search_derive(s);
+out:
+    if (pa)
+        ask_clear(pa, n);
+    if (ca)
+        ask_clear(ca, n);
+    free(pa);
+    free(ca);
+    free(plans);
+    if (!pa || !ca || !plans)
+        return -1;
     return w ? -1 : 1;
 }
 
 /* ---- the loop ----------------------------------------------------------------------------------- */
+
+static int min_int(int a, int b)
+{
+    return a < b ? a : b;
+}
+
+static int width_of(const kopt_search *s)
+{
+    int w = s->o.width < 1 ? 1 : s->o.width;
+    return w > KOPT_SEARCH_MAX_WIDTH ? KOPT_SEARCH_MAX_WIDTH : w;
+}
 
 static void progress(kopt_search *s, kopt_llm_client *llm, const char *what)
 {
@@ -1152,9 +1279,10 @@ kopt_status kopt_search_go(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm,
 
     memset(&s->st, 0, sizeof(s->st));
     s->t_start = kopt_now_ms();
+    s->st.width = width_of(s);
     kopt__search_derive(s);
     for (;;) {
-        int pend = -1, st = stopped(s, llm), r, v, e;
+        int pend = -1, st = stopped(s, llm), r, e, np, picks[KOPT_SEARCH_MAX_WIDTH];
         if (st == 1)
             break;
         if (st == 2)
@@ -1163,13 +1291,23 @@ kopt_status kopt_search_go(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm,
             if (s->nodes[i].state == KOPT_SEARCH_PENDING)
                 pend = i;
         if (ev && pend >= 0) {
+            int batch[KOPT_SEARCH_MAX_WIDTH], nb;
             prepare(s, ctx, ev);
-            if ((rc = evaluate(s, ctx, ev, pend)) != KOPT_OK)
+            nb = kopt__search_batch(s, pend, batch);
+            if ((rc = nb > 1 ? kopt__search_evaluate_batch(s, ctx, ev, batch, nb)
+                             : kopt__search_evaluate(s, ctx, ev, pend)) != KOPT_OK)
                 break;
-            snprintf(what, sizeof(what), "n%d %s", pend, s->nodes[pend].ok ?
-                     "OK" : (s->nodes[pend].failure[0] ? s->nodes[pend].failure :
-                             kopt_verdict_name(s->nodes[pend].verdict)));
-            progress(s, llm, what);
+            for (int b = 0; b < nb; b++) {   /* in node order, as they were backed up */
+                const kopt_search_node *n = &s->nodes[batch[b]];
+                if (n->state != KOPT_SEARCH_DONE)
+                    continue;
+                snprintf(what, sizeof(what), "n%d %s", batch[b], n->ok ? "OK" :
+                         (n->failure[0] ? n->failure : kopt_verdict_name(n->verdict)));
+                if (n->where.known && s->st.width > 1)
+                    snprintf(what + strlen(what), sizeof(what) - strlen(what), " (gpu %d)",
+                             n->where.device);
+                progress(s, llm, what);
+            }
             if (!s->nodes[0].ok && pend == 0) {
                 snprintf(s->st.stop_reason, sizeof(s->st.stop_reason), "the reference did not "
                          "evaluate OK (%s)", kopt_verdict_name(s->nodes[0].verdict));
@@ -1207,19 +1345,24 @@ kopt_status kopt_search_go(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm,
             break;
         }
         e++;
-        if ((r = templatize(s, ctx, llm, e)) == 0) {
-            if ((v = select_node(s)) < 0) {
-                snprintf(s->st.stop_reason, sizeof(s->st.stop_reason), "no node left to "
-                         "expand (all closed or failed)");
-                break;
-            }
-            r = expand(s, ctx, llm, v, e);
+        /* a step: the templatizer first if it is due, then up to the width in expansions,
+         * within the iterations left (one, and either, for the plain search) */
+        if ((r = templatize(s, ctx, llm, e)) < 0)
+            break;
+        np = select_many(s, picks, min_int(s->st.width - r, s->o.iterations - (e - 1) - r));
+        if (np == 0 && r == 0) {
+            snprintf(s->st.stop_reason, sizeof(s->st.stop_reason), "no node left to "
+                     "expand (all closed or failed)");
+            break;
         }
-        if (r < 0)
+        if (np > 0 && expand(s, ctx, llm, picks, np, e + r) < 0)
             break;
         steps++;
         proposed = 1;
-        snprintf(what, sizeof(what), "expansion %d", e);
+        if (r + np > 1)
+            snprintf(what, sizeof(what), "expansions %d-%d", e, e + r + np - 1);
+        else
+            snprintf(what, sizeof(what), "expansion %d", e);
         progress(s, llm, what);
     }
     if (s->st.waiting)

@@ -21,6 +21,12 @@ typedef struct kopt__search_tool {
     char *description;          /* prompts/cute_search.md rendered */
 } kopt__search_tool;
 
+/* A step of width > 1 (search.c): what the expansions picked so far will add to a node
+ * (virtual visits with no value: virtual loss; plan children) and how often it was picked. */
+typedef struct kopt__search_virtual {
+    int visits, children, picks;
+} kopt__search_virtual;
+
 struct kopt_search {
     const kopt_problem *prob;
     kopt_store *store;
@@ -37,6 +43,7 @@ struct kopt_search {
     double t_start;
     kopt__search_tool tool;
     char *view_problem;         /* a view (kopt_search_view): the stored problem path */
+    kopt__search_virtual *virt; /* during the selection of a wide step (else NULL) */
 };
 
 /* search.c: the stored nodes appended to s (nothing without a store) */
@@ -56,6 +63,29 @@ void kopt__search_tool_close(kopt__search_tool *t);
 char *kopt__search_tool_answer(kopt_search *s, kopt_ctx *ctx, const char *key, int turn,
                                char **q, int nq, int nasked, int *used, int *over,
                                kopt_buf *qlog);
+
+/* search.c: evaluating */
+/* Node i takes the outcome of an evaluated node with the same source; 1 when it did. */
+int kopt__search_reuse(kopt_search *s, int i);
+/* Node i takes outcome `oc` (its owned parts are taken, the caller clears it): arrived,
+ * still pending until settled (done, stored). */
+void kopt__search_apply(kopt_search *s, int i, kopt_search_outcome *oc);
+kopt_status kopt__search_settle(kopt_search *s, kopt_ctx *ctx, int i);
+/* Node i's search-memory row (once per node; nothing for the root or a start node). */
+void kopt__search_remember(kopt_search *s, kopt_ctx *ctx, int i);
+/* Evaluate pending node i (or give it a twin's outcome; or settle an outcome that arrived
+ * before a kill), store and back it up. */
+kopt_status kopt__search_evaluate(kopt_search *s, kopt_ctx *ctx, kopt_search_evaluator *ev,
+                                  int i);
+
+/* width.c: a search of width W evaluates up to W pending nodes at once */
+/* The pending nodes to evaluate together, `first` (the lowest pending) first, into
+ * out[] (room for KOPT_SEARCH_MAX_WIDTH); how many (1: evaluate `first` alone). */
+int kopt__search_batch(const kopt_search *s, int first, int *out);
+/* Evaluate nodes ids[0..n) at once (ev->evaluate_many, else one by one): each stored as its
+ * outcome arrives, then all backed up in node order. */
+kopt_status kopt__search_evaluate_batch(kopt_search *s, kopt_ctx *ctx, kopt_search_evaluator *ev,
+                                        const int *ids, int n);
 
 /* tree.c */
 kopt_search_node *kopt__search_add(kopt_search *s);   /* zeroed, id set; NULL nomem */

@@ -144,7 +144,9 @@ json_t *kopt__search_node_to_json(const kopt_search_node *n)
     json_object_set_new(o, "state", json_string(n->state == KOPT_SEARCH_DONE ? "done" :
                                                 "pending"));
     set_str(o, "hash", n->hash);
-    if (n->state == KOPT_SEARCH_DONE) {
+    if (n->arrived)
+        json_object_set_new(o, "arrived", json_true());
+    if (n->state == KOPT_SEARCH_DONE || n->arrived) {
         json_object_set_new(o, "verdict", json_string(n->failure[0] ? n->failure :
                                                       kopt_verdict_name(n->verdict)));
         if (n->failure[0])
@@ -167,6 +169,11 @@ json_t *kopt__search_node_to_json(const kopt_search_node *n)
         json_object_set_new(o, "searches", json_integer(n->searches));
     set_str(o, "queries", n->queries);
     set_str(o, "tools", n->tools);
+    if (n->where.known) {   /* the GPU that evaluated it (several with --gpus) */
+        json_object_set_new(o, "gpu", json_integer(n->where.device));
+        set_str(o, "gpu_name", n->where.name);
+        set_str(o, "host", n->where.host);
+    }
     return o;
 }
 
@@ -202,6 +209,7 @@ int kopt__search_node_from_json(kopt_search_node *n, const json_t *o)
                       json_string_value(json_object_get(o, "state")) : "", "done") == 0 ?
                KOPT_SEARCH_DONE : KOPT_SEARCH_PENDING;
     get_str(o, "hash", n->hash, sizeof(n->hash));
+    n->arrived = n->state == KOPT_SEARCH_PENDING && json_is_true(json_object_get(o, "arrived"));
     get_str(o, "failure", n->failure, sizeof(n->failure));
     n->verdict = KOPT_VERDICT_ERROR;
     if (verdict && !n->failure[0])
@@ -222,6 +230,13 @@ int kopt__search_node_from_json(kopt_search_node *n, const json_t *o)
     n->searches = (int)json_integer_value(json_object_get(o, "searches"));
     n->queries = get_dup(o, "queries");
     get_str(o, "tools", n->tools, sizeof(n->tools));
+    memset(&n->where, 0, sizeof(n->where));
+    if (json_is_integer(json_object_get(o, "gpu"))) {
+        n->where.known = 1;
+        n->where.device = (int)json_integer_value(json_object_get(o, "gpu"));
+        get_str(o, "gpu_name", n->where.name, sizeof(n->where.name));
+        get_str(o, "host", n->where.host, sizeof(n->where.host));
+    }
     return n->source ? 0 : -1;
 }
 
@@ -243,7 +258,7 @@ kopt_status kopt__search_save(kopt_search *s, kopt_ctx *ctx, int i)
                                  n->state == KOPT_SEARCH_DONE ? "done" : "pending", n->hash,
                                  n->state == KOPT_SEARCH_DONE ?
                                      (n->failure[0] ? n->failure : kopt_verdict_name(n->verdict))
-                                     : NULL, text);
+                                     : NULL, text, &n->where);
     free(text);
     return rc;
 }

@@ -53,14 +53,15 @@ kopt_status kopt_store_opt_tree_get(kopt_store *s, kopt_ctx *ctx, int64_t tree_i
 
 kopt_status kopt_store_opt_node_put(kopt_store *s, kopt_ctx *ctx, int64_t tree_id, int node,
                                     int parent, const char *state, const char *source_hash,
-                                    const char *verdict, const char *node_json)
+                                    const char *verdict, const char *node_json,
+                                    const kopt_tune_where *where)
 {
     sqlite3_stmt *st = NULL;
     kopt_status rc = KOPT_OK;
 
     if (sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO opt_nodes (tree_id, node, parent, "
-                           "state, source_hash, verdict, node_json) VALUES (?,?,?,?,?,?,?)",
-                           -1, &st, NULL) != SQLITE_OK)
+                           "state, source_hash, verdict, node_json, device_index, device_name, "
+                           "host) VALUES (?,?,?,?,?,?,?,?,?,?)", -1, &st, NULL) != SQLITE_OK)
         return kopt__store_err(s, ctx, "store a search node");
     sqlite3_bind_int64(st, 1, tree_id);
     sqlite3_bind_int(st, 2, node);
@@ -72,6 +73,11 @@ kopt_status kopt_store_opt_node_put(kopt_store *s, kopt_ctx *ctx, int64_t tree_i
     kopt__store_bind_text(st, 5, source_hash);
     kopt__store_bind_text(st, 6, verdict);
     kopt__store_bind_text(st, 7, node_json);
+    if (where && where->known) {      /* the GPU that evaluated it (migration 9 -> 10) */
+        sqlite3_bind_int(st, 8, where->device);
+        kopt__store_bind_text(st, 9, where->name[0] ? where->name : NULL);
+        kopt__store_bind_text(st, 10, where->host[0] ? where->host : NULL);
+    }
     if (sqlite3_step(st) != SQLITE_DONE)
         rc = kopt__store_err(s, ctx, "store a search node");
     sqlite3_finalize(st);

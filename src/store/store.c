@@ -30,6 +30,8 @@ static const char *const migrations[] = {
     KOPT__STORE_BENCH_SCHEMA,
     /* 8 -> 9: where each measurement was taken (scale-out; tune.c, evaluations) */
     KOPT__STORE_SCALE_SCHEMA,
+    /* 9 -> 10: the GPU that evaluated each search node (kopt optimize --gpus; opt.c) */
+    KOPT__STORE_OPT_GPU_SCHEMA,
 };
 
 kopt_status kopt__store_err(kopt_store *s, kopt_ctx *ctx, const char *what)

@@ -160,4 +160,13 @@ char *kopt__store_dup_col(sqlite3_stmt *st, int col);
     "ALTER TABLE evaluations ADD COLUMN host TEXT;"                                            \
     "ALTER TABLE tune_runs ADD COLUMN devices TEXT;"
 
+/* Migration 9 -> 10 (kopt optimize --gpus, docs/scale.md): the GPU that evaluated each
+ * search node (a search may spread its evaluations over several), beside its JSON. NULL in
+ * rows written before, for pending nodes, and for nodes no GPU evaluated (the scripted
+ * evaluator without --gpus). */
+#define KOPT__STORE_OPT_GPU_SCHEMA                                                             \
+    "ALTER TABLE opt_nodes ADD COLUMN device_index INTEGER;"                                   \
+    "ALTER TABLE opt_nodes ADD COLUMN device_name TEXT;"                                       \
+    "ALTER TABLE opt_nodes ADD COLUMN host TEXT;"
+
 #endif

@@ -3,7 +3,11 @@
 # the machine, one session each) stores every point once, each row with the GPU that
 # measured it (index, name, UUID, clocks), uses every GPU when there are several, and finds
 # a correct winner that passes the final check; --gpus 0 stores the same points as a run
-# without --gpus. Without a GPU: "skipped: no GPU" (exit 77).
+# without --gpus. Then `kopt optimize --gpus all` with the live evaluator and the scripted
+# model (tests/optimize/scripted_llm.py): every GPU's session evaluates and profiles on its
+# own thread, each evaluated node records its GPU, its evaluation is stored (committed on
+# the search's thread) with the same device, and the search improves on the reference.
+# Without a GPU: "skipped: no GPU" (exit 77).
 # usage: test_scale.sh /path/to/kopt   (from the repo root)
 source "$(dirname "$0")/lib.sh" "$1"
 ngpu=$("$K" devices --json 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d["devices"]) if isinstance(d, dict) else len(d))' 2>/dev/null || echo 1)
@@ -32,6 +36,33 @@ check "the winner passes the final check" \
 "$K" tune "${ARGS[@]}" --gpus 0 --db "$TMP/one.db" > "$TMP/one.json" 2> "$TMP/one.err"
 check "--gpus 0 evaluates the same points as a run without --gpus" \
   "$([ "$(q "$TMP/plain.db" 'select label from tune_evals order by label')" = "$(q "$TMP/one.db" 'select label from tune_evals order by label')" ]; echo $?)"
+
+# kopt optimize --gpus all, live: one session per GPU, evaluations committed on the search's
+# thread (docs/scale.md, "kopt optimize --gpus")
+KOPT_PROMPTS=$PWD/prompts KOPT_SCRIPT_LINEAGE=1 "$K" optimize examples/softmax --gpus all \
+  --llm "command:python3 tests/optimize/scripted_llm.py tests/optimize/softmax" \
+  --iterations 4 --search greedy --no-tune --workdir "$TMP/opt" --db "$TMP/opt.db" --json \
+  > "$TMP/opt.json" 2> "$TMP/opt.err"
+check "optimize --gpus all ($ngpu GPU(s)) exits 0" $?
+check "optimize --gpus all: each evaluated node names its GPU, its evaluation is stored on it" \
+  "$(python3 - "$TMP/opt.json" "$TMP/opt.db" "$ngpu" <<'PY'; echo $?
+import json, sqlite3, sys
+d = json.load(open(sys.argv[1]))
+db = sqlite3.connect(sys.argv[2])
+ev = [n for n in d["nodes"] if "gpu" in n]
+assert d["width"] == int(sys.argv[3]) and len(ev) >= 3, (d["width"], len(ev))
+for n in ev:
+    assert n.get("gpu_name"), n
+    if n.get("eval_id"):
+        (dev,) = db.execute("select device_index from evaluations where id = ?",
+                            (n["eval_id"],)).fetchone()
+        assert dev == n["gpu"], (n["id"], dev, n["gpu"])
+assert sum(1 for n in ev if n.get("eval_id")) >= 3
+stored = db.execute("select count(*) from opt_nodes where device_index is not null").fetchone()[0]
+assert stored == len(ev), (stored, len(ev))
+assert d["best"]["speedup"] > 1.0, d["best"]
+PY
+)"
 
 echo "ktest: $passed passed, $failed failed"
 [ "$failed" = 0 ]

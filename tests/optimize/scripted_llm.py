@@ -17,7 +17,11 @@ KOPT_SCRIPT_SEARCH="Q1;Q2;...": when the prompt describes the code-search tool, 
 one a turn (```cute-search blocks), then answers with the code once every query was
 answered or kopt says no searches are left; KOPT_SCRIPT_SEARCH_GREEDY=1 keeps asking even
 then (the bound test). "@ROOT@" in a kernel of the list is the repository's folder.
+KOPT_SCRIPT_LINEAGE=1: every kernel the coder or debugger writes ends with a comment naming
+(a hash of) the kernel it came from, so children of different parents differ (the tests of
+a wide search, where twins would otherwise leave GPUs idle).
 """
+import hashlib
 import json
 import os
 import re
@@ -66,6 +70,13 @@ def fenced(src, prose=True):
     return head + "```cuda\n" + src + "```\n" + ("\nIt follows the plan.\n" if prose else "")
 
 
+def lineage(src, parent):
+    """src with the mark of the kernel it came from (KOPT_SCRIPT_LINEAGE=1), else src."""
+    if os.environ.get("KOPT_SCRIPT_LINEAGE") != "1":
+        return src
+    return src.rstrip("\n") + "\n// lineage: %s\n" % hashlib.sha1(parent.encode()).hexdigest()[:12]
+
+
 def search_turn(role, text):
     """A cute-search request when the script is set to search and the tool is described."""
     queries = [q for q in os.environ.get("KOPT_SCRIPT_SEARCH", "").split(";") if q]
@@ -97,11 +108,12 @@ def answer(d, role, text):
                 % (k + 1, line_value(nxt, "plan", "next stage"), line_value(nxt, "kind", "other"),
                    line_value(nxt, "tool", "none"), line_value(nxt, "gain", "1.5")))
     if role == "coder":
+        m = re.search(r"## The current kernel\n```cuda\n(.*?)\n```\n\n## The plan", text, re.S)
+        parent = m.group(1) if m else ""
         if nxt is None:
             cur_src = load(d, "template.cu" if cur.endswith("t") else "%s.cu" % cur) or ""
-            return fenced(vary(cur_src, j + 1))
-        out = nxt if j == 1 else vary(nxt, j)
-        m = re.search(r"## The current kernel\n```cuda\n(.*?)\n```\n\n## The plan", text, re.S)
+            return fenced(lineage(vary(cur_src, j + 1), parent))
+        out = lineage(nxt if j == 1 else vary(nxt, j), parent)
         if k == 1 and j == 1 and m:
             # stage 2 as a grounded edit: the whole current kernel replaced
             return ("<<<<<<< SEARCH\n" + m.group(1) + "\n=======\n" + out.rstrip("\n") +
@@ -112,7 +124,7 @@ def answer(d, role, text):
         failed = m.group(1) + "\n" if m else ""
         fix = marker(failed, "fix")
         src = load(d, fix) if fix else None
-        return fenced(src if src is not None else failed, prose=False)
+        return fenced(lineage(src, failed) if src is not None else failed, prose=False)
     if role == "templatizer":
         t = load(d, "template.cu")
         return fenced(t) if t else "I cannot make a template of this kernel."

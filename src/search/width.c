@@ -1,0 +1,112 @@
+/* The evaluation step of a wide search (width W > 1: kopt optimize --gpus, docs/scale.md):
+ * which pending nodes are evaluated together, and their evaluation at once through the
+ * evaluator's evaluate_many (one GPU each). Each outcome is stored as soon as it arrives
+ * (the node still pending, "arrived"), so a search killed mid-batch loses only the
+ * evaluations still in flight; once all are in, the batch is backed up (settled: done,
+ * rewards, visits, search memory) in node order, so the tree does not depend on which GPU
+ * finished first. A resume finds the same batch (the same pending nodes), evaluates only
+ * what had not arrived and backs up the whole batch in node order, as the killed search
+ * would have. */
+#include "search_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* An evaluated node holds the same source: node i takes its outcome instead (alone). */
+static int has_twin(const kopt_search *s, int i)
+{
+    for (int k = 0; k < s->n; k++) {
+        const kopt_search_node *o = &s->nodes[k];
+        if (k != i && o->state == KOPT_SEARCH_DONE && !o->failure[0] &&
+            strcmp(o->hash, s->nodes[i].hash) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static int is_tune(const kopt_search_node *n)
+{
+    return strcmp(n->kind, "tune") == 0;
+}
+
+int kopt__search_batch(const kopt_search *s, int first, int *out)
+{
+    int w = s->o.width > KOPT_SEARCH_MAX_WIDTH ? KOPT_SEARCH_MAX_WIDTH : s->o.width, n = 0;
+
+    out[n++] = first;
+    /* alone: the root (nothing is searched unless it runs), a tune (a tuning run of its
+     * own, on the search's thread), a node that takes a twin's outcome */
+    if (w <= 1 || first == 0 || is_tune(&s->nodes[first]) || has_twin(s, first))
+        return 1;
+    for (int i = first + 1; i < s->n && n < w; i++) {
+        const kopt_search_node *c = &s->nodes[i];
+        int dup = 0;
+        if (c->state != KOPT_SEARCH_PENDING || is_tune(c) || has_twin(s, i))
+            continue;
+        for (int k = 0; k < n; k++)   /* a twin in the batch waits, then takes its outcome */
+            dup |= strcmp(s->nodes[out[k]].hash, c->hash) == 0;
+        if (!dup)
+            out[n++] = i;
+    }
+    return n;
+}
+
+typedef struct batch {
+    kopt_search *s;
+    kopt_ctx *ctx;
+    const int *jobs_ids;          /* the node of each job */
+    kopt_status rc;
+} batch;
+
+/* An outcome arrived (on the search's thread): into its node, and stored at once. */
+static void arrived(void *user, int index, kopt_search_outcome *out)
+{
+    batch *b = user;
+    kopt_status rc;
+
+    kopt__search_apply(b->s, b->jobs_ids[index], out);
+    if ((rc = kopt__search_save(b->s, b->ctx, b->jobs_ids[index])) != KOPT_OK &&
+        b->rc == KOPT_OK)
+        b->rc = rc;
+}
+
+kopt_status kopt__search_evaluate_batch(kopt_search *s, kopt_ctx *ctx, kopt_search_evaluator *ev,
+                                        const int *ids, int n)
+{
+    kopt_search_job jobs[KOPT_SEARCH_MAX_WIDTH];
+    char tags[KOPT_SEARCH_MAX_WIDTH][16];
+    int jobs_ids[KOPT_SEARCH_MAX_WIDTH], nj = 0;
+    batch b = {s, ctx, jobs_ids, KOPT_OK};
+    double t0 = kopt_now_ms();
+    kopt_status rc = KOPT_OK;
+
+    if (!ev->evaluate_many) {   /* one evaluator (a replay): one by one, the same tree */
+        for (int i = 0; i < n && rc == KOPT_OK; i++)
+            rc = kopt__search_evaluate(s, ctx, ev, ids[i]);
+        return rc;
+    }
+    for (int i = 0; i < n; i++) {
+        if (s->nodes[ids[i]].arrived)   /* before a kill: not evaluated again */
+            continue;
+        snprintf(tags[nj], sizeof(tags[nj]), "n%d", ids[i]);
+        jobs[nj].source = s->nodes[ids[i]].source;
+        jobs[nj].tag = tags[nj];
+        jobs_ids[nj++] = ids[i];
+    }
+    if (nj > 0)
+        rc = ev->evaluate_many(ev->self, ctx, jobs, nj, arrived, &b);
+    s->st.eval_ms += kopt_now_ms() - t0;
+    if (rc == KOPT_OK)
+        rc = b.rc;
+    if (rc != KOPT_OK)   /* what arrived stays stored, to be backed up by a resume */
+        return rc;
+    /* the backup, in node order */
+    for (int i = 0; i < n && rc == KOPT_OK; i++)
+        if (s->nodes[ids[i]].arrived)
+            rc = kopt__search_settle(s, ctx, ids[i]);
+    kopt__search_derive(s);
+    for (int i = 0; i < n; i++)
+        if (s->nodes[ids[i]].state == KOPT_SEARCH_DONE)
+            kopt__search_remember(s, ctx, ids[i]);
+    return rc;
+}

@@ -1,0 +1,328 @@
+"""kopt optimize --gpus on the CPU (docs/scale.md): the search spread over W GPUs, here CPU
+stand-ins (the scripted evaluator behind a delay per "GPU": KOPT_SCALE_STANDIN=MS, each
+evaluation logged as it starts and ends in KOPT_SCALE_STANDIN_LOG), with the scripted
+`command:` LLM of test_optimize.py (KOPT_SCRIPT_LINEAGE=1: children of different parents
+differ, so a wide step has work for every GPU).
+
+Checks: (a) --gpus with one GPU gives the same tree (signature) as the plain search, for
+each policy, and records the GPU per node (JSON and store); (b) with 4 stand-ins the
+evaluations overlap (4 in flight at once in the log, evaluation time well under the sum of
+the delays), every evaluation is stored once (opt_nodes with its device), the picks of a
+step differ, the best is the plain search's best, --replay rebuilds the tree; (c) kill -9
+while 2 of 4 outcomes had arrived, then again with 2 in flight, then --resume: the same
+tree as an uninterrupted run, nothing evaluated twice, nothing lost (every evaluation that
+started and never ended is done later, the search memory is whole); (d) bad --gpus values
+are usage errors that say what is wrong.
+
+Usage: python3 test_optimize_gpus.py KOPT   (exit 1 on a failure)
+"""
+import collections
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+
+KOPT = os.path.abspath(sys.argv[1])
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+PROBLEM = os.path.join(ROOT, "examples/softmax")
+TMP = tempfile.mkdtemp(prefix="kopt-optimize-gpus-test-")
+FAILED = []
+PASSED = [0]
+LLM = "command:%s %s %s" % (sys.executable, os.path.join(HERE, "scripted_llm.py"),
+                            os.path.join(HERE, "softmax"))
+BASE_ENV = {"KOPT_PROMPTS": os.path.join(ROOT, "prompts"), "KOPT_SCRIPT_LINEAGE": "1"}
+for k in ("KOPT_SCALE_STANDIN", "KOPT_SCALE_STANDIN_LOG", "KOPT_SCALE_STANDIN_STAGGER",
+          "KOPT_SCALE_STANDIN_MODELS", "KOPT_FAKE_EVAL_LOG"):
+    os.environ.pop(k, None)
+
+
+def check(cond, what):
+    if cond:
+        PASSED[0] += 1
+        print("ok   " + what)
+    else:
+        FAILED.append(what)
+        print("FAIL " + what)
+
+
+def env_of(extra):
+    e = dict(os.environ, **BASE_ENV)
+    e.update(extra or {})
+    return e
+
+
+def kopt(db, *args, env=None):
+    p = subprocess.run([KOPT, "optimize", "--db", db, *args], capture_output=True, text=True,
+                       env=env_of(env), cwd=TMP, timeout=300)
+    doc = {}
+    if "--json" in args:
+        try:
+            doc = json.loads(p.stdout)
+        except ValueError:
+            print(p.stdout[-2000:], p.stderr[-2000:])
+    return p, doc
+
+
+def rows(db, query, *args):
+    con = sqlite3.connect(db)
+    try:
+        return con.execute(query, args).fetchall()
+    finally:
+        con.close()
+
+
+def db_path(name):
+    return os.path.join(TMP, name + ".db")
+
+
+def log_events(path):
+    """(what, gpu, node, hash) per line of a stand-in log."""
+    if not os.path.exists(path):
+        return []
+    out = []
+    for line in open(path):
+        w = line.split()
+        if len(w) == 5:
+            out.append((w[0], int(w[1]), w[3], w[4]))
+    return out
+
+
+def peak_in_flight(events):
+    n = peak = 0
+    for what, _, _, _ in events:
+        n += 1 if what == "start" else -1
+        peak = max(peak, n)
+    return peak
+
+
+def evaluated(doc):
+    """The nodes a GPU evaluated (a node that took a twin's outcome records none)."""
+    return [n for n in doc.get("nodes", []) if "gpu" in n]
+
+
+# ---- (a) one GPU: the plain search's tree ------------------------------------------------------
+
+def test_one_gpu():
+    base = [PROBLEM, "--evaluator", "fake", "--llm", LLM, "--json"]
+    for pol, extra in (("mcts", ["--iterations", "8"]), ("greedy", ["--iterations", "6"]),
+                       ("beam", ["--iterations", "6"]), ("best-of-n", ["--iterations", "4"])):
+        _, plain = kopt(db_path("plain-" + pol), *base, "--search", pol, *extra)
+        db = db_path("one-" + pol)
+        p, one = kopt(db, *base, "--search", pol, *extra, "--gpus", "0",
+                      env={"KOPT_SCALE_STANDIN": "0"})
+        check(p.returncode == 0 and plain.get("signature") and
+              one.get("signature") == plain.get("signature") and one.get("width") == 1,
+              "--gpus 0 (%s): the same tree as without --gpus (%d nodes)" %
+              (pol, len(one.get("nodes", []))))
+        if pol == "mcts":
+            ev = evaluated(one)
+            stored = rows(db, "SELECT count(*) FROM opt_nodes WHERE device_index = 0 AND "
+                          "device_name = 'kopt stand-in' AND state = 'done'")[0][0]
+            check(ev and all(n["gpu"] == 0 and n.get("gpu_name") == "kopt stand-in" for n in ev)
+                  and stored == len(ev) and one.get("gpus", [{}])[0].get("evaluations") == len(ev),
+                  "--gpus 0: each evaluated node records its GPU, in the JSON and the store "
+                  "(%d nodes)" % len(ev))
+            check(not any("gpu" in n for n in plain.get("nodes", [])) and
+                  not plain.get("gpus"), "without --gpus the scripted evaluator records no GPU")
+    # the scripted evaluator alone (no $KOPT_SCALE_STANDIN) is a stand-in without delay too
+    _, plain = kopt(db_path("plain-mcts2"), *base, "--iterations", "5")
+    p, one = kopt(db_path("one-fake"), *base, "--iterations", "5", "--gpus", "3")
+    check(p.returncode == 0 and one.get("signature") == plain.get("signature") and
+          all(n["gpu"] == 3 for n in evaluated(one)) and evaluated(one),
+          "--evaluator fake --gpus 3: stand-in 3, the same tree")
+
+
+# ---- (b) four stand-ins --------------------------------------------------------------------------
+
+def test_four():
+    log = os.path.join(TMP, "four.log")
+    db = db_path("four")
+    args = [PROBLEM, "--evaluator", "fake", "--llm", LLM, "--iterations", "8"]
+    p, doc = kopt(db, *args, "--gpus", "0,1,2,3", "--json", "-v",
+                  env={"KOPT_SCALE_STANDIN": "150", "KOPT_SCALE_STANDIN_LOG": log})
+    _, plain = kopt(db_path("four-plain"), *args, "--json")
+    ev = log_events(log)
+    ends = [e for e in ev if e[0] == "done"]
+    nodes = doc.get("nodes", [])
+    check(p.returncode == 0 and doc.get("width") == 4 and doc["stats"]["pending"] == 0 and
+          len(nodes) > 10, "4 stand-ins: the run ends, width 4, nothing pending (%d nodes%s)"
+          % (len(nodes), "" if p.returncode == 0 else "; " + p.stderr.strip()[-300:]))
+    check(peak_in_flight(ev) == 4,
+          "4 stand-ins: 4 evaluations in flight at once (peak %d in the log)" % peak_in_flight(ev))
+    check(sorted(set(e[1] for e in ends)) == [0, 1, 2, 3],
+          "4 stand-ins: every GPU evaluated (%s)" % sorted(set(e[1] for e in ends)))
+    n_ev = len(evaluated(doc))
+    eval_ms = doc.get("stats", {}).get("eval_ms", 1e9)
+    check(n_ev >= 8 and eval_ms < 0.6 * 150 * n_ev,
+          "4 stand-ins: %d evaluations of 150 ms took %.0f ms of evaluation time (< 60%% of "
+          "one after another)" % (n_ev, eval_ms))
+    hashes = [e[3] for e in ends]
+    check(len(hashes) == len(set(hashes)) == n_ev,
+          "4 stand-ins: every candidate evaluated once (%d evaluations, %d evaluated nodes)" %
+          (len(hashes), n_ev))
+    st = rows(db, "SELECT count(*), sum(state = 'done'), count(device_index), "
+              "count(DISTINCT device_index) FROM opt_nodes WHERE tree_id = ?", doc.get("tree_id"))
+    check(st and st[0][0] == len(nodes) and st[0][1] == len(nodes) and st[0][2] == n_ev and
+          st[0][3] == 4, "4 stand-ins: the store holds every node once, done, each evaluation "
+          "with its GPU (%s)" % (st,))
+    # the picks of a step differ: the progress says which expansions a step made
+    exp = {}
+    for n in nodes:
+        if n["kind"] in ("plan", "tune"):
+            exp.setdefault(n["expansion"], n["parent"])
+    steps = [tuple(int(x) for x in w.split("expansions ")[1].split(" ")[0].split("-"))
+             for w in p.stderr.splitlines() if "| expansions " in w]
+    picks = [[exp.get(e) for e in range(a, b + 1)] for a, b in steps]
+    check(len(exp) == 8 and steps and max(len(x) for x in picks) >= 3 and
+          all(len(set(x)) == len(x) for x in picks),
+          "4 stand-ins: 8 expansions, a step picks up to 4 different nodes (%s)" % picks)
+    best, pbest = doc.get("best", {}), plain.get("best", {})
+    check(best.get("speedup", 0) >= 2.8 and best.get("hash") == pbest.get("hash"),
+          "4 stand-ins: the best found is the plain search's best (%.2fx)" %
+          best.get("speedup", 0))
+    out = subprocess.run([KOPT, "optimize", "--db", db, "--resume", str(doc.get("tree_id")),
+                          "--evaluate", "--evaluator", "fake", "--gpus", "0,1,2,3"],
+                         capture_output=True,
+                         text=True, env=env_of({"KOPT_SCALE_STANDIN": "0"}), cwd=TMP)
+    check(out.returncode == 0 and ", width 4" in out.stdout and
+          "gpus: gpu 0 (kopt stand-in)" in out.stdout and " gpu " in out.stdout.split("path:")[-1],
+          "text output: the width, a gpus line, the GPU of each step of the path")
+    p, rdoc = kopt(db, "--replay", str(doc.get("tree_id")), "--json")
+    check(p.returncode == 0 and rdoc.get("signature") == doc.get("signature") and
+          rdoc.get("width") == 4, "--replay of a 4-wide tree rebuilds it (one by one, no GPU)")
+
+
+# ---- (c) kill -9 mid-batch, --resume ------------------------------------------------------------
+
+def wait_and_kill(proc, log, skip, want):
+    """SIGKILL proc once the log (past its first `skip` lines) shows its current batch in
+    state `want`: "arrived" (4 started since the GPUs were last idle, 2 of them done, 2 in
+    flight) or "flight" (2 or more in flight, none of them done yet). 1 when killed so."""
+    deadline = time.time() + 60
+    while time.time() < deadline and proc.poll() is None:
+        ev = log_events(log)[skip:]
+        n, started, ended = 0, 0, 0
+        for what, _, _, _ in ev:
+            if what == "start":
+                if n == 0:
+                    started = ended = 0
+                n += 1
+                started += 1
+            else:
+                n -= 1
+                ended += 1
+        if (want == "arrived" and started == 4 and ended == 2 and n == 2) or \
+           (want == "flight" and n >= 2 and ended == 0):
+            time.sleep(0.05)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            return 1
+        time.sleep(0.01)
+    proc.kill()
+    proc.wait()
+    return 0
+
+
+def test_kill_resume():
+    args = ["--evaluator", "fake", "--llm", LLM, "--iterations", "6", "--gpus", "0,1,2,3"]
+    _, ref = kopt(db_path("kill-ref"), PROBLEM, *args, "--json",
+                  env={"KOPT_SCALE_STANDIN": "0"})
+    db = db_path("killed")
+    log = os.path.join(TMP, "killed.log")
+    # the i-th stand-in takes 300 + 250 i ms: outcomes arrive apart
+    env = env_of({"KOPT_SCALE_STANDIN": "300", "KOPT_SCALE_STANDIN_STAGGER": "250",
+                  "KOPT_SCALE_STANDIN_LOG": log})
+    kills, cut = [], []
+    for i, want in enumerate(("arrived", "flight")):
+        cmd = [KOPT, "optimize", "--db", db] + (["--resume", "1"] if i else [PROBLEM]) + args
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                env=env, cwd=TMP)
+        kills.append(wait_and_kill(proc, log, cut[-1] if cut else 0, want))
+        cut.append(len(log_events(log)))
+        if want == "arrived":
+            arrived = rows(db, "SELECT count(*) FROM opt_nodes WHERE state = 'pending' AND "
+                           "node_json LIKE '%\"arrived\":true%'")[0][0]
+            check(arrived >= 1, "killed with outcomes stored but not backed up (%d arrived)"
+                  % arrived)
+    check(kills == [1, 1], "killed twice with SIGKILL: 2 of 4 outcomes in, then 2 "
+          "evaluations in flight (%s)" % kills)
+    p, res = kopt(db, "--resume", "1", *args, "--json",
+                  env={"KOPT_SCALE_STANDIN": "300", "KOPT_SCALE_STANDIN_LOG": log})
+    check(p.returncode == 0 and res.get("signature") == ref.get("signature") and
+          res["stats"]["pending"] == 0,
+          "kill -9 twice + --resume: the same tree as an uninterrupted run (%d nodes)" %
+          len(res.get("nodes", [])))
+    ev = log_events(log)
+    done = collections.Counter(e[3] for e in ev if e[0] == "done")
+    started = set(e[3] for e in ev if e[0] == "start")
+    check(done and max(done.values()) == 1,
+          "nothing evaluated twice across the kills (%d evaluations)" % sum(done.values()))
+    check(started == set(done) and len(done) == len(evaluated(res)),
+          "nothing lost: every evaluation cut by a kill was done later, every evaluated node "
+          "has one (%d started, %d done, %d nodes)" % (len(started), len(done),
+                                                        len(evaluated(res))))
+    before = ev[:cut[-1]]
+    cut_off = set(e[3] for e in before if e[0] == "start") - \
+        set(e[3] for e in before if e[0] == "done")
+    check(len(cut_off) >= 2 and cut_off <= set(done),
+          "the %d evaluations cut by the kills were done by the resume" % len(cut_off))
+    mem = [rows(d, "SELECT count(*) FROM opt_memory WHERE tree_id = 1")[0][0]
+           for d in (db_path("kill-ref"), db)]
+    check(mem[0] > 0 and mem[0] == mem[1], "the search memory is whole after the kills "
+          "(%d rows, %d uninterrupted)" % (mem[1], mem[0]))
+
+
+# ---- (d) bad --gpus values -------------------------------------------------------------------------
+
+def test_bad_values():
+    base = [PROBLEM, "--evaluator", "fake", "--llm", LLM]
+    for spec, want in (("0,0", "GPU 0 named twice"), ("x", "'x' is not a GPU index"),
+                       ("", "--gpus: empty"), ("1,", "ends with a comma"),
+                       ("-1", "is not a GPU index"), ("0,,1", "'' is not a GPU index")):
+        p, _ = kopt(db_path("bad"), *base, "--gpus", spec, env={"KOPT_SCALE_STANDIN": "0"})
+        check(p.returncode == 2 and want in p.stderr,
+              "--gpus '%s': usage error saying %r (%s)" % (spec, want, p.stderr.strip()[:120]))
+    p, _ = kopt(db_path("bad"), "--replay", "1", "--gpus", "0")
+    check(p.returncode == 2 and "a replay evaluates nothing" in p.stderr,
+          "--gpus with --replay: usage error (%s)" % p.stderr.strip()[:100])
+    # the live evaluator checks the GPUs that are there
+    dev = subprocess.run([KOPT, "devices", "--json"], capture_output=True, text=True)
+    try:
+        count = len(json.loads(dev.stdout).get("devices", []))
+    except ValueError:
+        count = 0
+    p, _ = kopt(db_path("bad"), PROBLEM, "--llm", LLM, "--gpus", str(count))
+    check(p.returncode == 2 and "there is no GPU %d (%d here)" % (count, count) in p.stderr,
+          "--gpus %d with %d GPU(s) here: usage error (%s)" % (count, count,
+                                                               p.stderr.strip()[:100]))
+    if count == 0:
+        p, _ = kopt(db_path("bad"), PROBLEM, "--llm", LLM, "--gpus", "all")
+        check(p.returncode == 2 and "--gpus all: no GPU here" in p.stderr,
+              "--gpus all without a GPU: usage error (%s)" % p.stderr.strip()[:100])
+    else:
+        print("skipped: --gpus all without a GPU (%d here)" % count)
+
+
+def main():
+    try:
+        test_one_gpu()
+        test_four()
+        test_kill_resume()
+        test_bad_values()
+    finally:
+        if not FAILED:
+            shutil.rmtree(TMP, ignore_errors=True)
+        else:
+            print("kept " + TMP)
+    print("%d passed, %d failed" % (PASSED[0], len(FAILED)))
+    sys.exit(1 if FAILED else 0)
+
+
+if __name__ == "__main__":
+    main()
