@@ -13,7 +13,8 @@
 # 2_row_softmax (PyTorch reference), against KernelBench's own harness shape
 # (bench/kernelbench_style.py: load_inline compile + 5 checks + 100 timed runs), cold and
 # warm; then the same kopt-native evaluations through kopt serve (workers started ahead, as
-# inside a search loop), three each. About a minute and a half.
+# inside a search loop), three each; then a 5-point kopt tune of 2_row_softmax (an evaluation
+# session: the PyTorch reference runs once). About two minutes.
 # kb30: KernelBench's own files, level 1 problems 1-20 and level 2 problems 1-10, copied
 # (not committed) to $KB_DIR/level1 and $KB_DIR/level2 (default kb_src/ in the repo root,
 # carried): imported, then three suites, one trial each (their inputs reach 6.4 GB): each
@@ -84,6 +85,16 @@ if [[ " $SECTIONS " == *" evalcost "* ]]; then
     done
   done
   kill "$sp" 2> /dev/null; wait "$sp" 2> /dev/null
+  # inside a session (kopt tune, kopt optimize): the PyTorch reference runs once at the
+  # session's seed; each further candidate starts only its own worker. Five block sizes of
+  # the kopt-native 2_row_softmax candidate, compile cache warm from a first run
+  for k in cold warm; do
+    timeout 200 "$K" tune /tmp/kopt-kb-problems/2_row_softmax bench/kernelbench/tune/2_row_softmax_tune.cu \
+        --strategy exhaustive --budget 5 --no-store --no-progress --json > "$O/tune_session_$k.json" 2> "$O/tune_session_$k.err"
+    say "evalcost session $k: kopt tune 2_row_softmax (PyTorch reference), exit $?: $(python3 -c 'import json,sys
+d = json.load(open(sys.argv[1])); n = d.get("evaluated") or 0; e = d.get("eval_s") or d.get("elapsed_s") or 0
+print("%d evaluations in %.2f s (tune %.2f s): %.2f s each, the first with the reference" % (n, e, d.get("elapsed_s", 0), e / n if n else 0))' "$O/tune_session_$k.json" 2>&1 | tail -1)"
+  done
 fi
 ref30=0; cand30=0
 [[ " $SECTIONS " == *" kb30 "* || " $SECTIONS " == *" kb30ref "* ]] && ref30=1

@@ -166,6 +166,9 @@ typedef struct kopt_eval_result {
     struct { double issue_ms, hold_ms; int exposed_runs, timed; } bracket[3];
     int has_work;               /* the problem's work counts at the timed sizes: */
     double work_bytes, work_flops;   /* (kopt bench's speed-of-light guard) */
+    /* 1: in a session, the reference's outputs and time (and a PyTorch reference's
+     * torch.compile baseline) are those of its first run at the session's seed */
+    int ref_reused;
 } kopt_eval_result;
 
 typedef struct kopt_eval_opts {

@@ -793,6 +793,11 @@ struct kopt_eval_session {
     kopt__worker_proc *cand;        /* the serving candidate worker, or NULL */
     size_t cand_total;
     int runs, workers;
+    /* a PyTorch reference's torch.compile baseline, once measured at the seed */
+    int cmp_cached, cmp_has;
+    kopt_timing cmp_timing;
+    char cmp_note[512];
+    __typeof__(((kopt_eval_result *)0)->bracket[2]) cmp_bracket;
 };
 
 /* ---- problems with a PyTorch reference (docs/kernelbench.md) ----------------------------- */
@@ -877,14 +882,15 @@ static void torch_failure(kopt_eval_result *r, const kopt__worker_run *run, cons
 }
 
 static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_problem *prob,
-                              const kopt_candidate *cand, const kopt_eval_opts *opts)
+                              const kopt_candidate *cand, const kopt_eval_opts *opts,
+                              kopt_eval_session *S)
 {
     kopt_eval_opts o = KOPT_EVAL_OPTS_INIT;
     kopt_eval_result *r = calloc(1, sizeof(*r));
     kopt_candidate ref;                      /* binds the problem's tensors, nothing else */
     kopt_compiled *comp = NULL;
     kopt_compile_opts co = KOPT_COMPILE_OPTS_INIT;
-    kopt__worker_run ref_run, cand_run, cmp_run;
+    kopt__worker_run ref_run, cand_run, cmp_run, *refp = &ref_run;
     kopt__worker_proc *ref_proc = NULL, *cand_proc = NULL, *cmp_proc = NULL;
     kopt__file_guard *guard = NULL;
     phase_plan phases[2];
@@ -896,6 +902,7 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
     const char *devenv = getenv("KOPT_TORCH_DEVICE"), *cand_subject = NULL;
     char unsandboxed[sizeof(r->message) / 4] = "";
     size_t total;
+    int reuse = 0, cmp_reuse = 0;
 
     memset(&ref, 0, sizeof(ref));
     memset(&ref_run, 0, sizeof(ref_run));
@@ -1017,39 +1024,59 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
     cand_subject = cand && cand->torch_module ? "modelnew" : "host";
     t1 = kopt_now_ms();
     total = layout(phases, nphases);
-    if ((rc = torch_start(ctx, torch_job(ctx, "reference", prob, phases, nphases, 1, NULL, NULL,
-                                         &o, script), total, &ref_proc)) != KOPT_OK)
+    /* in a session (tuning, optimize) the seed is the same every time: the reference's
+     * outputs and times from its first run serve every later candidate, as for CUDA
+     * references, and only the candidate's worker starts */
+    reuse = S && cand && S->ref_run.result && S->ref_total == total;
+    cmp_reuse = reuse && S->cmp_cached;
+    if (!reuse && (rc = torch_start(ctx, torch_job(ctx, "reference", prob, phases, nphases, 1,
+                                                   NULL, NULL, &o, script), total,
+                                    &ref_proc)) != KOPT_OK)
         goto fail;
     if (cand && (rc = torch_start(ctx, torch_job(ctx, cand_subject, prob, phases, nphases, 0,
                                                  cand, comp, &o, script),
                                   total, &cand_proc)) != KOPT_OK)
         goto fail;
-    if (o.torch_compile && !o.no_timing &&
+    if (o.torch_compile && !o.no_timing && !cmp_reuse &&
         (rc = torch_start(ctx, torch_job(ctx, "compile", prob, phases, 1, 1, NULL, NULL, &o,
                                          script), layout(phases, 1), &cmp_proc)) != KOPT_OK)
         goto fail;
     /* every worker set up (torch imported, context made, candidate loaded and load_inline
      * compiled) before the first is told to go: none is timed while another starts */
-    kopt__worker_ready(ctx, ref_proc);
+    if (ref_proc)
+        kopt__worker_ready(ctx, ref_proc);
     if (cmp_proc)
         kopt__worker_ready(ctx, cmp_proc);
     if (cand_proc)
         kopt__worker_ready(ctx, cand_proc);
-    if ((rc = kopt__worker_finish(ctx, ref_proc, tmo, &ref_run)) != KOPT_OK)
-        goto fail;
-    ref_proc = NULL;
-    if (!ref_run.result) {
-        worker_failure(r, &ref_run, "reference", &o, 0);
-        if (r->verdict != KOPT_VERDICT_SKIPPED) {
-            char msg[sizeof(r->message)];
-            snprintf(msg, sizeof(msg), "%s", r->message);
-            set_verdict(r, KOPT_VERDICT_ERROR, "the problem's PyTorch reference failed, so "
-                        "nothing can be checked: %s", msg);
+    if (reuse) {
+        refp = &S->ref_run;
+        r->ref_reused = 1;
+    } else {
+        if ((rc = kopt__worker_finish(ctx, ref_proc, tmo, &ref_run)) != KOPT_OK)
+            goto fail;
+        ref_proc = NULL;
+        if (!ref_run.result) {
+            worker_failure(r, &ref_run, "reference", &o, 0);
+            if (r->verdict != KOPT_VERDICT_SKIPPED) {
+                char msg[sizeof(r->message)];
+                snprintf(msg, sizeof(msg), "%s", r->message);
+                set_verdict(r, KOPT_VERDICT_ERROR, "the problem's PyTorch reference failed, "
+                            "so nothing can be checked: %s", msg);
+            }
+            goto done;
         }
-        goto done;
+        if (S) {                       /* kept for the session's next candidates */
+            kopt__worker_run_free(&S->ref_run);
+            S->ref_run = ref_run;
+            S->ref_total = total;
+            S->cmp_cached = 0;
+            memset(&ref_run, 0, sizeof(ref_run));
+            refp = &S->ref_run;
+        }
     }
-    kopt__device_from_json(ref_run.device, &r->device);
-    setup_from_device(ref_run.device, &r->ref_setup);
+    kopt__device_from_json(refp->device, &r->device);
+    setup_from_device(refp->device, &r->ref_setup);
     r->ref_setup_ms = r->ref_setup.total_ms;
     if (phases[0].ref->has_work) {
         r->has_work = 1;
@@ -1058,8 +1085,8 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
     }
     r->device.ordinal = o.device;
     if (phases[0].timed) {
-        timing_from_run(&ref_run, 0, &r->ref_timing);
-        bracket_from_run(r, 1, &ref_run);
+        timing_from_run(refp, 0, &r->ref_timing);
+        bracket_from_run(r, 1, refp);
     }
     if (r->ceilings.valid)
         kopt_ceilings_fill_spec(&r->ceilings, &r->device);
@@ -1079,7 +1106,7 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
             torch_failure(&tmp, &cmp_run, "torch.compile baseline", &o);
             snprintf(r->compile_note, sizeof(r->compile_note), "%.500s", tmp.message);
         } else if (tmp.checks && (bad = compare_phase(&tmp, &phases[0], cmp_run.shm,
-                                                      ref_run.shm)) != 0) {
+                                                      refp->shm)) != 0) {
             snprintf(r->compile_note, sizeof(r->compile_note), "torch.compile's outputs differ "
                      "from eager's beyond the tolerance (%d check(s)): its time is not used",
                      bad);
@@ -1090,11 +1117,23 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
             r->has_compile = r->compile_timing.n > 0;
         }
         free(tmp.checks);
+        if (S) {                       /* the same for the session's next candidates */
+            S->cmp_cached = 1;
+            S->cmp_has = r->has_compile;
+            S->cmp_timing = r->compile_timing;
+            S->cmp_bracket = r->bracket[2];
+            snprintf(S->cmp_note, sizeof(S->cmp_note), "%s", r->compile_note);
+        }
+    } else if (cmp_reuse && o.torch_compile && !o.no_timing) {
+        r->has_compile = S->cmp_has;
+        r->compile_timing = S->cmp_timing;
+        r->bracket[2] = S->cmp_bracket;
+        snprintf(r->compile_note, sizeof(r->compile_note), "%s", S->cmp_note);
     }
 
     if (!cand) {
         r->timing = r->ref_timing;
-        r->time_ms = timing_wall(&ref_run);
+        r->time_ms = reuse ? 0 : timing_wall(refp);
         r->verify_ms = kopt_now_ms() - t1 - r->time_ms;
         if (phases[0].ref->has_work && r->timing.n && r->ceilings.valid)
             kopt__roofline(&r->roofline, phases[0].ref->flops, phases[0].ref->bytes,
@@ -1131,7 +1170,7 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
     for (int p = 0; p < nphases; p++) {
         char msg[1024];
         kopt_check rep;
-        if (check_inputs(p, phases[p].label, &cand_run, &ref_run, msg, sizeof(msg))) {
+        if (check_inputs(p, phases[p].label, &cand_run, refp, msg, sizeof(msg))) {
             set_verdict(r, KOPT_VERDICT_INPUT_MUTATED, "%s", msg);
             goto done;
         }
@@ -1148,9 +1187,9 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
     }
     r->compare_ms = kopt_now_ms();
     for (int p = 0; p < nphases; p++)
-        ncompared += compare_phase(r, &phases[p], cand_run.shm, ref_run.shm);
+        ncompared += compare_phase(r, &phases[p], cand_run.shm, refp->shm);
     r->compare_ms = kopt_now_ms() - r->compare_ms;
-    r->time_ms = timing_wall(&ref_run) + timing_wall(&cand_run);
+    r->time_ms = (reuse ? 0 : timing_wall(refp)) + timing_wall(&cand_run);
     r->verify_ms = kopt_now_ms() - t1 - r->time_ms;
     if (ncompared) {
         const kopt_check *c = NULL;
@@ -1240,7 +1279,7 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
     if (!r)
         return kopt_seterr(ctx, KOPT_E_NOMEM, "result");
     if (prob->ref_torch)
-        return free(r), json_decref(trace), eval_torch(out, ctx, prob, cand, opts);
+        return free(r), json_decref(trace), eval_torch(out, ctx, prob, cand, opts, S);
     if ((rc = kopt_candidate_check_concrete(ctx, cand)) != KOPT_OK)
         return free(r), rc;
     if (opts)
@@ -1414,8 +1453,10 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
             S->cand = NULL;
         }
         served_before = serve && S->cand;
-        if (reuse_ref)
+        if (reuse_ref) {
             refp = &S->ref_run;
+            r->ref_reused = 1;
+        }
         else if ((rc = start_subject(ctx, 1, !cand, 0, phases, nphases, total,
                                      cand ? ref_comp : cand_comp, rt, &o, NULL,
                                      &ref_proc)) != KOPT_OK)

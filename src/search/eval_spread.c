@@ -62,8 +62,7 @@ static void member_done(void *user, int index, const kopt_tune_outcome *o)
     if (ev->commit && (rc = ev->commit(ev->self, sp->ctx, sp->jobs[index].tag, out)) !=
                           KOPT_OK && sp->rc == KOPT_OK)
         sp->rc = rc;
-    if (!out->where.known)
-        out->where = o->where;
+    (void)o;   /* where: only what the evaluator measured on (none for a compile error) */
     sp->done(sp->user, index, out);
     kopt_search_outcome_clear(out);
 }
@@ -147,11 +146,8 @@ static kopt_status spread_tune(void *self, kopt_ctx *ctx, const char *source, co
                                int budget, kopt_search_outcome *out)
 {
     spread *sp = self;
-    kopt_status rc = sp->evs[0].tune(sp->evs[0].self, ctx, source, tag, budget, out);
-
-    if (!out->where.known)
-        out->where = sp->where[0];
-    return rc;
+    /* where: what the tuning's evaluator measured on, if anything (not a failed compile) */
+    return sp->evs[0].tune(sp->evs[0].self, ctx, source, tag, budget, out);
 }
 
 static void spread_prepare(void *self, kopt_ctx *ctx, const char *const *sources,

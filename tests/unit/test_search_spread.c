@@ -1,7 +1,8 @@
 /* The spread evaluator of kopt optimize --gpus (src/search/eval_spread.c) and the CPU
  * stand-in of a GPU (eval_standin.c): a batch runs on every evaluator at once, each outcome
  * comes back once, on the caller's thread, after its evaluator's commit (also on the
- * caller's thread), saying which GPU measured it; a single evaluation runs on the first
+ * caller's thread), saying which GPU measured it (none for a candidate that never reached
+ * one, e.g. a compile error); a single evaluation runs on the first
  * GPU; an evaluator's error stops the batch and comes back with its message. */
 #include <pthread.h>
 #include <stdlib.h>
@@ -41,9 +42,16 @@ static kopt_status rec_evaluate(void *self, kopt_ctx *ctx, const char *source, c
     if (r->fail_tag && strcmp(tag, r->fail_tag) == 0)
         return kopt_seterr(ctx, KOPT_E_ERROR, "boom on %s", tag);
     sleep_ms(DELAY_MS);
-    out->verdict = KOPT_VERDICT_OK;
-    out->time_ms = r->index + 1;
     out->log = strdup(tag);         /* owned: handed over with the outcome */
+    if (strcmp(tag, "compile_error") == 0) {
+        out->verdict = KOPT_VERDICT_COMPILE_ERROR;   /* never reached a GPU: no where */
+        return KOPT_OK;
+    }
+    out->verdict = KOPT_VERDICT_OK;
+    out->where.known = 1;           /* as a live evaluator says where it measured */
+    out->where.device = 10 + r->index;
+    snprintf(out->where.name, sizeof(out->where.name), "GPU %d", 10 + r->index);
+    out->time_ms = r->index + 1;
     return KOPT_OK;
 }
 
@@ -171,8 +179,14 @@ static void test_single_on_first(void)
         CHECK_EQ_STR(out.log, "n0");
         kopt_search_outcome_clear(&out);
     }
-    CHECK_EQ_INT(s.recs[0].evals, 3);
-    CHECK_EQ_INT(s.recs[0].commits, 3);
+    /* a candidate that never reached a GPU names none (the slot's is not lent to it) */
+    memset(&out, 0, sizeof(out));
+    CHECK_EQ_INT(s.ev.evaluate(s.ev.self, s.ctx, "x", "compile_error", &out), KOPT_OK);
+    CHECK_EQ_INT(out.verdict, KOPT_VERDICT_COMPILE_ERROR);
+    CHECK(!out.where.known);
+    kopt_search_outcome_clear(&out);
+    CHECK_EQ_INT(s.recs[0].evals, 4);
+    CHECK_EQ_INT(s.recs[0].commits, 4);
     close_spread(&s);
 }
 

@@ -1,0 +1,121 @@
+/*
+ * An evaluation session on a problem with a PyTorch reference (src/eval/eval.c,
+ * eval_torch): the session's seed is fixed, so the reference's outputs and time come from
+ * its first run and later candidates start only their own worker (reference_reused); a
+ * wrong candidate is still WRONG against those outputs; a one-shot evaluation never reuses.
+ * Runs on the CPU build of PyTorch (KOPT_TORCH_DEVICE=cpu), as CI has it; without torch:
+ * "skipped: no torch".
+ */
+#include "ktest.h"
+
+#include "kopt/kopt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const good =
+    "import torch\n"
+    "class ModelNew(torch.nn.Module):\n"
+    "    def __init__(self, *a):\n"
+    "        super().__init__()\n"
+    "    def forward(self, x, z, alpha):\n"
+    "        return alpha * x + z\n";
+
+static kopt_problem *import_problem(kopt_ctx *ctx, const char *dir)
+{
+    kopt_kb_import_record *recs = NULL;
+    kopt_problem *p = NULL;
+    char src[4096], out[4096], pdir[4200];
+    int n = 0;
+
+    snprintf(src, sizeof(src), "%s/../bench/kernelbench/problems/3_scale_add.py", KOPT_EXAMPLES_DIR);
+    snprintf(out, sizeof(out), "%s/p", dir);
+    if (!CHECK_EQ_INT(kopt_kb_import(ctx, src, out, NULL, &recs, &n), KOPT_OK) ||
+        !CHECK_EQ_INT(n, 1))
+        return NULL;
+    kopt_kb_import_free(recs, n);
+    snprintf(pdir, sizeof(pdir), "%s/3_scale_add", out);
+    CHECK_EQ_INT(kopt_problem_load(&p, ctx, pdir), KOPT_OK);
+    return p;
+}
+
+static kopt_eval_result *run(kopt_ctx *ctx, kopt_eval_session *s, const kopt_problem *prob,
+                             const kopt_eval_opts *o, const char *dir, const char *name,
+                             const char *text)
+{
+    char *path = ktest_write_file(dir, name, text);
+    kopt_candidate *c = NULL;
+    kopt_eval_result *r = NULL;
+
+    if (CHECK_EQ_INT(kopt_candidate_load(&c, ctx, path, prob), KOPT_OK)) {
+        if (s)
+            CHECK_EQ_INT(kopt_eval_session_run(s, ctx, c, &r), KOPT_OK);
+        else
+            CHECK_EQ_INT(kopt_eval_run(&r, ctx, prob, c, o), KOPT_OK);
+    }
+    kopt_candidate_free(c);
+    free(path);
+    return r;
+}
+
+static void test_reference_once_per_session(void)
+{
+    char *dir = ktest_tmpdir("sesstorch");
+    kopt_ctx *ctx = kopt_ctx_new();
+    kopt_problem *prob = NULL;
+    kopt_eval_session *s = NULL;
+    kopt_eval_opts o = KOPT_EVAL_OPTS_INIT;
+    kopt_eval_result *r1 = NULL, *r2 = NULL, *r3 = NULL, *r4 = NULL;
+    kopt_vars sizes = KOPT_VARS_INIT;
+
+    if (system("python3 -c 'import torch' >/dev/null 2>&1") != 0) {
+        KTEST_SKIP("no torch (python3 cannot import torch)");
+        goto out;
+    }
+    setenv("KOPT_TORCH_DEVICE", "cpu", 1);
+    if (!(prob = import_problem(ctx, dir)))
+        goto out;
+    kopt_vars_set(&sizes, "batch", 64);
+    kopt_vars_set(&sizes, "width", 96);
+    o.sizes = &sizes;
+    o.trials = 2;
+    o.no_timing = 1;
+    if (!CHECK_EQ_INT(kopt_eval_session_open(&s, ctx, prob, &o), KOPT_OK))
+        goto out;
+    r1 = run(ctx, s, prob, &o, dir, "a.py", good);
+    r2 = run(ctx, s, prob, &o, dir, "b.py", good);
+    r3 = run(ctx, s, prob, &o, dir, "wrong.py",
+             "import torch\nclass ModelNew(torch.nn.Module):\n    def __init__(self, *a):\n"
+             "        super().__init__()\n    def forward(self, x, z, alpha):\n        return alpha * x - z\n");
+    r4 = run(ctx, NULL, prob, &o, dir, "c.py", good);
+    if (!r1 || !r2 || !r3 || !r4)
+        goto out;
+    if (r1->verdict != KOPT_VERDICT_OK)
+        printf("  r1: %s\n", r1->message);
+    CHECK_EQ_INT(r1->verdict, KOPT_VERDICT_OK);
+    CHECK_EQ_INT(r1->ref_reused, 0);           /* the first runs the reference */
+    CHECK_EQ_INT(r2->verdict, KOPT_VERDICT_OK);
+    CHECK_EQ_INT(r2->ref_reused, 1);           /* the next ones take its outputs */
+    CHECK_EQ_INT(r3->verdict, KOPT_VERDICT_WRONG);
+    CHECK_EQ_INT(r3->ref_reused, 1);
+    CHECK_EQ_INT(r4->verdict, KOPT_VERDICT_OK);
+    CHECK_EQ_INT(r4->ref_reused, 0);           /* one-shot: a fresh seed, its own reference */
+out:
+    kopt_eval_result_free(r1);
+    kopt_eval_result_free(r2);
+    kopt_eval_result_free(r3);
+    kopt_eval_result_free(r4);
+    kopt_eval_session_close(s);
+    kopt_vars_free(&sizes);
+    kopt_problem_free(prob);
+    kopt_ctx_free(ctx);
+    ktest_rmtree(dir);
+    free(dir);
+}
+
+int main(int argc, char **argv)
+{
+    static const ktest_case cases[] = {KTEST(test_reference_once_per_session)};
+    return ktest_main(argc, argv, cases, KTEST_COUNT(cases));
+}
