@@ -119,6 +119,8 @@ if [ $ref30 = 1 ] || [ $cand30 = 1 ]; then
   KO="--trials 1 --budget-ms 30 --timeout 120"
   # bounds: both halves in one call under 8 minutes, or each half alone with more room
   if [ $ref30 = 1 ] && [ $cand30 = 1 ]; then TR=170 TN=140 TM=55; else TR=420 TN=300 TM=100; fi
+  # a caller with less time: KB30_REF_BOUND, KB30_CAND_BOUND, KB30_MODELNEW_BOUND (seconds)
+  TR=${KB30_REF_BOUND:-$TR} TN=${KB30_CAND_BOUND:-$TN} TM=${KB30_MODELNEW_BOUND:-$TM}
   suite30() {   # label, bound (s), title, kopt bench args...
     local label=$1 secs=$2 title=$3 t=$(date +%s) rc; shift 3
     timeout "$secs" "$K" bench /tmp/kopt-kb30 "$@" $KO > "$O/$label.txt" 2> "$O/$label.err"; rc=$?
