@@ -13,8 +13,9 @@
 # 2_row_softmax (PyTorch reference), against KernelBench's own harness shape
 # (bench/kernelbench_style.py: load_inline compile + 5 checks + 100 timed runs), cold and
 # warm; then the same kopt-native evaluations through kopt serve (workers started ahead, as
-# inside a search loop), three each; then a 5-point kopt tune of 2_row_softmax (an evaluation
-# session: the PyTorch reference runs once). About two minutes.
+# inside a search loop), three each; then 5 evaluations inside one evaluation session and 5
+# one-shot of the same candidates (bench/probe/session_cost.c: the reference runs once per
+# session). About two minutes.
 # kb30: KernelBench's own files, level 1 problems 1-20 and level 2 problems 1-10, copied
 # (not committed) to $KB_DIR/level1 and $KB_DIR/level2 (default kb_src/ in the repo root,
 # carried): imported, then three suites, one trial each (their inputs reach 6.4 GB): each
@@ -85,15 +86,16 @@ if [[ " $SECTIONS " == *" evalcost "* ]]; then
     done
   done
   kill "$sp" 2> /dev/null; wait "$sp" 2> /dev/null
-  # inside a session (kopt tune, kopt optimize): the PyTorch reference runs once at the
-  # session's seed; each further candidate starts only its own worker. Five block sizes of
-  # the kopt-native 2_row_softmax candidate, compile cache warm from a first run
-  for k in cold warm; do
-    timeout 200 "$K" tune /tmp/kopt-kb-problems/2_row_softmax bench/kernelbench/tune/2_row_softmax_tune.cu \
-        --strategy exhaustive --budget 5 --no-store --no-progress --json > "$O/tune_session_$k.json" 2> "$O/tune_session_$k.err"
-    say "evalcost session $k: kopt tune 2_row_softmax (PyTorch reference), exit $?: $(python3 -c 'import json,sys
-d = json.load(open(sys.argv[1])); n = d.get("evaluated") or 0; e = d.get("eval_s") or d.get("elapsed_s") or 0
-print("%d evaluations in %.2f s (tune %.2f s): %.2f s each, the first with the reference" % (n, e, d.get("elapsed_s", 0), e / n if n else 0))' "$O/tune_session_$k.json" 2>&1 | tail -1)"
+  # inside a session (kopt tune, kopt optimize): the reference runs once at the session's
+  # seed; each further candidate starts only its own worker (bench/probe/session_cost.c:
+  # 5 evaluations in one session, then 5 one-shot, of the same kopt-native candidate)
+  SC=$B/session_cost
+  [ -x "$SC" ] || cc -O2 -Iinclude -o "$SC" bench/probe/session_cost.c -L"$B" -lkopt -Wl,-rpath,"$PWD/$B" 2> "$O/session_cost_build.err"
+  for pc in "examples/softmax examples/softmax/fast.cu" \
+            "/tmp/kopt-kb-problems/2_row_softmax bench/kernelbench/candidates/2_row_softmax.cu"; do
+    read -r pp cc <<< "$pc"
+    timeout 150 "$SC" "$pp" "$cc" 5 > "$O/session_$(basename "$pp").txt" 2>&1
+    while read -r line; do say "evalcost in-session $(basename "$pp"): $line"; done < "$O/session_$(basename "$pp").txt"
   done
 fi
 ref30=0; cand30=0

@@ -197,7 +197,8 @@ static void profile(live *l, kopt_ctx *ctx, const kopt_candidate *c, const kopt_
 /* Where the result was measured. */
 static void where_of(const live *l, const kopt_eval_result *r, kopt_search_outcome *out)
 {
-    if (!r->has_device)
+    /* a candidate that did not compile never reached the GPU: it names none */
+    if (!r->has_device || r->verdict == KOPT_VERDICT_COMPILE_ERROR || !r->device.name[0])
         return;
     out->where.known = 1;
     out->where.device = l->o.eval.device;
