@@ -479,7 +479,11 @@ def worker_main():
     w = None
     job = None
     try:
+        if "--ahead" in sys.argv:   # started before its job (a session's next candidate):
+            import torch  # noqa: F401  the slow part of the start, while the parent works
         line = sys.stdin.readline()
+        if not line:                # the session ended before a job came
+            return 0
         job = json.loads(line)
         w = Worker()
         stop = threading.Event()

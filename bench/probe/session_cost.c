@@ -2,15 +2,18 @@
  * What one evaluation costs inside an evaluation session (kopt_eval_session: what kopt tune
  * and kopt optimize use), against a one-shot evaluation of the same candidate: opens a
  * session on PROBLEM, evaluates CANDIDATE N times in it, then N times one-shot, and prints
- * each evaluation's wall time, verdict and whether the reference's run was reused.
+ * each evaluation's wall time, verdict, whether the reference's run was reused and whether
+ * the candidate's worker was started ahead. GAP_MS (default 0) waits between evaluations,
+ * as a search does while its model answers or its compiler works.
  * Build (bench/kb_session.sh evalcost does): cc -O2 -Iinclude -o build/session_cost
  *   bench/probe/session_cost.c -Lbuild -lkopt -Wl,-rpath,$PWD/build
- * Usage: session_cost PROBLEM CANDIDATE [N]
+ * Usage: session_cost PROBLEM CANDIDATE [N [GAP_MS]]
  */
 #include "kopt/kopt.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 static int one(kopt_ctx *ctx, kopt_eval_session *s, const kopt_problem *p,
                const kopt_candidate *c, const char *label, int i)
@@ -23,8 +26,9 @@ static int one(kopt_ctx *ctx, kopt_eval_session *s, const kopt_problem *p,
         fprintf(stderr, "%s %d: %s\n", label, i, kopt_errmsg(ctx));
         return 1;
     }
-    printf("%s %d: %.0f ms, %s, reference %s\n", label, i, kopt_now_ms() - t0,
-           kopt_verdict_name(r->verdict), r->ref_reused ? "reused" : "run");
+    printf("%s %d: %.0f ms, %s, reference %s, worker %s\n", label, i, kopt_now_ms() - t0,
+           kopt_verdict_name(r->verdict), r->ref_reused ? "reused" : "run",
+           r->worker_ahead ? "started ahead" : "started now");
     kopt_eval_result_free(r);
     return 0;
 }
@@ -35,10 +39,10 @@ int main(int argc, char **argv)
     kopt_problem *p = NULL;
     kopt_candidate *c = NULL;
     kopt_eval_session *s = NULL;
-    int n = argc > 3 ? atoi(argv[3]) : 5, bad = 0;
+    int n = argc > 3 ? atoi(argv[3]) : 5, gap_ms = argc > 4 ? atoi(argv[4]) : 0, bad = 0;
 
     if (argc < 3) {
-        fprintf(stderr, "usage: session_cost PROBLEM CANDIDATE [N]\n");
+        fprintf(stderr, "usage: session_cost PROBLEM CANDIDATE [N [GAP_MS]]\n");
         return 2;
     }
     if (kopt_problem_load(&p, ctx, argv[1]) != KOPT_OK ||
@@ -47,10 +51,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "session_cost: %s\n", kopt_errmsg(ctx));
         return 1;
     }
-    for (int i = 1; i <= n; i++)
+    for (int i = 1; i <= n; i++) {
         bad |= one(ctx, s, p, c, "session", i);
-    for (int i = 1; i <= n; i++)
+        usleep((useconds_t)gap_ms * 1000);
+    }
+    for (int i = 1; i <= n; i++) {
         bad |= one(ctx, NULL, p, c, "one-shot", i);
+        usleep((useconds_t)gap_ms * 1000);
+    }
     kopt_eval_session_close(s);
     kopt_candidate_free(c);
     kopt_problem_free(p);

@@ -169,6 +169,9 @@ typedef struct kopt_eval_result {
     /* 1: in a session, the reference's outputs and time (and a PyTorch reference's
      * torch.compile baseline) are those of its first run at the session's seed */
     int ref_reused;
+    /* 1: the candidate's PyTorch worker was started ahead, at the end of the session's
+     * previous evaluation (torch imported while the search worked) */
+    int worker_ahead;
 } kopt_eval_result;
 
 typedef struct kopt_eval_opts {

@@ -798,6 +798,10 @@ struct kopt_eval_session {
     kopt_timing cmp_timing;
     char cmp_note[512];
     __typeof__(((kopt_eval_result *)0)->bracket[2]) cmp_bracket;
+    /* the next candidate's PyTorch worker, started (torch importing) once the last
+     * evaluation's timing was over, and the subject it was started for */
+    kopt__worker_proc *ahead;
+    char ahead_subject[16];
 };
 
 /* ---- problems with a PyTorch reference (docs/kernelbench.md) ----------------------------- */
@@ -1033,10 +1037,24 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
                                                    NULL, NULL, &o, script), total,
                                     &ref_proc)) != KOPT_OK)
         goto fail;
-    if (cand && (rc = torch_start(ctx, torch_job(ctx, cand_subject, prob, phases, nphases, 0,
-                                                 cand, comp, &o, script),
-                                  total, &cand_proc)) != KOPT_OK)
+    if (cand && S && S->ahead && strcmp(S->ahead_subject, cand_subject) == 0 &&
+        kopt__worker_alive(S->ahead)) {
+        /* the worker the last evaluation started for this one: torch imported already */
+        json_t *job = torch_job(ctx, cand_subject, prob, phases, nphases, 0, cand, comp, &o,
+                                script);
+        cand_proc = S->ahead;
+        S->ahead = NULL;
+        r->worker_ahead = 1;
+        rc = job ? kopt__worker_give(ctx, cand_proc, job, total)
+                 : kopt_seterr(ctx, KOPT_E_NOMEM, "job");
+        json_decref(job);
+        if (rc != KOPT_OK)
+            goto fail;
+    } else if (cand && (rc = torch_start(ctx, torch_job(ctx, cand_subject, prob, phases, nphases,
+                                                        0, cand, comp, &o, script),
+                                         total, &cand_proc)) != KOPT_OK) {
         goto fail;
+    }
     if (o.torch_compile && !o.no_timing && !cmp_reuse &&
         (rc = torch_start(ctx, torch_job(ctx, "compile", prob, phases, 1, 1, NULL, NULL, &o,
                                          script), layout(phases, 1), &cmp_proc)) != KOPT_OK)
@@ -1223,6 +1241,15 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
 fail:
     set_verdict(r, KOPT_VERDICT_ERROR, "%s", kopt_errmsg(ctx));
 done:
+    /* a session's next candidate will want a worker like this one's: start it now, after
+     * every timing of this evaluation, so torch imports while the search works */
+    if (S && cand && script && cand_subject && phases[0].ref && !S->ahead) {
+        json_t *job = torch_job(ctx, cand_subject, prob, phases, nphases, 0, cand, comp, &o,
+                                script);
+        if (job && kopt__worker_start_ahead(ctx, job, &S->ahead) == KOPT_OK)
+            snprintf(S->ahead_subject, sizeof(S->ahead_subject), "%s", cand_subject);
+        json_decref(job);
+    }
     for (int p = 0; p < 2; p++) {
         kopt_bound_free(phases[p].ref);
         kopt_bound_free(phases[p].cand);
@@ -1744,6 +1771,7 @@ void kopt_eval_session_close(kopt_eval_session *s)
     if (!s)
         return;
     kopt__worker_proc_free(s->cand);
+    kopt__worker_proc_free(s->ahead);
     kopt__worker_run_free(&s->ref_run);
     free(s);
 }

@@ -337,11 +337,13 @@ kopt_status kopt__worker_send(kopt_ctx *ctx, kopt__worker_proc *w, json_t *job, 
     return KOPT_OK;
 }
 
-kopt_status kopt__worker_start(kopt_ctx *ctx, json_t *job, size_t shm_size,
-                               kopt__worker_proc **out)
+/* Launch `job`'s program (with `extra` appended to it, if any) in its sandbox, if it has one:
+ * a folder of its own made here and named in the job's "sandbox". No job sent yet. */
+static kopt_status start_process(kopt_ctx *ctx, json_t *job, const char *extra,
+                                 kopt__worker_proc **out)
 {
     kopt__sandbox_limits lim;
-    json_t *sb = json_object_get(job, "sandbox");
+    json_t *sb = json_object_get(job, "sandbox"), *program = json_object_get(job, "program");
     char tmpdir[PATH_MAX] = "";
     kopt_status rc;
 
@@ -358,18 +360,54 @@ kopt_status kopt__worker_start(kopt_ctx *ctx, json_t *job, size_t shm_size,
         lim.no_network = json_is_true(json_object_get(sb, "no_network"));
         json_object_set_new(sb, "tmpdir", json_string(tmpdir));
     }
-    if ((rc = launch(ctx, json_object_get(job, "wrap"), json_object_get(job, "program"),
-                     sb ? &lim : NULL, -1, out)) != KOPT_OK) {
+    if (extra && json_array_size(program)) {
+        program = json_copy(program);
+        json_array_append_new(program, json_string(extra));
+    } else {
+        json_incref(program);
+    }
+    rc = launch(ctx, json_object_get(job, "wrap"), program, sb ? &lim : NULL, -1, out);
+    json_decref(program);
+    if (rc != KOPT_OK) {
         if (tmpdir[0])
             kopt__rmtree(tmpdir);
         return rc;
     }
     snprintf((*out)->tmpdir, sizeof((*out)->tmpdir), "%s", tmpdir);
-    if ((rc = kopt__worker_send(ctx, *out, job, shm_size)) != KOPT_OK) {
+    return KOPT_OK;
+}
+
+kopt_status kopt__worker_start(kopt_ctx *ctx, json_t *job, size_t shm_size,
+                               kopt__worker_proc **out)
+{
+    kopt_status rc = start_process(ctx, job, NULL, out);
+
+    if (rc == KOPT_OK && (rc = kopt__worker_send(ctx, *out, job, shm_size)) != KOPT_OK) {
         kopt__worker_proc_free(*out);
         *out = NULL;
     }
     return rc;
+}
+
+kopt_status kopt__worker_start_ahead(kopt_ctx *ctx, const json_t *job, kopt__worker_proc **out)
+{
+    json_t *copy = json_deep_copy(job);   /* the sandbox folder is written into it */
+    kopt_status rc;
+
+    if (!copy)
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "job");
+    rc = start_process(ctx, copy, "--ahead", out);
+    json_decref(copy);
+    return rc;
+}
+
+kopt_status kopt__worker_give(kopt_ctx *ctx, kopt__worker_proc *w, json_t *job, size_t shm_size)
+{
+    json_t *sb = json_object_get(job, "sandbox");
+
+    if (sb && w->tmpdir[0])             /* the folder its sandbox was made with */
+        json_object_set_new(sb, "tmpdir", json_string(w->tmpdir));
+    return kopt__worker_send(ctx, w, job, shm_size);
 }
 
 /* Read events until `until` returns true, EOF, or no event for timeout_s (then kill). */

@@ -53,6 +53,11 @@ typedef struct kopt__worker_proc kopt__worker_proc;
 kopt_status kopt__worker_start(kopt_ctx *ctx, json_t *job, size_t shm_size,
                                kopt__worker_proc **out);
 kopt_status kopt__worker_ready(kopt_ctx *ctx, kopt__worker_proc *w);
+/* Start a worker of `job`'s program, in `job`'s sandbox, ahead of the job: its program gets
+ * "--ahead" (the PyTorch worker imports torch meanwhile); kopt__worker_give hands it a job
+ * of the same program and sandbox later (an evaluation session's next candidate). */
+kopt_status kopt__worker_start_ahead(kopt_ctx *ctx, const json_t *job, kopt__worker_proc **out);
+kopt_status kopt__worker_give(kopt_ctx *ctx, kopt__worker_proc *w, json_t *job, size_t shm_size);
 /* Start in two steps: prestart launches a worker with no job, which makes its CUDA context
  * on `device` meanwhile (--early-device); send gives it its job and output buffer. The
  * parent prepares the job (compiles, binds) while the context is made. Device code only:

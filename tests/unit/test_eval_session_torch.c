@@ -1,8 +1,9 @@
 /*
  * An evaluation session on a problem with a PyTorch reference (src/eval/eval.c,
  * eval_torch): the session's seed is fixed, so the reference's outputs and time come from
- * its first run and later candidates start only their own worker (reference_reused); a
- * wrong candidate is still WRONG against those outputs; a one-shot evaluation never reuses.
+ * its first run and later candidates start only their own worker (reference_reused), one
+ * started ahead at the end of the previous evaluation (worker_ahead); a wrong candidate is
+ * still WRONG against those outputs; a one-shot evaluation does neither.
  * Runs on the CPU build of PyTorch (KOPT_TORCH_DEVICE=cpu), as CI has it; without torch:
  * "skipped: no torch".
  */
@@ -95,12 +96,16 @@ static void test_reference_once_per_session(void)
         printf("  r1: %s\n", r1->message);
     CHECK_EQ_INT(r1->verdict, KOPT_VERDICT_OK);
     CHECK_EQ_INT(r1->ref_reused, 0);           /* the first runs the reference */
+    CHECK_EQ_INT(r1->worker_ahead, 0);         /* and starts its own worker */
     CHECK_EQ_INT(r2->verdict, KOPT_VERDICT_OK);
     CHECK_EQ_INT(r2->ref_reused, 1);           /* the next ones take its outputs */
+    CHECK_EQ_INT(r2->worker_ahead, 1);         /* and the worker the last one started */
     CHECK_EQ_INT(r3->verdict, KOPT_VERDICT_WRONG);
     CHECK_EQ_INT(r3->ref_reused, 1);
+    CHECK_EQ_INT(r3->worker_ahead, 1);         /* a wrong candidate in it is still WRONG */
     CHECK_EQ_INT(r4->verdict, KOPT_VERDICT_OK);
     CHECK_EQ_INT(r4->ref_reused, 0);           /* one-shot: a fresh seed, its own reference */
+    CHECK_EQ_INT(r4->worker_ahead, 0);
 out:
     kopt_eval_result_free(r1);
     kopt_eval_result_free(r2);
