@@ -306,7 +306,7 @@ def test_bad_values():
         check(p.returncode == 2 and "--gpus all: no GPU here" in p.stderr,
               "--gpus all without a GPU: usage error (%s)" % p.stderr.strip()[:100])
     else:
-        print("skipped: --gpus all without a GPU (%d here)" % count)
+        print("skipped: the case of --gpus all on a machine with no GPU (%d GPU(s) here)" % count)
 
 
 def main():
