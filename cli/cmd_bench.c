@@ -432,10 +432,7 @@ bad_value:
     if (no_store)
         ro.db_path = NULL;
     if (gpus_spec) {
-        kopt_device_info info;
-        int count = -1;                 /* stand-ins (KOPT_SCALE_STANDIN): any index */
-        if (kopt_scale_standin_env() < 0 && kopt_device_nvml(NULL, 0, &info, &count) != KOPT_OK)
-            count = 0;
+        int count = kopt_scale_gpus_here();
         if (kopt_scale_devices_parse(ctx, gpus_spec, count, gpus, KOPT_SCALE_MAX_SLOTS,
                                      &ngpus) != KOPT_OK) {
             fprintf(stderr, "kopt bench: %s\n", kopt_errmsg(ctx));

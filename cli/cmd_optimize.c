@@ -260,17 +260,15 @@ int cmd_optimize(int argc, char **argv)
     if (gpus_spec) {
         /* checked against the GPUs here, unless none is needed now: stand-ins (the scripted
          * evaluator, $KOPT_SCALE_STANDIN) or --propose (the width only) */
-        kopt_device_info info;
-        int count = -1;
+        int count;
         if (replay) {
             fprintf(stderr, "kopt optimize: --gpus with --replay: a replay evaluates nothing "
                     "(it rebuilds the tree at the width it was searched with)\n");
             code = KOPT_EXIT_USAGE;
             goto done;
         }
-        if (kopt_scale_standin_env() < 0 && !(evaluator && strcmp(evaluator, "fake") == 0) &&
-            !propose && kopt_device_nvml(NULL, 0, &info, &count) != KOPT_OK)
-            count = 0;
+        count = (evaluator && strcmp(evaluator, "fake") == 0) || propose ? -1
+                                                                         : kopt_scale_gpus_here();
         if (kopt_scale_devices_parse(ctx, gpus_spec, count, gpus, KOPT_SCALE_MAX_SLOTS,
                                      &ngpus) != KOPT_OK) {
             fprintf(stderr, "kopt optimize: %s\n", kopt_errmsg(ctx));

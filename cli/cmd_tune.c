@@ -609,12 +609,7 @@ int cmd_tune(int argc, char **argv)
         goto done;
     }
     if (a.gpus_spec) {
-        kopt_device_info info;
-        int count = 0;
-        if (kopt_scale_standin_env() >= 0)
-            count = -1;                 /* stand-ins: any index */
-        else
-            kopt_device_nvml(NULL, 0, &info, &count);
+        int count = kopt_scale_gpus_here();
         if (kopt_scale_devices_parse(ctx, a.gpus_spec, count, a.gpus, KOPT_SCALE_MAX_SLOTS,
                                      &a.o.ngpus) != KOPT_OK) {
             fprintf(stderr, "kopt tune: %s\n", kopt_errmsg(ctx));

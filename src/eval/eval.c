@@ -333,6 +333,21 @@ static void worker_failure(kopt_eval_result *r, const kopt__worker_run *run, con
     }
 }
 
+/* The reference's worker gave no result: nothing can be checked (an ERROR naming why,
+ * unless it was SKIPPED: no GPU). `what`: "reference", "PyTorch reference". */
+static void reference_failed(kopt_eval_result *r, const kopt__worker_run *run,
+                             const kopt_eval_opts *o, const char *what)
+{
+    char msg[sizeof(r->message)];
+
+    worker_failure(r, run, "reference", o, 0);
+    if (r->verdict == KOPT_VERDICT_SKIPPED)
+        return;
+    snprintf(msg, sizeof(msg), "%s", r->message);
+    set_verdict(r, KOPT_VERDICT_ERROR, "the problem's %s failed, so nothing can be checked: %s",
+                what, msg);
+}
+
 /* The run's event-bracket cost in `phase` (0 when it did not measure one). */
 static double run_overhead(const kopt__worker_run *run, int phase)
 {
@@ -1075,13 +1090,7 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
             goto fail;
         ref_proc = NULL;
         if (!ref_run.result) {
-            worker_failure(r, &ref_run, "reference", &o, 0);
-            if (r->verdict != KOPT_VERDICT_SKIPPED) {
-                char msg[sizeof(r->message)];
-                snprintf(msg, sizeof(msg), "%s", r->message);
-                set_verdict(r, KOPT_VERDICT_ERROR, "the problem's PyTorch reference failed, "
-                            "so nothing can be checked: %s", msg);
-            }
+            reference_failed(r, &ref_run, &o, "PyTorch reference");
             goto done;
         }
         if (S) {                       /* kept for the session's next candidates */
@@ -1530,13 +1539,7 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
     }
     trace_step(trace, "reference_run", &ts);
     if (!refp->result) {
-        worker_failure(r, refp, "reference", &o, 0);
-        if (r->verdict != KOPT_VERDICT_SKIPPED) {
-            char msg[sizeof(r->message)];
-            snprintf(msg, sizeof(msg), "%s", r->message);
-            set_verdict(r, KOPT_VERDICT_ERROR, "the problem's reference failed, so nothing can be "
-                        "checked: %s", msg);
-        }
+        reference_failed(r, refp, &o, "reference");
         goto done;
     }
     ref_ran = refp == &ref_run;

@@ -9,6 +9,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+int kopt_scale_gpus_here(void)
+{
+    kopt_device_info info;
+    int count = 0;
+
+    if (kopt_scale_standin_env() >= 0)
+        return -1;
+    if (kopt_device_nvml(NULL, 0, &info, &count) != KOPT_OK)
+        return 0;
+    return count;
+}
+
 kopt_status kopt_scale_devices_parse(kopt_ctx *ctx, const char *spec, int count, int *out,
                                      int max, int *n)
 {
