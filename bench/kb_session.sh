@@ -88,13 +88,15 @@ if [[ " $SECTIONS " == *" evalcost "* ]]; then
   kill "$sp" 2> /dev/null; wait "$sp" 2> /dev/null
   # inside a session (kopt tune, kopt optimize): the reference runs once at the session's
   # seed; each further candidate starts only its own worker (bench/probe/session_cost.c:
-  # 5 evaluations in one session, then 5 one-shot, of the same kopt-native candidate)
+  # 5 evaluations in one session, then 5 one-shot, of the same kopt-native candidate, each
+  # after a gap of KB_GAP_MS (default 3000 ms: what a model's answer or a compile leaves,
+  # in which the next candidate's worker is started ahead)
   SC=$B/session_cost
   [ -x "$SC" ] || cc -O2 -Iinclude -o "$SC" bench/probe/session_cost.c -L"$B" -lkopt -Wl,-rpath,"$PWD/$B" 2> "$O/session_cost_build.err"
   for pc in "examples/softmax examples/softmax/fast.cu" \
             "/tmp/kopt-kb-problems/2_row_softmax bench/kernelbench/candidates/2_row_softmax.cu"; do
     read -r pp cc <<< "$pc"
-    timeout 150 "$SC" "$pp" "$cc" 5 > "$O/session_$(basename "$pp").txt" 2>&1
+    timeout 150 "$SC" "$pp" "$cc" 5 "${KB_GAP_MS:-3000}" > "$O/session_$(basename "$pp").txt" 2>&1
     while read -r line; do say "evalcost in-session $(basename "$pp"): $line"; done < "$O/session_$(basename "$pp").txt"
   done
 fi
