@@ -47,9 +47,10 @@ static void help(FILE *f)
         "                        the least energy within --energy-slack of the best time)\n"
         "  --energy-window S     seconds of back-to-back runs per energy reading (default 1)\n"
         "  --energy-slack F      time-energy: fraction of the best time (default 0.05)\n"
-        "  --compile-threads N   CPU threads compiling ahead (default 2; 0: no pipeline)\n"
+        "  --compile-threads N   CPU threads compiling ahead (default 2; with --gpus or MPI,\n"
+        "                        4 per GPU or rank, up to the usable CPUs; 0: no pipeline)\n"
         "  --lookahead N         points asked ahead for compiling (default 8; with several\n"
-        "                        GPUs at least twice their number)\n"
+        "                        GPUs at least 8 per GPU)\n"
         "scale-out (docs/scale.md):\n"
         "  --gpus all|0,2,5      evaluate on these GPUs at once, one session each, each round's\n"
         "                        points to the first free GPU (use a strategy that proposes\n"
@@ -424,6 +425,7 @@ static int parse_args(tune_args *a, kopt_ctx *ctx, int argc, char **argv, int *c
         case 'P': v = strtol(optarg, &end, 10);
             if (*end || v < 0 || v > 256) goto bad_number;
             a->o.compile_threads = (int)v;
+            a->o.given |= KOPT_RUN_TUNE_GIVEN_COMPILE_THREADS;
             break;
         case 'A': v = strtol(optarg, &end, 10);
             if (*end || v < 1 || v > 4096) goto bad_number;

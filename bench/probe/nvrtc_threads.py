@@ -1,10 +1,17 @@
 #!/usr/bin/env python3
 # Does NVRTC compile in parallel inside one process? Compiles examples/sgemm/tune.cu (one
-# tile configuration, sm_90) N times on 1, 2, 4, 8 and 16 threads of one process, and on 8
-# processes, through libnvrtc by ctypes (foreign calls release the GIL), and prints the
-# wall time per compile for each. Used to explain compile-bound tuning runs
+# tile configuration, sm_90) N times on 1, 2, 4, 8 and 16 threads of one process, and on
+# 1, 2, 4, 8 and 16 processes (each warmed by one compile first, then timed from a common
+# start), through libnvrtc by ctypes (foreign calls release the GIL), and prints the wall
+# time per compile for each. Every compile has its own -DKOPT_SALT=k, so nothing a compiler
+# might keep between identical programs is reused. Used to explain compile-bound tuning runs
 # (bench/results/2026-11-25-h100x2-scale). Usage: python3 bench/probe/nvrtc_threads.py [N]
 import ctypes, ctypes.util, glob, multiprocessing, os, sys, threading, time
+
+# as kopt does (src/cuda/loader.c): where a GPU driver is installed, NVRTC would otherwise
+# answer a program it has seen from the driver's compute cache (0.015 s "compiles" on the
+# H100 machine, 2026-11-25: that run measured the cache, not the compiler)
+os.environ.setdefault("CUDA_CACHE_DISABLE", "1")
 
 def find_nvrtc():
     cands = glob.glob("/usr/local/cuda*/lib64/libnvrtc.so*") + [ctypes.util.find_library("nvrtc") or ""]
@@ -20,12 +27,19 @@ SRC = open(os.path.join(os.path.dirname(__file__), "../../examples/sgemm/tune.cu
 OPTS = [b"--gpu-architecture=sm_90", b"-DBM=128", b"-DBN=128", b"-DBK=16", b"-DTM=8", b"-DTN=8",
         b"-DLANES_M=2", b"-DSTAGES=2", b"-DMINB=1"]
 
+SALT = [0]
+SALT_LOCK = threading.Lock()
+
 def compile_one():
+    with SALT_LOCK:
+        SALT[0] += 1
+        salt = b"-DKOPT_SALT=%d%d" % (os.getpid(), SALT[0])
+    opts = OPTS + [salt]
     prog = ctypes.c_void_p()
     if LIB.nvrtcCreateProgram(ctypes.byref(prog), SRC, b"tune.cu", 0, None, None) != 0:
         sys.exit("nvrtcCreateProgram failed")
-    arr = (ctypes.c_char_p * len(OPTS))(*OPTS)
-    rc = LIB.nvrtcCompileProgram(prog, len(OPTS), arr)
+    arr = (ctypes.c_char_p * len(opts))(*opts)
+    rc = LIB.nvrtcCompileProgram(prog, len(opts), arr)
     LIB.nvrtcDestroyProgram(ctypes.byref(prog))
     if rc != 0:
         sys.exit("nvrtcCompileProgram failed (%d)" % rc)
@@ -34,16 +48,40 @@ def many(k):
     for _ in range(k):
         compile_one()
 
-def timed(workers, n, procs=False):
+def timed(workers, n):
     per = n // workers
-    kind = multiprocessing.Process if procs else threading.Thread
-    ws = [kind(target=many, args=(per,)) for _ in range(workers)]
+    ws = [threading.Thread(target=many, args=(per,)) for _ in range(workers)]
     t = time.time()
     for w in ws:
         w.start()
     for w in ws:
         w.join()
     return (time.time() - t) / (per * workers)
+
+def proc_main(per, ready, go, done):
+    compile_one()          # this process's own warm-up, not timed
+    ready.release()
+    go.wait()
+    many(per)
+    done.put(time.time())
+
+def timed_procs(workers, n):
+    per = n // workers
+    ready = multiprocessing.Semaphore(0)
+    go = multiprocessing.Event()
+    done = multiprocessing.Queue()
+    ps = [multiprocessing.Process(target=proc_main, args=(per, ready, go, done))
+          for _ in range(workers)]
+    for p in ps:
+        p.start()
+    for _ in ps:
+        ready.acquire()
+    t = time.time()
+    go.set()
+    end = max(done.get() for _ in ps)
+    for p in ps:
+        p.join()
+    return (end - t) / (per * workers)
 
 if __name__ == "__main__":
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 32
@@ -53,5 +91,7 @@ if __name__ == "__main__":
         if t > n:
             break
         print("threads %2d: %.3f s per compile (wall)" % (t, timed(t, n)))
-    p = min(8, n)
-    print("processes %d: %.3f s per compile (wall)" % (p, timed(p, n, procs=True)))
+    for p in (1, 2, 4, 8, 16):
+        if p > n:
+            break
+        print("processes %2d: %.3f s per compile (wall)" % (p, timed_procs(p, n)))

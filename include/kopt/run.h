@@ -106,6 +106,11 @@ kopt_run_fault kopt_run_last_fault(const kopt_run *run);
  * (a worker, about a second) and stored. *out is left invalid (valid = 0) with a warning
  * when they cannot be measured; KOPT_OK either way. */
 kopt_status kopt_run_ceilings(kopt_run *run, kopt_ctx *ctx, int device, kopt_ceilings *out);
+/* The same for n devices at once: those neither known to the run nor stored are measured
+ * together, one thread each (a measurement takes ~2 s of one GPU; four in turn held a
+ * 4-GPU tuning run ~8 s before its first point), then stored in device order. */
+kopt_status kopt_run_ceilings_many(kopt_run *run, kopt_ctx *ctx, const int *devices, int n,
+                                   kopt_ceilings *out);
 
 /* ---- evaluation ------------------------------------------------------------------------- */
 
@@ -263,7 +268,8 @@ typedef struct kopt_run_tune_opts {
 enum {
     KOPT_RUN_TUNE_GIVEN_STRATEGY = 1, KOPT_RUN_TUNE_GIVEN_OPTIONS = 2,
     KOPT_RUN_TUNE_GIVEN_SEED = 4, KOPT_RUN_TUNE_GIVEN_BUDGET = 8,
-    KOPT_RUN_TUNE_GIVEN_OBJECTIVE = 16
+    KOPT_RUN_TUNE_GIVEN_OBJECTIVE = 16,
+    KOPT_RUN_TUNE_GIVEN_COMPILE_THREADS = 32   /* else scale-out sets them per slot */
 };
 #define KOPT_RUN_TUNE_OPTS_INIT {1, NULL, NULL, NULL, 0, NULL, NULL, "annealing", NULL, 1, 200, \
     0.0, KOPT_TUNE_TIME, 1.0, 0.05, 2, 8, 0, 0, 0, 0, 0, 0, KOPT_EVAL_OPTS_INIT, NULL, NULL, \

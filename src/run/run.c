@@ -4,6 +4,7 @@
  */
 #include "run_int.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -239,6 +240,84 @@ kopt_status kopt_run_ceilings(kopt_run *run, kopt_ctx *ctx, int device, kopt_cei
         slot->c = *out;
     if (!out->valid)
         kopt_log(ctx, KOPT_LOG_WARN, "device ceilings not measured: %s", kopt_errmsg(ctx));
+    return KOPT_OK;
+}
+
+typedef struct measure_job {
+    int device;
+    const char *cache_dir;
+    kopt_ctx *ctx;
+    kopt_device_info dev;
+    kopt_ceilings c;
+    kopt_status rc;
+} measure_job;
+
+static void *measure_thread(void *arg)
+{
+    measure_job *j = arg;
+    j->rc = kopt_device_measure(j->ctx, j->device, j->cache_dir, &j->dev, &j->c);
+    return NULL;
+}
+
+kopt_status kopt_run_ceilings_many(kopt_run *run, kopt_ctx *ctx, const int *devices, int n,
+                                   kopt_ceilings *out)
+{
+    measure_job *jobs = calloc((size_t)(n > 0 ? n : 1), sizeof(*jobs));
+    pthread_t *th = calloc((size_t)(n > 0 ? n : 1), sizeof(*th));
+    int *started = calloc((size_t)(n > 0 ? n : 1), sizeof(*started));
+
+    if (!jobs || !th || !started) {
+        free(jobs);
+        free(th);
+        free(started);
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "ceilings");
+    }
+    for (int i = 0; i < n; i++) {
+        const kopt_ceilings *known = kopt__run_known_ceilings(run, ctx, devices[i]);
+        int dup = 0;
+        memset(&out[i], 0, sizeof(out[i]));
+        if (known) {
+            out[i] = *known;
+            continue;
+        }
+        for (int k = 0; k < i; k++)
+            dup |= devices[k] == devices[i] && started[k];
+        jobs[i].device = devices[i];
+        jobs[i].cache_dir = run->cache_dir;
+        jobs[i].rc = KOPT_E_ERROR;
+        if (dup || !(jobs[i].ctx = kopt_ctx_new()))
+            continue;
+        started[i] = pthread_create(&th[i], NULL, measure_thread, &jobs[i]) == 0;
+        if (!started[i])                /* measured here instead */
+            measure_thread(&jobs[i]), started[i] = -1;
+    }
+    for (int i = 0; i < n; i++) {
+        kopt__run_ceilings *slot;
+        if (started[i] > 0)
+            pthread_join(th[i], NULL);
+        if (!started[i])
+            continue;
+        out[i] = jobs[i].c;
+        if (jobs[i].rc == KOPT_OK && out[i].valid) {
+            if (run->store)
+                kopt_store_put_device(run->store, ctx, &jobs[i].dev, &out[i]);
+            if ((slot = ceil_slot(run, devices[i])) != NULL)
+                slot->c = out[i];
+        } else {
+            kopt_log(ctx, KOPT_LOG_WARN, "device ceilings of GPU %d not measured: %s",
+                     devices[i], kopt_errmsg(jobs[i].ctx));
+        }
+        kopt_ctx_free(jobs[i].ctx);
+    }
+    /* a device listed twice takes the first one's */
+    for (int i = 0; i < n; i++)
+        if (!out[i].valid)
+            for (int k = 0; k < i; k++)
+                if (devices[k] == devices[i] && out[k].valid)
+                    out[i] = out[k];
+    free(jobs);
+    free(th);
+    free(started);
     return KOPT_OK;
 }
 

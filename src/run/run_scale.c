@@ -46,11 +46,9 @@ static kopt_status local_slot(kopt_run_tune *t, kopt_ctx *ctx, int i, kopt_scale
         return kopt_scale_slot_standin(out, ctx, P->devs[i], P->standin_ms,
                                        kopt_scale_standin_model(P->devs[i], model,
                                                                 sizeof(model)));
-    /* each GPU's own ceilings: GPUs of one run may differ */
+    /* each GPU's own ceilings (GPUs of one run may differ), measured for all at once */
     if (P->devs[i] == P->o.eval.device && P->ceilings.valid)
         P->dev_ceil[i] = P->ceilings;
-    else
-        kopt_run_ceilings(P->run, ctx, P->devs[i], &P->dev_ceil[i]);
     return kopt_scale_slot_gpu(out, ctx, P->devs[i]);
 }
 
@@ -75,6 +73,8 @@ kopt_status kopt__run_tune_scale_open(kopt_run_tune *t, kopt_ctx *ctx)
         else
             P->devs[P->ndevs++] = P->o.eval.device;
     }
+    if (!t->standin && P->ndevs > 0)
+        kopt_run_ceilings_many(P->run, ctx, P->devs, P->ndevs, P->dev_ceil);
     for (int i = 0; i < P->ndevs; i++) {
         kopt_scale_slot *s = NULL;
         if ((rc = local_slot(t, ctx, i, &s)) != KOPT_OK ||
@@ -91,10 +91,21 @@ kopt_status kopt__run_tune_scale_open(kopt_run_tune *t, kopt_ctx *ctx)
         kopt_log(ctx, KOPT_LOG_WARN, "scale: the GPUs of this run differ (%s): times are only "
                  "compared within one model; the best %d of each shape are re-timed on slot 0",
                  t->mixed, RETIME_FINALISTS);
-    /* a round must hold a few points per slot, or slots idle at its end */
-    min_look = 2 * kopt_scale_pool_size(P->pool);
+    /* A round's points are compiled, then spread over the slots; the next round is asked
+     * when this one is answered. So a round holds 8 points per slot (the compile wave is
+     * paid once per round, and slots idle less at its end), and unless --compile-threads
+     * was given, 4 threads per slot compile them, up to the CPUs this process may use
+     * (bench/results/2026-11-26-h100x4-scale). */
+    min_look = 8 * kopt_scale_pool_size(P->pool);
     if (P->o.lookahead < min_look)
         P->o.lookahead = min_look;
+    if (!(P->o.given & KOPT_RUN_TUNE_GIVEN_COMPILE_THREADS)) {
+        int want = 4 * kopt_scale_pool_size(P->pool), cpus = kopt_cpus_usable();
+        if (want > cpus)
+            want = cpus > 1 ? cpus : 1;
+        if (P->o.compile_threads < want)
+            P->o.compile_threads = want;
+    }
     kopt_log(ctx, KOPT_LOG_INFO, "scale: %d slot(s) evaluate (%d local, %d MPI rank(s))",
              kopt_scale_pool_size(P->pool), P->ndevs,
              kopt_scale_pool_size(P->pool) - P->ndevs);

@@ -27,6 +27,8 @@ check "16 points stored once each" \
   "$([ "$(q "$TMP/all.db" 'select count(*), count(distinct label) from tune_evals')" = "16|16" ]; echo $?)"
 check "every row names its GPU and clocks" \
   "$([ "$(q "$TMP/all.db" "select count(*) from tune_evals where device_index is null or device_name is null or (state = 'ok' and clock_mhz is null)")" = 0 ]; echo $?)"
+check "every GPU's ceilings measured (at once) and stored" \
+  "$([ "$(q "$TMP/all.db" 'select count(*) from devices where ceilings_json is not null')" = "$ngpu" ]; echo $?)"
 check "every GPU evaluated" \
   "$([ "$(q "$TMP/all.db" 'select count(distinct device_index) from tune_evals')" = "$ngpu" ]; echo $?)"
 check "the winner passes the final check" \
