@@ -2,6 +2,7 @@
 #include "compile_int.h"
 #include "kopt/proc.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,27 +27,38 @@ static int has_candidate_h(const char *dir, char *out, size_t n)
  * program's ../include (bin/kopt, or build/kopt in the source tree); libkopt.so's folder's
  * include folder (an installed or moved prefix); the install prefix compiled in; the
  * source tree compiled in (the last resort, returned even when missing). */
-const char *kopt__include_dir(void)
+static char include_dir[4096];
+static pthread_once_t include_once = PTHREAD_ONCE_INIT;
+
+/* Found once for the process (host-mode compiles may run on several threads at once: a
+ * buffer rewritten while another thread reads it gives torn paths; src/cuda/loader.c). */
+static void find_include_dir(void)
 {
-    static char dir[4096];
-    const char *env = getenv("KOPT_INCLUDE_DIR"), *lib = kopt_self_lib();
+    const char *lib = kopt_self_lib();
     char *exe_dir, *lib_dir, *beside_exe, *beside_lib;
 
-    if (env && env[0])
-        return env;
     exe_dir = kopt_path_dir(kopt_self_exe());
     lib_dir = lib ? kopt_path_dir(lib) : NULL;
     beside_exe = exe_dir ? kopt_path_join(exe_dir, "../include") : NULL;
     beside_lib = lib_dir ? kopt_path_join(lib_dir, KOPT_LIB_TO_INCLUDE) : NULL;
-    if (!has_candidate_h(beside_exe, dir, sizeof(dir)) &&
-        !has_candidate_h(beside_lib, dir, sizeof(dir)) &&
-        !has_candidate_h(KOPT_INSTALL_INCLUDE, dir, sizeof(dir)))
-        snprintf(dir, sizeof(dir), "%s", KOPT_SOURCE_INCLUDE);
+    if (!has_candidate_h(beside_exe, include_dir, sizeof(include_dir)) &&
+        !has_candidate_h(beside_lib, include_dir, sizeof(include_dir)) &&
+        !has_candidate_h(KOPT_INSTALL_INCLUDE, include_dir, sizeof(include_dir)))
+        snprintf(include_dir, sizeof(include_dir), "%s", KOPT_SOURCE_INCLUDE);
     free(exe_dir);
     free(lib_dir);
     free(beside_exe);
     free(beside_lib);
-    return dir;
+}
+
+const char *kopt__include_dir(void)
+{
+    const char *env = getenv("KOPT_INCLUDE_DIR");
+
+    if (env && env[0])
+        return env;
+    pthread_once(&include_once, find_include_dir);
+    return include_dir;
 }
 
 /* The shared object's SHA-256 sits beside it (<key>.so.sha256): a cached .so is used only
@@ -129,20 +141,28 @@ static void host_kernels(kopt_compiled *c)
     kopt_parse_ptxas_report(c->log, c->kernels, c->nkernels);
 }
 
-static const char *find_nvcc(void)
+static char nvcc_path[1024];
+static pthread_once_t nvcc_once = PTHREAD_ONCE_INIT;
+
+static void find_nvcc_once(void)
 {
-    static char path[1024];
     const char *home = getenv("CUDA_HOME");
     struct stat st;
 
     if (home) {
-        snprintf(path, sizeof(path), "%s/bin/nvcc", home);
-        if (stat(path, &st) == 0)
-            return path;
+        snprintf(nvcc_path, sizeof(nvcc_path), "%s/bin/nvcc", home);
+        if (stat(nvcc_path, &st) == 0)
+            return;
     }
-    if (stat("/usr/local/cuda/bin/nvcc", &st) == 0)
-        return "/usr/local/cuda/bin/nvcc";
-    return "nvcc";
+    snprintf(nvcc_path, sizeof(nvcc_path), "%s",
+             stat("/usr/local/cuda/bin/nvcc", &st) == 0 ? "/usr/local/cuda/bin/nvcc" : "nvcc");
+}
+
+/* Found once for the process, as kopt__include_dir. */
+static const char *find_nvcc(void)
+{
+    pthread_once(&nvcc_once, find_nvcc_once);
+    return nvcc_path;
 }
 
 kopt_status kopt__compile_host(kopt_compiled **out, kopt_ctx *ctx, const kopt_candidate *cand,

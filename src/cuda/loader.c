@@ -161,7 +161,14 @@ kopt_status kopt__nvml_load(kopt_ctx *ctx, const kopt_nvml_api **out)
     return finish(ctx, &nvml_state);
 }
 
-const char *kopt__cuda_include_dir(void)
+/* Found once for the process: compile threads call this at once, and rewriting a shared
+ * buffer while another thread read it gave some compiles a torn "-I" option, which took the
+ * next option (a -D param) as its folder: "compile errors" as if the params were missing,
+ * and cache keys that differed for one configuration (tests/unit/test_tune_templates.c). */
+static const char *include_dir;
+static pthread_once_t include_once = PTHREAD_ONCE_INIT;
+
+static void find_include_dir(void)
 {
     static char dir[1024];
     const char *home = getenv("CUDA_HOME");
@@ -169,17 +176,26 @@ const char *kopt__cuda_include_dir(void)
 
     if (home) {
         snprintf(dir, sizeof(dir), "%s/include", home);
-        if (stat(dir, &st) == 0)
-            return dir;
+        if (stat(dir, &st) == 0) {
+            include_dir = dir;
+            return;
+        }
     }
-    if (stat("/usr/local/cuda/include/cuda_fp16.h", &st) == 0)
-        return "/usr/local/cuda/include";
+    if (stat("/usr/local/cuda/include/cuda_fp16.h", &st) == 0) {
+        include_dir = "/usr/local/cuda/include";
+        return;
+    }
 #ifdef KOPT_CUDA_INCLUDE
     snprintf(dir, sizeof(dir), "%s", KOPT_CUDA_INCLUDE);
     if (stat(dir, &st) == 0)
-        return dir;
+        include_dir = dir;
 #endif
-    return NULL;
+}
+
+const char *kopt__cuda_include_dir(void)
+{
+    pthread_once(&include_once, find_include_dir);
+    return include_dir;
 }
 
 const char *kopt__cu_errstr(CUresult r, char *buf, size_t n)

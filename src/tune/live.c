@@ -325,8 +325,10 @@ static kopt_status live_evaluate(void *user, kopt_ctx *ctx, uint64_t point, int 
     out->where = L->where;
     /* A compile that failed in a prepare thread is compiled again here, on the driver's
      * thread, before it is called a COMPILE_ERROR: on the H200 machine (NVRTC 13.0, 12
-     * threads) 3 of 274 points failed in prepare as if the -D params were missing, while
-     * the sampled points around them compiled cleanly. The cause is not known yet. */
+     * threads) 3 of 274 points failed in prepare as if the -D params were missing. The
+     * cause was kopt's: the CUDA include folder was rebuilt in a shared buffer on every
+     * call, so a thread could read a torn "-I" that swallowed the next option (fixed in
+     * src/cuda/loader.c; regression_include_dir_from_threads). The retry stays. */
     was_prepared = memo_get(L, point, &seen) && !seen.failed;
     if ((rc = instantiate(L, ctx, point, &cand)) != KOPT_OK)
         goto cleanup;

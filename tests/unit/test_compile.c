@@ -9,6 +9,7 @@
 #include "kopt/cute.h"
 
 #include <dirent.h>
+#include <pthread.h>
 
 static kopt_ctx *ctx;
 static char *tmp;          /* problem, candidates and the compile cache */
@@ -495,6 +496,51 @@ static void test_missing_kernel(void)
     kopt_compiled_free(c);
 }
 
+/* ---- the CUDA include folder, from many threads --------------------------------------- */
+
+const char *kopt__cuda_include_dir(void);   /* src/cuda/loader.c */
+
+static void *include_dir_reader(void *arg)
+{
+    const char *want = arg;
+    long bad = 0;
+    for (int i = 0; i < 20000; i++) {
+        const char *got = kopt__cuda_include_dir();
+        char copy[1024];
+        snprintf(copy, sizeof(copy), "%s", got ? got : "(null)");
+        bad += strcmp(copy, want) != 0;
+    }
+    return (void *)bad;
+}
+
+/* Compile threads ask for the CUDA include folder at once. It was rebuilt in a shared buffer
+ * on every call (with CUDA_HOME set), so a reader could see it torn: an "-I" option that took
+ * the next option, a -D param, as its folder (compile errors as if params were missing, and
+ * two cache keys for one configuration: test_tune_templates' parallel prepare, H200 tuning
+ * runs). Every thread must read the same path every time. */
+static void regression_include_dir_from_threads(void)
+{
+    enum { T = 8 };
+    pthread_t th[T];
+    const char *first = kopt__cuda_include_dir();
+    char want[1024];
+    long bad = 0;
+
+    if (!first) {
+        KTEST_SKIP("no CUDA include folder here");
+        return;
+    }
+    snprintf(want, sizeof(want), "%s", first);
+    for (int i = 0; i < T; i++)
+        pthread_create(&th[i], NULL, include_dir_reader, want);
+    for (int i = 0; i < T; i++) {
+        void *r = NULL;
+        pthread_join(th[i], &r);
+        bad += (long)r;
+    }
+    CHECK_EQ_INT(bad, 0);
+}
+
 static int ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), m = strlen(suffix);
@@ -705,10 +751,14 @@ int main(int argc, char **argv)
         KTEST(test_prebuilt_runtime),
         KTEST(regression_ptxas_device_function_overwrites_entry_stack),
         KTEST(regression_compile_device_function_stack),
+        KTEST(regression_include_dir_from_threads),
     };
     char *ref = NULL;
     int rc = 1;
 
+    /* the include folder's CUDA_HOME path (regression_include_dir_from_threads) */
+    if (!getenv("CUDA_HOME") && access("/usr/local/cuda/include", F_OK) == 0)
+        setenv("CUDA_HOME", "/usr/local/cuda", 1);
     ctx = kopt_ctx_new();
     tmp = ktest_tmpdir("compile");
     if (!ctx || !tmp)
