@@ -117,7 +117,7 @@ int main(int argc, char **argv)
     kopt_problem *p = NULL;
     kopt_candidate *c[8];
     int nc = 0;
-    kopt_vars *sizes = NULL;
+    kopt_vars sizes = KOPT_VARS_INIT;
     slot sl[16];
     pthread_t th[16];
     int nslots, m, bad = 0;
@@ -131,18 +131,15 @@ int main(int argc, char **argv)
     m = atoi(argv[4]);
     if (nslots < 1 || nslots > 16 || m < 2)
         return 2;
-    if (argc > 5) {
-        sizes = calloc(1, sizeof(*sizes));
-        sizes->names = calloc((size_t)argc, sizeof(char *));
-        sizes->values = calloc((size_t)argc, sizeof(int64_t));
-        for (int i = 5; i < argc; i++) {
-            char *eq = strchr(argv[i], '=');
-            if (!eq)
-                return 2;
-            *eq = '\0';
-            sizes->names[sizes->n] = argv[i];
-            sizes->values[sizes->n++] = atoll(eq + 1);
+    for (int i = 5; i < argc; i++) {
+        char *name = NULL;
+        int64_t value;
+        if (kopt_vars_parse_assign(ctx, argv[i], &name, &value) != KOPT_OK ||
+            kopt_vars_set(&sizes, name, value) != KOPT_OK) {
+            fprintf(stderr, "slots_cost: %s: %s\n", argv[i], kopt_errmsg(ctx));
+            return 2;
         }
+        free(name);
     }
     if (kopt_problem_load(&p, ctx, argv[1]) != KOPT_OK) {
         fprintf(stderr, "slots_cost: %s\n", kopt_errmsg(ctx));
@@ -162,7 +159,7 @@ int main(int argc, char **argv)
         o.min_reps = 5;
         o.no_ref_timing = 1;
         o.device = i;
-        o.sizes = sizes;
+        o.sizes = sizes.n ? &sizes : NULL;
         o.skip_check_sizes = 1;
         sl[i].device = i;
         sl[i].m = m;
@@ -209,6 +206,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < nc; i++)
         kopt_candidate_free(c[i]);
     kopt_problem_free(p);
+    kopt_vars_free(&sizes);
     kopt_ctx_free(ctx);
     return bad;
 }

@@ -106,9 +106,9 @@ kopt_run_fault kopt_run_last_fault(const kopt_run *run);
  * (a worker, about a second) and stored. *out is left invalid (valid = 0) with a warning
  * when they cannot be measured; KOPT_OK either way. */
 kopt_status kopt_run_ceilings(kopt_run *run, kopt_ctx *ctx, int device, kopt_ceilings *out);
-/* The same for n devices at once: those neither known to the run nor stored are measured
- * together, one thread each (a measurement takes ~2 s of one GPU; four in turn held a
- * 4-GPU tuning run ~8 s before its first point), then stored in device order. */
+/* The same for n distinct devices at once: those neither known to the run nor stored are
+ * measured together, one thread each (a measurement takes ~2 s of one GPU; in turn, four
+ * held a 4-GPU tuning run seconds before its first point), then stored in device order. */
 kopt_status kopt_run_ceilings_many(kopt_run *run, kopt_ctx *ctx, const int *devices, int n,
                                    kopt_ceilings *out);
 

@@ -224,29 +224,15 @@ const kopt_ceilings *kopt__run_known_ceilings(kopt_run *run, kopt_ctx *ctx, int 
 
 kopt_status kopt_run_ceilings(kopt_run *run, kopt_ctx *ctx, int device, kopt_ceilings *out)
 {
-    const kopt_ceilings *known = kopt__run_known_ceilings(run, ctx, device);
-    kopt__run_ceilings *slot;
-    kopt_device_info measured;
-
-    memset(out, 0, sizeof(*out));
-    if (known) {
-        *out = *known;
-        return KOPT_OK;
-    }
-    if (kopt_device_measure(ctx, device, run->cache_dir, &measured, out) == KOPT_OK &&
-        run->store)
-        kopt_store_put_device(run->store, ctx, &measured, out);
-    if (out->valid && (slot = ceil_slot(run, device)) != NULL)
-        slot->c = *out;
-    if (!out->valid)
-        kopt_log(ctx, KOPT_LOG_WARN, "device ceilings not measured: %s", kopt_errmsg(ctx));
-    return KOPT_OK;
+    return kopt_run_ceilings_many(run, ctx, &device, 1, out);
 }
 
+/* One device's measurement: on its own thread (own context) when several are measured. */
 typedef struct measure_job {
-    int device;
+    int device, known, threaded;
     const char *cache_dir;
     kopt_ctx *ctx;
+    pthread_t thread;
     kopt_device_info dev;
     kopt_ceilings c;
     kopt_status rc;
@@ -263,61 +249,48 @@ kopt_status kopt_run_ceilings_many(kopt_run *run, kopt_ctx *ctx, const int *devi
                                    kopt_ceilings *out)
 {
     measure_job *jobs = calloc((size_t)(n > 0 ? n : 1), sizeof(*jobs));
-    pthread_t *th = calloc((size_t)(n > 0 ? n : 1), sizeof(*th));
-    int *started = calloc((size_t)(n > 0 ? n : 1), sizeof(*started));
 
-    if (!jobs || !th || !started) {
-        free(jobs);
-        free(th);
-        free(started);
+    if (!jobs)
         return kopt_seterr(ctx, KOPT_E_NOMEM, "ceilings");
-    }
     for (int i = 0; i < n; i++) {
+        measure_job *j = &jobs[i];
         const kopt_ceilings *known = kopt__run_known_ceilings(run, ctx, devices[i]);
-        int dup = 0;
         memset(&out[i], 0, sizeof(out[i]));
-        if (known) {
+        if ((j->known = known != NULL)) {
             out[i] = *known;
             continue;
         }
-        for (int k = 0; k < i; k++)
-            dup |= devices[k] == devices[i] && started[k];
-        jobs[i].device = devices[i];
-        jobs[i].cache_dir = run->cache_dir;
-        jobs[i].rc = KOPT_E_ERROR;
-        if (dup || !(jobs[i].ctx = kopt_ctx_new()))
+        j->device = devices[i];
+        j->cache_dir = run->cache_dir;
+        j->ctx = n > 1 ? kopt_ctx_new() : ctx;
+        if (!j->ctx) {
+            j->ctx = ctx;
+            j->rc = kopt_seterr(ctx, KOPT_E_NOMEM, "ceilings of GPU %d", j->device);
             continue;
-        started[i] = pthread_create(&th[i], NULL, measure_thread, &jobs[i]) == 0;
-        if (!started[i])                /* measured here instead */
-            measure_thread(&jobs[i]), started[i] = -1;
+        }
+        j->threaded = n > 1 && pthread_create(&j->thread, NULL, measure_thread, j) == 0;
+        if (!j->threaded)
+            measure_thread(j);
     }
     for (int i = 0; i < n; i++) {
+        measure_job *j = &jobs[i];
         kopt__run_ceilings *slot;
-        if (started[i] > 0)
-            pthread_join(th[i], NULL);
-        if (!started[i])
+        if (j->known)
             continue;
-        out[i] = jobs[i].c;
-        if (jobs[i].rc == KOPT_OK && out[i].valid) {
-            if (run->store)
-                kopt_store_put_device(run->store, ctx, &jobs[i].dev, &out[i]);
-            if ((slot = ceil_slot(run, devices[i])) != NULL)
-                slot->c = out[i];
-        } else {
-            kopt_log(ctx, KOPT_LOG_WARN, "device ceilings of GPU %d not measured: %s",
-                     devices[i], kopt_errmsg(jobs[i].ctx));
-        }
-        kopt_ctx_free(jobs[i].ctx);
-    }
-    /* a device listed twice takes the first one's */
-    for (int i = 0; i < n; i++)
+        if (j->threaded)
+            pthread_join(j->thread, NULL);
+        out[i] = j->c;
+        if (j->rc == KOPT_OK && run->store)
+            kopt_store_put_device(run->store, ctx, &j->dev, &out[i]);
+        if (out[i].valid && (slot = ceil_slot(run, devices[i])) != NULL)
+            slot->c = out[i];
         if (!out[i].valid)
-            for (int k = 0; k < i; k++)
-                if (devices[k] == devices[i] && out[k].valid)
-                    out[i] = out[k];
+            kopt_log(ctx, KOPT_LOG_WARN, "device ceilings not measured: %s",
+                     kopt_errmsg(j->ctx));
+        if (j->ctx != ctx)
+            kopt_ctx_free(j->ctx);
+    }
     free(jobs);
-    free(th);
-    free(started);
     return KOPT_OK;
 }
 

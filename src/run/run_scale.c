@@ -95,14 +95,14 @@ kopt_status kopt__run_tune_scale_open(kopt_run_tune *t, kopt_ctx *ctx)
      * when this one is answered. So a round holds 8 points per slot (the compile wave is
      * paid once per round, and slots idle less at its end), and unless --compile-threads
      * was given, 4 threads per slot compile them, up to the CPUs this process may use
-     * (bench/results/2026-11-26-h100x4-scale). */
+     * (bench/results/2026-11-26-h200x4-scale). */
     min_look = 8 * kopt_scale_pool_size(P->pool);
     if (P->o.lookahead < min_look)
         P->o.lookahead = min_look;
     if (!(P->o.given & KOPT_RUN_TUNE_GIVEN_COMPILE_THREADS)) {
         int want = 4 * kopt_scale_pool_size(P->pool), cpus = kopt_cpus_usable();
         if (want > cpus)
-            want = cpus > 1 ? cpus : 1;
+            want = cpus;
         if (P->o.compile_threads < want)
             P->o.compile_threads = want;
     }

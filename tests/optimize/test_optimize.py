@@ -16,7 +16,6 @@ Usage: python3 test_optimize.py KOPT   (exit 1 on a failure)
 """
 import json
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -24,21 +23,12 @@ import sys
 import tempfile
 import time
 
+from optlib import check, optimize, rows, run
+
 KOPT = os.path.abspath(sys.argv[1])
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 TMP = tempfile.mkdtemp(prefix="kopt-optimize-test-")
-FAILED = []
-PASSED = [0]
-
-
-def check(cond, what):
-    if cond:
-        PASSED[0] += 1
-        print("ok   " + what)
-    else:
-        FAILED.append(what)
-        print("FAIL " + what)
 
 
 def llm(example):
@@ -49,15 +39,7 @@ def llm(example):
 def kopt(db, *args, env=None, cwd=TMP):
     e = dict(os.environ, KOPT_PROMPTS=os.path.join(ROOT, "prompts"))
     e.update(env or {})
-    p = subprocess.run([KOPT, "optimize", "--db", db, *args], capture_output=True, text=True,
-                       env=e, cwd=cwd, timeout=300)
-    doc = {}
-    if "--json" in args:
-        try:
-            doc = json.loads(p.stdout)
-        except ValueError:
-            print(p.stdout[-2000:], p.stderr[-2000:])
-    return p, doc
+    return optimize(KOPT, db, args, e, cwd)
 
 
 def fresh_db(name):
@@ -217,14 +199,6 @@ def test_manual():
     p, rdoc = kopt(db, "--replay", "1", "--json")
     check(p.returncode == 0 and rdoc.get("signature") == doc.get("signature"),
           "--replay of a manual run rebuilds its tree")
-
-
-def rows(db, query, *args):
-    con = sqlite3.connect(db)
-    try:
-        return con.execute(query, args).fetchall()
-    finally:
-        con.close()
 
 
 def conversations(db, tree, role):
@@ -423,26 +397,22 @@ def test_start():
     check(p.returncode == 2, "--start with --resume is a usage error")
 
 
+def all_tests():
+    db, doc = test_mcts_repairs()
+    test_replay(db, doc)
+    test_policies()
+    test_kill_resume()
+    test_propose_evaluate()
+    test_manual()
+    test_code_search()
+    test_search_bound()
+    test_cute_debugger()
+    test_start()
+    test_template_reply()
+
+
 def main():
-    try:
-        db, doc = test_mcts_repairs()
-        test_replay(db, doc)
-        test_policies()
-        test_kill_resume()
-        test_propose_evaluate()
-        test_manual()
-        test_code_search()
-        test_search_bound()
-        test_cute_debugger()
-        test_start()
-        test_template_reply()
-    finally:
-        if not FAILED:
-            shutil.rmtree(TMP, ignore_errors=True)
-        else:
-            print("kept " + TMP)
-    print("%d passed, %d failed" % (PASSED[0], len(FAILED)))
-    sys.exit(1 if FAILED else 0)
+    run(all_tests, TMP)
 
 
 if __name__ == "__main__":

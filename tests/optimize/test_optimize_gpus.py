@@ -19,36 +19,25 @@ Usage: python3 test_optimize_gpus.py KOPT   (exit 1 on a failure)
 import collections
 import json
 import os
-import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
+
+from optlib import check, optimize, rows, run
 
 KOPT = os.path.abspath(sys.argv[1])
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 PROBLEM = os.path.join(ROOT, "examples/softmax")
 TMP = tempfile.mkdtemp(prefix="kopt-optimize-gpus-test-")
-FAILED = []
-PASSED = [0]
 LLM = "command:%s %s %s" % (sys.executable, os.path.join(HERE, "scripted_llm.py"),
                             os.path.join(HERE, "softmax"))
 BASE_ENV = {"KOPT_PROMPTS": os.path.join(ROOT, "prompts"), "KOPT_SCRIPT_LINEAGE": "1"}
 for k in ("KOPT_SCALE_STANDIN", "KOPT_SCALE_STANDIN_LOG", "KOPT_SCALE_STANDIN_STAGGER",
           "KOPT_SCALE_STANDIN_MODELS", "KOPT_FAKE_EVAL_LOG"):
     os.environ.pop(k, None)
-
-
-def check(cond, what):
-    if cond:
-        PASSED[0] += 1
-        print("ok   " + what)
-    else:
-        FAILED.append(what)
-        print("FAIL " + what)
 
 
 def env_of(extra):
@@ -58,23 +47,7 @@ def env_of(extra):
 
 
 def kopt(db, *args, env=None):
-    p = subprocess.run([KOPT, "optimize", "--db", db, *args], capture_output=True, text=True,
-                       env=env_of(env), cwd=TMP, timeout=300)
-    doc = {}
-    if "--json" in args:
-        try:
-            doc = json.loads(p.stdout)
-        except ValueError:
-            print(p.stdout[-2000:], p.stderr[-2000:])
-    return p, doc
-
-
-def rows(db, query, *args):
-    con = sqlite3.connect(db)
-    try:
-        return con.execute(query, args).fetchall()
-    finally:
-        con.close()
+    return optimize(KOPT, db, args, env_of(env), TMP)
 
 
 def db_path(name):
@@ -309,19 +282,15 @@ def test_bad_values():
         print("skipped: the case of --gpus all on a machine with no GPU (%d GPU(s) here)" % count)
 
 
+def all_tests():
+    test_one_gpu()
+    test_four()
+    test_kill_resume()
+    test_bad_values()
+
+
 def main():
-    try:
-        test_one_gpu()
-        test_four()
-        test_kill_resume()
-        test_bad_values()
-    finally:
-        if not FAILED:
-            shutil.rmtree(TMP, ignore_errors=True)
-        else:
-            print("kept " + TMP)
-    print("%d passed, %d failed" % (PASSED[0], len(FAILED)))
-    sys.exit(1 if FAILED else 0)
+    run(all_tests, TMP)
 
 
 if __name__ == "__main__":
