@@ -64,6 +64,16 @@ void kopt_compiled_free(kopt_compiled *c);
 /* Find the info of a kernel by its launch-plan name; NULL if absent. */
 const kopt_kernel_info *kopt_compiled_kernel(const kopt_compiled *c, const char *name);
 
+/* Compile helpers, process-wide and opt-in: with n > 0 each NVRTC call goes to one of up to
+ * n helper processes (the worker program, kopt/worker.h), which run in parallel; 0 (the
+ * default) compiles in the calling thread. $KOPT_COMPILE_PROCS, when set, overrides every
+ * setting (0 turns helpers off). Helpers start when first needed and stop when n drops (or
+ * at exit); a helper that cannot start or fails is logged once and the call compiled in
+ * this process. Returns the previous setting. Thread-safe. */
+int kopt_compile_procs_set(int n);
+/* How many compile helpers are running now (tests, diagnostics). */
+int kopt_compile_procs_running(void);
+
 /* The version of the NVRTC kopt loads (KOPT_E_NO_DEVICE when it cannot be loaded). */
 kopt_status kopt_compile_nvrtc_version(kopt_ctx *ctx, int *major, int *minor);
 

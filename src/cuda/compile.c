@@ -272,9 +272,11 @@ kopt_status kopt__compile_nvrtc(kopt_compiled **out, kopt_ctx *ctx, const kopt__
 {
     const kopt_nvrtc_api *nv = NULL;
     kopt_compiled *c = NULL;
-    nvrtcProgram prog = NULL;
-    char **argv = NULL, *meta = NULL, *cubin = NULL, *rawlog = NULL;
-    int argc = 0, major = 0, minor = 0;
+    kopt__nvrtc_req q;
+    kopt__nvrtc_out res;
+    char **argv = NULL, *meta = NULL;
+    const char *cubin = NULL;
+    int argc = 0, major = 0, minor = 0, built = 0;
     size_t size = 0;
     kopt_status rc;
     kopt_hash *h;
@@ -358,33 +360,32 @@ kopt_status kopt__compile_nvrtc(kopt_compiled **out, kopt_ctx *ctx, const kopt__
     }
 
     t0 = kopt_now_ms();
-    if (nv->nvrtcCreateProgram(&prog, job->source, base_name(job->path), 0, NULL, NULL) !=
-        NVRTC_SUCCESS) {
-        rc = kopt_seterr(ctx, KOPT_E_ERROR, "nvrtcCreateProgram failed");
+    q.source = job->source;
+    q.name = base_name(job->path);
+    q.argc = argc;
+    q.argv = argv;
+    q.names = job->names;
+    q.nnames = job->nnames;
+    if ((rc = kopt__nvrtc_build(ctx, nv, &q, &res)) != KOPT_OK) {
+        rc = kopt_seterr(ctx, rc, "%s: compile", job->path);
         goto cleanup;
     }
-    for (int i = 0; i < job->nnames; i++)
-        nv->nvrtcAddNameExpression(prog, job->names[i]);
-    {
-        nvrtcResult r = nv->nvrtcCompileProgram(prog, argc, (const char *const *)argv);
-        size_t n = 0;
-        nv->nvrtcGetProgramLogSize(prog, &n);
-        rawlog = calloc(n + 1, 1);
-        if (rawlog && n)
-            nv->nvrtcGetProgramLog(prog, rawlog);
-        c->log = annotate_log(rawlog ? rawlog : "", job->source, base_name(job->path));
-        if (r != NVRTC_SUCCESS) {
-            rc = kopt_seterr(ctx, KOPT_E_COMPILE, "%s: compilation failed (%s) for %s", job->path,
-                             nv->nvrtcGetErrorString(r), c->arch);
-            kopt_set_errdetail(ctx, c->log);
-            goto cleanup;
-        }
+    built = 1;
+    if (res.result < 0) {
+        rc = kopt_seterr(ctx, KOPT_E_ERROR, "%s", res.error ? res.error : "NVRTC failed");
+        goto cleanup;
+    }
+    c->log = annotate_log(res.log ? res.log : "", job->source, base_name(job->path));
+    if (res.result != NVRTC_SUCCESS) {
+        rc = kopt_seterr(ctx, KOPT_E_COMPILE, "%s: compilation failed (%s) for %s", job->path,
+                         res.error ? res.error : "?", c->arch);
+        kopt_set_errdetail(ctx, c->log);
+        goto cleanup;
     }
     c->kernels = calloc((size_t)job->nnames + 1, sizeof(*c->kernels));
     for (int i = 0; i < job->nnames; i++) {
-        const char *lowered = NULL;
         kopt_kernel_info *k = &c->kernels[c->nkernels];
-        if (nv->nvrtcGetLoweredName(prog, job->names[i], &lowered) != NVRTC_SUCCESS || !lowered) {
+        if (!res.lowered[i]) {
             rc = kopt_seterr(ctx, KOPT_E_COMPILE, "%s: no kernel named '%s' (the launch plan "
                              "names it; is it __global__ and spelled the same?)", job->path,
                              job->names[i]);
@@ -392,20 +393,21 @@ kopt_status kopt__compile_nvrtc(kopt_compiled **out, kopt_ctx *ctx, const kopt__
             goto cleanup;
         }
         snprintf(k->name, sizeof(k->name), "%s", job->names[i]);
-        snprintf(k->lowered, sizeof(k->lowered), "%s", lowered);
+        snprintf(k->lowered, sizeof(k->lowered), "%s", res.lowered[i]);
         c->nkernels++;
     }
-    kopt_parse_ptxas_report(rawlog ? rawlog : "", c->kernels, c->nkernels);
-    if (c->nkernels && !(rawlog && strstr(rawlog, "Used ")))
+    kopt_parse_ptxas_report(res.log ? res.log : "", c->kernels, c->nkernels);
+    if (c->nkernels && !(res.log && strstr(res.log, "Used ")))
         kopt_log(ctx, KOPT_LOG_WARN, "%s: NVRTC's log has no resource report (is "
                  "CUDA_CACHE_DISABLE=0 set?): registers, shared memory and spills read as 0",
                  job->path);
-    if (nv->nvrtcGetCUBINSize(prog, &size) != NVRTC_SUCCESS || !size ||
-        !(cubin = malloc(size)) || nv->nvrtcGetCUBIN(prog, cubin) != NVRTC_SUCCESS) {
+    if (!res.cubin) {
         rc = kopt_seterr(ctx, KOPT_E_COMPILE, "%s: NVRTC produced no cubin for %s", job->path,
                          c->arch);
         goto cleanup;
     }
+    cubin = res.cubin;
+    size = res.size;
     if ((rc = kopt_file_write(ctx, c->binary_path, cubin, size)) != KOPT_OK)
         goto cleanup;
     c->compile_ms = kopt_now_ms() - t0;
@@ -417,13 +419,11 @@ kopt_status kopt__compile_nvrtc(kopt_compiled **out, kopt_ctx *ctx, const kopt__
 nomem:
     rc = kopt_seterr(ctx, KOPT_E_NOMEM, "compile options");
 cleanup:
-    if (prog)
-        nv->nvrtcDestroyProgram(&prog);
+    if (built)
+        kopt__nvrtc_out_free(&res, job->nnames);   /* the cubin with it */
     kopt__strv_free_n(argc, argv);
     kopt_compiled_free(c);
     free(meta);
-    free(cubin);
-    free(rawlog);
     return rc;
 }
 

@@ -4,6 +4,7 @@
 
 #include "kopt/compile.h"
 #include "kopt/cute.h"
+#include "cuda_int.h"
 
 typedef struct kopt__nvrtc_job {
     const char *source;
@@ -29,6 +30,35 @@ kopt_status kopt__compile_host(kopt_compiled **out, kopt_ctx *ctx, const kopt_ca
 kopt_status kopt__cutlass_for(kopt_ctx *ctx, const char *source, const kopt_compile_opts *o,
                               kopt_cutlass *cl, int *used);
 void kopt__strv_free_n(int n, char **v);
+
+/* One NVRTC call, in this process or in a compile helper (compile_procs.c). */
+typedef struct kopt__nvrtc_req {
+    const char *source;
+    const char *name;               /* the program's name (the file's base name) */
+    int argc;
+    char **argv;                    /* options */
+    const char **names;             /* name expressions to lower */
+    int nnames;
+} kopt__nvrtc_req;
+typedef struct kopt__nvrtc_out {
+    int result;                     /* nvrtcResult (-1: no program was created) */
+    char *error;                    /* nvrtcGetErrorString's, on failure */
+    char *log;                      /* the program log (ptxas' report included) */
+    char **lowered;                 /* [nnames]: lowered names, NULL where NVRTC had none */
+    void *cubin;                    /* NULL when NVRTC produced none */
+    size_t size;
+} kopt__nvrtc_out;
+/* Run q: in a compile helper process when kopt_compile_procs_set()/$KOPT_COMPILE_PROCS
+ * allow one, else (or when a helper fails) here. KOPT_OK means *o is filled (its result
+ * may be a failure); free it with kopt__nvrtc_out_free. */
+kopt_status kopt__nvrtc_build(kopt_ctx *ctx, const kopt_nvrtc_api *nv,
+                              const kopt__nvrtc_req *q, kopt__nvrtc_out *o);
+kopt_status kopt__nvrtc_build_here(const kopt_nvrtc_api *nv, const kopt__nvrtc_req *q,
+                                   kopt__nvrtc_out *o);
+void kopt__nvrtc_out_free(kopt__nvrtc_out *o, int nnames);
+/* The helper's loop (`kopt-worker __worker --compile-helper`): requests on fd 0, replies on
+ * fd 0, until EOF. */
+int kopt__compile_helper_main(void);
 /* Add the names, sizes and modification times of the headers in `dir` to a cache key. */
 void kopt__hash_headers(kopt_hash *h, const char *dir);
 /* kopt's public include folder (for candidate.h), found next to the executable. */

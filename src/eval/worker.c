@@ -8,6 +8,7 @@
 #include "kopt/candidate.h"
 #include "kopt/problem.h"
 #include "../cuda/cuda_int.h"
+#include "../cuda/compile_int.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -1302,6 +1303,11 @@ int kopt_worker_main_args(int argc, char **argv)
     kopt_status rc;
     int got;
 
+    /* "--compile-helper": NVRTC calls for a parent that compiles on several threads
+     * (src/cuda/compile_procs.c), not an evaluation */
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--compile-helper") == 0)
+            return kopt__compile_helper_main();
     memset(&w, 0, sizeof(w));
     w.ctx = kopt_ctx_new();
     /* "--early-device=N": the parent starts this worker before its job is ready; the

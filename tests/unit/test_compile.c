@@ -7,6 +7,7 @@
 
 #include "kopt/compile.h"
 #include "kopt/cute.h"
+#include "kopt/worker.h"
 
 #include <dirent.h>
 #include <pthread.h>
@@ -496,6 +497,124 @@ static void test_missing_kernel(void)
     kopt_compiled_free(c);
 }
 
+/* ---- compile helpers (kopt_compile_procs_set) -------------------------------------------- */
+
+typedef struct helper_job {
+    int threads;               /* the template's THREADS */
+    kopt_status rc;
+    int registers, nkernels;
+    char key[65], lowered[512];
+    long long size;            /* the cubin's bytes */
+    char msg[512];             /* the error, when rc is not KOPT_OK */
+} helper_job;
+
+/* Compile the templated candidate at job->threads with its own context (no cache). */
+static void *compile_job(void *arg)
+{
+    helper_job *j = arg;
+    kopt_ctx *c = kopt_ctx_new();
+    kopt_compile_opts o = KOPT_COMPILE_OPTS_INIT;
+    kopt_candidate *cand = NULL;
+    kopt_compiled *out = NULL;
+    char *text = templated(j->threads, "");
+    char *path = kopt_path_join(tmp, "helped.cu");
+    struct stat st;
+
+    o.cache_dir = cache;
+    o.no_cache = 1;
+    j->rc = kopt_candidate_parse(&cand, c, text, path, prob);
+    if (j->rc == KOPT_OK)
+        j->rc = kopt_compile(&out, c, cand, &o);
+    if (j->rc != KOPT_OK)
+        snprintf(j->msg, sizeof(j->msg), "%s", kopt_errmsg(c));
+    if (out) {
+        j->nkernels = out->nkernels;
+        if (out->nkernels) {
+            j->registers = out->kernels[0].registers;
+            snprintf(j->lowered, sizeof(j->lowered), "%s", out->kernels[0].lowered);
+        }
+        snprintf(j->key, sizeof(j->key), "%s", out->key);
+        j->size = stat(out->binary_path, &st) == 0 ? (long long)st.st_size : -1;
+    }
+    kopt_compiled_free(out);
+    kopt_candidate_free(cand);
+    free(path);
+    free(text);
+    kopt_ctx_free(c);
+    return NULL;
+}
+
+static void test_compile_helpers(void)
+{
+    enum { N = 4 };
+    helper_job here[N], helped[N];
+    pthread_t th[N];
+    kopt_compiled *c = NULL;
+    const char *bad = "extern \"C\" __global__ void vadd_ref(const float *a, float *c, int n)\n"
+                      "{\n    int x = ;\n}\n";
+
+    NEED_NVRTC();
+    unsetenv("KOPT_COMPILE_PROCS");
+    CHECK_EQ_INT(kopt_compile_procs_set(0), 0);
+    memset(here, 0, sizeof(here));
+    memset(helped, 0, sizeof(helped));
+    for (int i = 0; i < N; i++) {
+        here[i].threads = helped[i].threads = 64 << i;
+        compile_job(&here[i]);              /* in this process, one after another */
+    }
+    CHECK_EQ_INT(kopt_compile_procs_running(), 0);
+    /* two helpers for four threads: the same binaries, keys and resources */
+    kopt_compile_procs_set(2);
+    for (int i = 0; i < N; i++)
+        pthread_create(&th[i], NULL, compile_job, &helped[i]);
+    for (int i = 0; i < N; i++)
+        pthread_join(th[i], NULL);
+    CHECK(kopt_compile_procs_running() >= 1 && kopt_compile_procs_running() <= 2);
+    for (int i = 0; i < N; i++) {
+        if (!CHECK_EQ_INT(helped[i].rc, KOPT_OK) || !CHECK_EQ_INT(here[i].rc, KOPT_OK)) {
+            fprintf(stderr, "  THREADS=%d: %s%s\n", here[i].threads, here[i].msg, helped[i].msg);
+            continue;
+        }
+        CHECK_EQ_STR(helped[i].key, here[i].key);
+        CHECK_EQ_INT(helped[i].nkernels, 1);
+        CHECK_EQ_STR(helped[i].lowered, here[i].lowered);
+        CHECK(helped[i].registers > 0);
+        CHECK_EQ_INT(helped[i].registers, here[i].registers);
+        CHECK(helped[i].size > 0);
+        CHECK_EQ_INT(helped[i].size, here[i].size);
+    }
+    /* a compile error through a helper reads as one here: annotated, with the status */
+    CHECK_EQ_INT(compile_text(&c, "bad.cu", bad, NULL, 0), KOPT_E_COMPILE);
+    CHECK_STR_CONTAINS(kopt_errmsg(ctx), "bad.cu: compilation failed");
+    CHECK_STR_CONTAINS(kopt_errdetail(ctx), "    3 |     int x = ;");
+    CHECK(kopt_compile_procs_running() >= 1);
+    /* 0 stops them */
+    kopt_compile_procs_set(0);
+    CHECK_EQ_INT(kopt_compile_procs_running(), 0);
+    /* $KOPT_COMPILE_PROCS=0 wins over the setter */
+    setenv("KOPT_COMPILE_PROCS", "0", 1);
+    kopt_compile_procs_set(2);
+    compile_job(&helped[0]);
+    CHECK_EQ_INT(helped[0].rc, KOPT_OK);
+    CHECK_EQ_INT(kopt_compile_procs_running(), 0);
+    unsetenv("KOPT_COMPILE_PROCS");
+    /* a helper that answers nothing (a program that exits at once): compiled here instead,
+     * the same result, and the broken helper dropped */
+    if (CHECK_EQ_INT(kopt_worker_set_path(ctx, "/bin/true"), KOPT_OK)) {
+        kopt_compile_procs_set(1);
+        memset(&helped[1], 0, sizeof(helped[1]));
+        helped[1].threads = here[1].threads;
+        compile_job(&helped[1]);
+        CHECK_EQ_INT(helped[1].rc, KOPT_OK);
+        CHECK_EQ_STR(helped[1].key, here[1].key);
+        CHECK_EQ_INT(helped[1].size, here[1].size);
+        CHECK_EQ_INT(kopt_compile_procs_running(), 0);
+        kopt_worker_set_path(ctx, NULL);
+    }
+    kopt_compile_procs_set(0);
+    kopt_compiled_free(c);
+}
+
 /* ---- the CUDA include folder, from many threads --------------------------------------- */
 
 const char *kopt__cuda_include_dir(void);   /* src/cuda/loader.c */
@@ -747,6 +866,7 @@ int main(int argc, char **argv)
         KTEST(test_cache_key_follows_headers),
         KTEST(test_syntax_error_is_annotated),
         KTEST(test_missing_kernel),
+        KTEST(test_compile_helpers),
         KTEST(test_examples_compile),
         KTEST(test_prebuilt_runtime),
         KTEST(regression_ptxas_device_function_overwrites_entry_stack),
