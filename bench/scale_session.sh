@@ -20,7 +20,8 @@
 # mpi4py's mpicc) and its libmpi.so.40; without them they print "skipped: no MPI". Results go to $OUT/scale (or /tmp/kopt-out/scale): each
 # run's log and JSON, summary.txt, and a short table printed last. Each run is bounded;
 # the whole session stays under 8 minutes on an H100 (SCALE_BUDGET, default 48, scales it).
-# SCALE_SHORT=1 leaves out the plain-path run (1gpu) and GPU 1 alone (gpu1). The speed-up
+# SCALE_SHORT=1 leaves out the plain-path run (1gpu) and GPU 1 alone (gpu1); SCALE_NS="4"
+# runs only those GPU counts (default "2 4 8"). The speed-up
 # is of the tuning run (kopt tune's elapsed_s); that of the whole process (kopt's start,
 # the ceilings, the final check of the winner included) is printed beside it.
 set -u
@@ -115,7 +116,7 @@ if [ "$NGPU" -ge 2 ] && [ -z "${SCALE_SHORT:-}" ]; then
   row gpu1 1 "$RC" "$WALL" "$TUNE_S" - "GPU 1 alone; stored $(stored "$W/gpu1.db")"
 fi
 # ---- N GPUs of this host ------------------------------------------------------------------------
-for N in 2 4 8; do
+for N in ${SCALE_NS:-2 4 8}; do
   [ "$NGPU" -ge "$N" ] || { say "gpus$N: skipped (this machine has $NGPU GPU(s))"; continue; }
   list=$(seq -s, 0 $((N - 1)))
   CT=${SCALE_CT:+$((SCALE_CT * N))} tune "gpus$N" 150 -- --gpus "$list"

@@ -329,6 +329,8 @@ typedef struct kopt_run_tune {
     char mixed[512];                  /* the slots' GPUs differ (names them); "" when alike */
     int retimed;                      /* mixed: finalists re-timed on the first slot */
     int standin;                      /* CPU stand-ins evaluated (KOPT_SCALE_STANDIN) */
+    int compile_helpers;              /* NVRTC helper processes running at the run's end
+                                       * (scale-out turns them on: docs/scale.md) */
     int mpi_rank;                     /* > 0: this process only served rank 0 */
     int served;                       /* evaluations served (mpi_rank > 0) */
     struct kopt_run_tune_priv *priv;

@@ -269,6 +269,7 @@ static void setup_from_device(json_t *dev, kopt_worker_setup *out)
     F(candidate_ms, "candidate_ms");
     F(total_ms, "setup_ms");
 #undef F
+    out->context_early = json_is_true(json_object_get(dev, "context_early"));
 }
 
 /* Verdict for a worker that did not finish with "result". */
@@ -817,7 +818,23 @@ struct kopt_eval_session {
      * evaluation's timing was over, and the subject it was started for */
     kopt__worker_proc *ahead;
     char ahead_subject[16];
+    /* workers started by kopt_eval_session_warm, each making its CUDA context: the first
+     * run's reference and serving candidate workers */
+    kopt__worker_proc *pre_ref, *pre_cand;
 };
+
+/* A worker kopt_eval_session_warm started, when it is still up (else NULL, dropped). */
+static kopt__worker_proc *take_warm(kopt__worker_proc **slot)
+{
+    kopt__worker_proc *w = *slot;
+
+    *slot = NULL;
+    if (w && !kopt__worker_alive(w)) {
+        kopt__worker_proc_release(w);
+        w = NULL;
+    }
+    return w;
+}
 
 /* ---- problems with a PyTorch reference (docs/kernelbench.md) ----------------------------- */
 
@@ -1493,16 +1510,22 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
             refp = &S->ref_run;
             r->ref_reused = 1;
         }
-        else if ((rc = start_subject(ctx, 1, !cand, 0, phases, nphases, total,
-                                     cand ? ref_comp : cand_comp, rt, &o, NULL,
-                                     &ref_proc)) != KOPT_OK)
-            goto fail;
+        else {
+            if (S && !ref_comp_host)
+                ref_proc = take_warm(&S->pre_ref);
+            if ((rc = start_subject(ctx, 1, !cand, 0, phases, nphases, total,
+                                    cand ? ref_comp : cand_comp, rt, &o, NULL,
+                                    &ref_proc)) != KOPT_OK)
+                goto fail;
+        }
         if (served_before) {
             if (!(next_job = subject_job(0, 1, phases, nphases, cand_comp, rt, &o, NULL))) {
                 rc = kopt_seterr(ctx, KOPT_E_NOMEM, "job");
                 goto fail;
             }
         } else if (cand) {
+            if (serve)
+                cand_proc = take_warm(&S->pre_cand);
             if ((rc = start_subject(ctx, 0, 1, serve, phases, nphases, total, cand_comp, rt, &o,
                                     cand_extra, &cand_proc)) != KOPT_OK)
                 goto fail;
@@ -1769,10 +1792,30 @@ void kopt_eval_session_counts(const kopt_eval_session *s, int *runs, int *worker
         *workers = s ? s->workers : 0;
 }
 
+kopt_status kopt_eval_session_warm(kopt_eval_session *s, kopt_ctx *ctx)
+{
+    kopt_device_info nvml;
+    kopt_status rc;
+
+    if (!s)
+        return kopt_seterr(ctx, KOPT_E_INVALID, "evaluation session: none to warm");
+    if (s->runs > 0 || s->prob->ref_torch || s->opts.no_prestart ||
+        kopt_device_nvml(NULL, s->opts.device, &nvml, NULL) != KOPT_OK)
+        return KOPT_OK;                /* nothing to start ahead, or no GPU to start it on */
+    if (!s->pre_ref && (rc = kopt__worker_prestart(ctx, s->opts.device, &s->pre_ref)) != KOPT_OK)
+        return rc;
+    if (!s->pre_cand &&
+        (rc = kopt__worker_prestart(ctx, s->opts.device, &s->pre_cand)) != KOPT_OK)
+        return rc;
+    return KOPT_OK;
+}
+
 void kopt_eval_session_close(kopt_eval_session *s)
 {
     if (!s)
         return;
+    kopt__worker_proc_release(s->pre_ref);
+    kopt__worker_proc_release(s->pre_cand);
     kopt__worker_proc_free(s->cand);
     kopt__worker_proc_free(s->ahead);
     kopt__worker_run_free(&s->ref_run);

@@ -215,6 +215,7 @@ char *kopt_run_tune_json(const kopt_run_tune *t)
         json_object_set_new(o, "slots", slots);
         json_object_set_new(o, "mixed_gpus", t->mixed[0] ? json_string(t->mixed) : json_null());
         json_object_set_new(o, "retimed", json_integer(t->retimed));
+        json_object_set_new(o, "compile_helpers", json_integer(t->compile_helpers));
     }
     return dump(o);
 }

@@ -106,6 +106,14 @@ kopt_status kopt__run_tune_scale_open(kopt_run_tune *t, kopt_ctx *ctx)
         if (P->o.compile_threads < want)
             P->o.compile_threads = want;
     }
+    /* each compile thread's NVRTC call goes to a helper process of its own: NVRTC calls
+     * overlap in one process, but less well (at 16 ways 1.45x slower than 16 processes), and
+     * a first 4-GPU run of budget 512 took 27.0 s with helpers, 30.3 s without
+     * (bench/results/2026-11-26-h200x4-scale-2). $KOPT_COMPILE_PROCS overrides (0: off). */
+    if (!t->standin && P->o.compile_threads > 1) {
+        P->procs_before = kopt_compile_procs_set(P->o.compile_threads);
+        P->procs_set = 1;
+    }
     kopt_log(ctx, KOPT_LOG_INFO, "scale: %d slot(s) evaluate (%d local, %d MPI rank(s))",
              kopt_scale_pool_size(P->pool), P->ndevs,
              kopt_scale_pool_size(P->pool) - P->ndevs);
@@ -284,9 +292,13 @@ void kopt__run_tune_scale_close(kopt_run_tune *t)
     t->nslots = t->slots ? n : 0;
     if (t->slots)
         kopt_scale_pool_stats(P->pool, t->slots);
+    t->compile_helpers = kopt_compile_procs_running();
     kopt_scale_mpi_stop_all(P->o.mpi);
     kopt_scale_pool_free(P->pool);
     P->pool = NULL;
+    if (P->procs_set)                   /* the caller's setting back (stops the helpers) */
+        kopt_compile_procs_set(P->procs_before);
+    P->procs_set = 0;
 }
 
 /* ---- MPI ranks > 0 ------------------------------------------------------------------------ */

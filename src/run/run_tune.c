@@ -41,6 +41,12 @@ static kopt_status wrap_prepare(void *user, kopt_ctx *ctx, uint64_t point)
     return w->inner->prepare(w->inner->user, ctx, point);
 }
 
+static kopt_status wrap_warm(void *user, kopt_ctx *ctx)
+{
+    eval_wrap *w = user;
+    return w->inner->warm(w->inner->user, ctx);
+}
+
 /* Note a point evaluated this run (and whether it was known before); -1 without memory. */
 static int note_point(eval_wrap *w, uint64_t point)
 {
@@ -315,11 +321,13 @@ static kopt_status run_shape(kopt_run_tune *t, kopt_ctx *ctx, int index)
     w.stop = a->stop;
     if (P->recorded)
         w.delay_ms = a->replay_delay_ms;
+    memset(&wrapped, 0, sizeof(wrapped));   /* fields added later stay NULL */
     wrapped.user = &w;
     wrapped.prepare = inner->prepare ? wrap_prepare : NULL;
     wrapped.evaluate = wrap_evaluate;
     wrapped.destroy = NULL;
     wrapped.evaluate_many = inner->evaluate_many ? wrap_many : NULL;
+    wrapped.warm = inner->warm ? wrap_warm : NULL;
 
     to.strategy = sr->strategy;
     to.strategy_options = sr->options[0] ? sr->options : NULL;

@@ -29,6 +29,8 @@ typedef struct kopt_run_tune_priv {
     int devs[KOPT_SCALE_MAX_SLOTS];
     kopt_ceilings dev_ceil[KOPT_SCALE_MAX_SLOTS];
     char spaces[72];                     /* what every MPI rank must be tuning (a hash) */
+    int procs_set, procs_before;         /* compile helpers turned on for the run, and the
+                                          * setting to give back at its end */
 } kopt__run_tune_priv;
 
 /* 1 once the caller asked to stop. */

@@ -390,6 +390,24 @@ cleanup:
     return rc;
 }
 
+/* Open the session and start its workers ahead (kopt_tune_evaluator.warm), so the first
+ * evaluation does not wait for their CUDA contexts. */
+static kopt_status live_warm(void *user, kopt_ctx *ctx)
+{
+    live *L = user;
+
+    kopt_status rc;
+
+    const char *off = getenv("KOPT_TUNE_WARM");   /* "0": not ahead (to measure what it saves) */
+
+    if (L->opts.one_shot || (off && strcmp(off, "0") == 0))
+        return KOPT_OK;
+    if (!L->session && (rc = kopt_eval_session_open(&L->session, ctx, L->prob, &L->eval)) !=
+        KOPT_OK)
+        return rc;
+    return kopt_eval_session_warm(L->session, ctx);
+}
+
 static void live_destroy(void *user)
 {
     live *L = user;
@@ -461,6 +479,7 @@ kopt_status kopt_tune_evaluator_live(kopt_tune_evaluator **out, kopt_ctx *ctx,
     e->prepare = live_prepare;
     e->evaluate = live_evaluate;
     e->destroy = live_destroy;
+    e->warm = live_warm;
     *out = e;
     return KOPT_OK;
 }

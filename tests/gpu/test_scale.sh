@@ -31,6 +31,8 @@ check "every GPU's ceilings measured (at once) and stored" \
   "$([ "$(q "$TMP/all.db" 'select count(*) from devices where ceilings_json is not null')" = "$ngpu" ]; echo $?)"
 check "every GPU evaluated" \
   "$([ "$(q "$TMP/all.db" 'select count(distinct device_index) from tune_evals')" = "$ngpu" ]; echo $?)"
+check "compile helper processes did the compiling (one per compile thread, up to 4 per GPU)" \
+  "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["compile_helpers"] >= 1 else 1)' "$TMP/all.json"; echo $?)"
 check "the winner passes the final check" \
   "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["final_check"] and d["final_check"]["verdict"] == "OK" else 1)' "$TMP/all.json"; echo $?)"
 

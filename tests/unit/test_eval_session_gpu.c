@@ -74,6 +74,7 @@ static void test_session_verdicts_and_workers(void)
     if ((r = run(s, KOPT_EXAMPLES_DIR "/vector_add/fast.cu"))) {
         CHECK_EQ_INT(r->verdict, KOPT_VERDICT_OK);
         CHECK(r->ref_setup_ms > 0 && r->cand_setup_ms > 0);
+        CHECK(!r->ref_setup.context_early && !r->cand_setup.context_early);   /* not warmed */
         CHECK(r->timing.n > 0 && r->timing.median_ms > 0);
         seed = r->seed;
         kopt_eval_result_free(r);
@@ -121,10 +122,63 @@ done:
     kopt_problem_free(p);
 }
 
+/* kopt_eval_session_warm: both workers of the first run were started ahead (their
+ * contexts made before their jobs came), and the run's verdict is unchanged */
+static void test_session_warm(void)
+{
+    kopt_problem *p = NULL;
+    kopt_eval_session *s = NULL;
+    kopt_eval_opts o = KOPT_EVAL_OPTS_INIT;
+    kopt_eval_result *r;
+
+    if (!gpu())
+        return;
+    o.trials = 1;
+    o.budget_ms = 10;
+    o.timeout_s = 5;
+    CHECK(kopt_problem_load(&p, ctx, KOPT_EXAMPLES_DIR "/vector_add") == KOPT_OK);
+    CHECK(kopt_eval_session_open(&s, ctx, p, &o) == KOPT_OK);
+    if (!p || !s)
+        goto done;
+    prob = p;
+    CHECK(kopt_eval_session_warm(s, ctx) == KOPT_OK);
+    CHECK(kopt_eval_session_warm(s, ctx) == KOPT_OK);     /* again: nothing more started */
+    if ((r = run(s, KOPT_EXAMPLES_DIR "/vector_add/fast.cu"))) {
+        CHECK_EQ_INT(r->verdict, KOPT_VERDICT_OK);
+        CHECK(r->ref_setup.context_early && r->cand_setup.context_early);
+        CHECK(r->timing.n > 0 && r->timing.median_ms > 0);
+        kopt_eval_result_free(r);
+    }
+    if ((r = run(s, CANDIDATES "/vector_add_off_by_one.cu"))) {   /* served, as before */
+        CHECK_EQ_INT(r->verdict, KOPT_VERDICT_WRONG);
+        CHECK(r->ref_setup_ms == 0 && r->cand_setup_ms == 0);
+        kopt_eval_result_free(r);
+    }
+done:
+    kopt_eval_session_close(s);
+    kopt_problem_free(p);
+}
+
+/* a session warmed and closed without a run: warm succeeds (without a GPU it starts
+ * nothing) and close releases the workers started ahead, with or without a GPU */
+static void test_session_warm_unused(void)
+{
+    kopt_problem *p = NULL;
+    kopt_eval_session *s = NULL;
+
+    CHECK(kopt_problem_load(&p, ctx, KOPT_EXAMPLES_DIR "/vector_add") == KOPT_OK);
+    CHECK(kopt_eval_session_open(&s, ctx, p, NULL) == KOPT_OK);
+    CHECK(kopt_eval_session_warm(s, ctx) == KOPT_OK);
+    kopt_eval_session_close(s);
+    kopt_problem_free(p);
+}
+
 int main(int argc, char **argv)
 {
     static const ktest_case cases[] = {
         KTEST(test_session_verdicts_and_workers),
+        KTEST(test_session_warm),
+        KTEST(test_session_warm_unused),
     };
     int rc;
 
