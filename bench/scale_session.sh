@@ -43,6 +43,8 @@ row() { printf '%-10s %-6s %-4s %8s %8s %9s %s\n' "$@" >> "$TABLE"; }
 row run gpus rc "wall s" "tune s" "speed-up" "note"
 
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+# CUDA_VISIBLE_DEVICES=1,2,3: those GPUs only (kopt numbers them 0..2, as CUDA does)
+[ -n "${CUDA_VISIBLE_DEVICES:-}" ] && [ "$NGPU" -gt 0 ] && NGPU=$(echo "$CUDA_VISIBLE_DEVICES" | tr ',' '\n' | grep -c .)
 # a dry run of this script without a GPU: KOPT_SCALE_STANDIN=MS (CPU stand-ins) and
 # SCALE_FAKE_GPUS=N (how many to pretend)
 [ -n "${KOPT_SCALE_STANDIN:-}" ] && NGPU=${SCALE_FAKE_GPUS:-1}
