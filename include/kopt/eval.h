@@ -263,13 +263,13 @@ kopt_status kopt_eval_session_open(kopt_eval_session **out, kopt_ctx *ctx,
                                    const kopt_problem *prob, const kopt_eval_opts *opts);
 kopt_status kopt_eval_session_run(kopt_eval_session *s, kopt_ctx *ctx,
                                   const kopt_candidate *cand, kopt_eval_result **out);
-/* Candidates run, and workers started for them (1 when the first one served them all). */
 /* Start the session's two workers ahead of its first run, each making its CUDA context
  * while the caller does other work (compiles the first candidates): the first run then
  * skips their start. Device-code references only, and only before the first run; without
  * a GPU (or with opts.no_prestart) it does nothing. A worker that ended meanwhile is
  * replaced at the run. Same thread rule as kopt_eval_session_run. */
 kopt_status kopt_eval_session_warm(kopt_eval_session *s, kopt_ctx *ctx);
+/* Candidates run, and workers started for them (1 when the first one served them all). */
 void kopt_eval_session_counts(const kopt_eval_session *s, int *runs, int *workers);
 void kopt_eval_session_close(kopt_eval_session *s);
 

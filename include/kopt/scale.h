@@ -32,11 +32,11 @@ extern "C" {
 
 /* ---- the device set ----------------------------------------------------------------------- */
 
-/* "all" (0 .. count-1) or "0,2,5" (each < count, none twice; count < 0: not checked) into
- * out[] (at most max); *n how many. KOPT_E_INVALID naming the bad item. */
 /* How many GPUs `--gpus` may name here: -1 (any index) with CPU stand-ins
  * (KOPT_SCALE_STANDIN), else those this process sees through NVML (0: none). */
 int kopt_scale_gpus_here(void);
+/* "all" (0 .. count-1) or "0,2,5" (each < count, none twice; count < 0: not checked) into
+ * out[] (at most max); *n how many. KOPT_E_INVALID naming the bad item. */
 kopt_status kopt_scale_devices_parse(kopt_ctx *ctx, const char *spec, int count, int *out,
                                      int max, int *n);
 

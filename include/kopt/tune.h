@@ -273,9 +273,10 @@ typedef struct kopt_tune_evaluator {
      * without an outcome. An error status means kopt itself failed. */
     kopt_status (*evaluate_many)(void *user, kopt_ctx *ctx, const uint64_t *points, int n,
                                  int want_findings, const kopt_tune_batch *b);
-    /* Optional: get ready to evaluate (the live evaluator opens its session: its workers
-     * and the reference's run) ahead of the first evaluate, on any one thread, while the
-     * first points compile. A failure here is not reported: evaluate tries again and says. */
+    /* Optional: get ready to evaluate ahead of the first evaluate (the live evaluator opens
+     * its session and starts its two workers, which make their CUDA contexts), on any one
+     * thread, while the first points compile. A failure here is not reported: evaluate
+     * tries again and says. */
     kopt_status (*warm)(void *user, kopt_ctx *ctx);
 } kopt_tune_evaluator;
 

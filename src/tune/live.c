@@ -395,10 +395,8 @@ cleanup:
 static kopt_status live_warm(void *user, kopt_ctx *ctx)
 {
     live *L = user;
-
-    kopt_status rc;
-
     const char *off = getenv("KOPT_TUNE_WARM");   /* "0": not ahead (to measure what it saves) */
+    kopt_status rc;
 
     if (L->opts.one_shot || (off && strcmp(off, "0") == 0))
         return KOPT_OK;
