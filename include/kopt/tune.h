@@ -342,6 +342,10 @@ typedef struct kopt_tune_strategy {
     /* The outcome of a proposed point (in the order the driver obtained them). */
     void (*tell)(void *state, uint64_t point, const kopt_tune_outcome *o);
     void (*destroy)(void *state);
+    /* 1: what ask proposes never depends on the outcomes told (random, exhaustive), so the
+     * driver may ask for the next round before this one is answered and compile it while
+     * this one evaluates (the points proposed, in order, are the same) */
+    int blind;
 } kopt_tune_strategy;
 
 /* All strategies, NULL-terminated (src/tune/strategies.c lists them). */

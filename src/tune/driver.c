@@ -75,8 +75,9 @@ typedef struct pipeline {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     const kopt_tune_evaluator *eval;
-    job *jobs;                /* this round's points to prepare (capacity: lookahead) */
-    int njobs, next;          /* next: the first job no worker has taken */
+    job *jobs;                /* points to prepare: this round's, and the next round's when
+                               * it was asked ahead (capacity: 2 x lookahead) */
+    int njobs, cap, next;     /* next: the first job no worker has taken */
     int shutdown;
     pthread_t *threads;
     int nthreads;
@@ -111,10 +112,17 @@ static void *worker_main(void *arg)
         pthread_mutex_unlock(&p->mu);
         rc = ctx ? p->eval->prepare(p->eval->user, ctx, point) : KOPT_E_NOMEM;
         pthread_mutex_lock(&p->mu);
-        j->rc = rc;
-        if (rc != KOPT_OK)
-            snprintf(j->msg, sizeof(j->msg), "%s", ctx ? kopt_errmsg(ctx) : "out of memory");
-        j->state = JOB_DONE;
+        /* found again by its point: a submit may have moved the jobs meanwhile */
+        j = NULL;
+        for (int i = 0; i < p->njobs && !j; i++)
+            if (p->jobs[i].point == point && p->jobs[i].state == JOB_RUNNING)
+                j = &p->jobs[i];
+        if (j) {
+            j->rc = rc;
+            if (rc != KOPT_OK)
+                snprintf(j->msg, sizeof(j->msg), "%s", ctx ? kopt_errmsg(ctx) : "out of memory");
+            j->state = JOB_DONE;
+        }
         pthread_cond_broadcast(&p->cv);
     }
     pthread_mutex_unlock(&p->mu);
@@ -149,7 +157,8 @@ static pipeline *pipeline_new(kopt_ctx *ctx, const kopt_tune_evaluator *eval, in
     if (!p)
         return NULL;
     p->eval = eval;
-    p->jobs = calloc((size_t)lookahead, sizeof(*p->jobs));
+    p->cap = 2 * lookahead;
+    p->jobs = calloc((size_t)p->cap, sizeof(*p->jobs));
     p->threads = calloc((size_t)nthreads, sizeof(*p->threads));
     if (!p->jobs || !p->threads || pthread_mutex_init(&p->mu, NULL) != 0) {
         free(p->jobs);
@@ -180,16 +189,27 @@ static pipeline *pipeline_new(kopt_ctx *ctx, const kopt_tune_evaluator *eval, in
 }
 
 /* Replace the jobs with `points` (the previous round's are all done by now). */
-static void pipeline_submit(pipeline *p, const uint64_t *points, int n)
+/* Queue a round's points (n <= lookahead). The jobs done are dropped first (their points
+ * are compiled: a wait for one finds nothing and returns at once), and so are those still
+ * queued unless `append` (the next round asked ahead joins this one's queue). A job being
+ * prepared stays until its worker is done with it. */
+static void pipeline_submit(pipeline *p, const uint64_t *points, int n, int append)
 {
+    int k = 0;
+
     pthread_mutex_lock(&p->mu);
-    for (int i = 0; i < n; i++) {
-        memset(&p->jobs[i], 0, sizeof(p->jobs[i]));
-        p->jobs[i].point = points[i];
-        p->jobs[i].state = JOB_QUEUED;
+    for (int i = 0; i < p->njobs; i++)
+        if (p->jobs[i].state == JOB_RUNNING || (append && p->jobs[i].state == JOB_QUEUED))
+            p->jobs[k++] = p->jobs[i];
+    p->njobs = k;
+    for (p->next = 0; p->next < k && p->jobs[p->next].state != JOB_QUEUED; p->next++)
+        ;
+    for (int i = 0; i < n && p->njobs < p->cap; i++) {
+        job *j = &p->jobs[p->njobs++];
+        memset(j, 0, sizeof(*j));
+        j->point = points[i];
+        j->state = JOB_QUEUED;
     }
-    p->njobs = n;
-    p->next = 0;
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
 }
@@ -234,6 +254,10 @@ typedef struct run {
     pipeline *pipe;
     pthread_t warm_th;              /* running eval->warm until the first evaluate */
     int warming;
+    /* the next round, asked ahead of this one's answers (a blind strategy) and queued for
+     * the compile threads: nnext points in `next` once have_next */
+    uint64_t *next, *next_scratch;
+    int nnext, have_next, round_ahead;
     size_t used;              /* unique points counted against the budget */
     size_t seen_valid;        /* unique points answered with a state other than PRUNED */
     uint64_t nvalid;
@@ -523,10 +547,37 @@ static int should_stop(run *r, kopt_tune_stop *why)
     return 0;
 }
 
-/* Queue the round's points that will need evaluating for the compile threads. */
-static void submit_round(run *r, const uint64_t *points, int n, uint64_t *scratch)
+/* Queue the round's points that will need evaluating for the compile threads (`append`:
+ * behind the current round's, for the round asked ahead). */
+static void submit_round(run *r, const uint64_t *points, int n, uint64_t *scratch, int append)
 {
-    pipeline_submit(r->pipe, scratch, new_points(r, points, n, scratch));
+    pipeline_submit(r->pipe, scratch, new_points(r, points, n, scratch), append);
+}
+
+/* A blind strategy's next round, asked now (before this round's answers) and queued behind
+ * this round for the compile threads, so they compile it while this round evaluates. Its
+ * size assumes every new point of this round counts against the budget: the rounds asked
+ * later make up for any that do not, and the points come in the same order. */
+static void ask_ahead(run *r, const kopt_tune_strategy *strategy, const kopt_tune_history *h,
+                      const uint64_t *round, int nround)
+{
+    long left = r->opts.lookahead;
+
+    r->have_next = 0;
+    if (r->opts.max_evals > 0) {
+        long fresh = new_points(r, round, nround, r->next_scratch);
+        left = (long)r->opts.max_evals - (long)r->used - fresh;
+        if (left <= 0)
+            return;                    /* this round may end the run: nothing to ask */
+        if (left > r->opts.lookahead)
+            left = r->opts.lookahead;
+    }
+    r->nnext = strategy->ask(r->sstate, h, r->next, (int)left);
+    if (r->nnext > left)
+        r->nnext = (int)left;
+    r->have_next = 1;                  /* 0 points: the strategy finished */
+    if (r->nnext > 0)
+        submit_round(r, r->next, r->nnext, r->next_scratch, 1);
 }
 
 static int cmp_time_energy(const void *a, const void *b, void *ctx)
@@ -606,7 +657,7 @@ kopt_status kopt_tune_run_strategy(kopt_tune_result **out, kopt_ctx *ctx,
     static const kopt_tune_opts defaults = KOPT_TUNE_OPTS_INIT;
     kopt_tune_strategy_opts sopts;
     uint64_t *round = NULL, *scratch = NULL;
-    int nround = 0, pos = 0, stalled = 0;
+    int nround = 0, pos = 0, stalled = 0, from_ahead = 0;
     kopt_tune_stop why = KOPT_TUNE_STOP_FINISHED;
     kopt_status rc = KOPT_OK;
     run r;
@@ -646,7 +697,9 @@ kopt_status kopt_tune_run_strategy(kopt_tune_result **out, kopt_ctx *ctx,
         !(scratch = malloc((size_t)r.opts.lookahead * sizeof(*scratch))) ||
         !(r.bpoints = malloc((size_t)r.opts.lookahead * sizeof(*r.bpoints))) ||
         !(r.bout = malloc((size_t)r.opts.lookahead * sizeof(*r.bout))) ||
-        !(r.bdone = malloc((size_t)r.opts.lookahead))) {
+        !(r.bdone = malloc((size_t)r.opts.lookahead)) ||
+        !(r.next = malloc((size_t)r.opts.lookahead * sizeof(*r.next))) ||
+        !(r.next_scratch = malloc((size_t)r.opts.lookahead * sizeof(*r.next_scratch)))) {
         rc = kopt_seterr(ctx, KOPT_E_NOMEM, "tune");
         goto cleanup;
     }
@@ -671,6 +724,10 @@ kopt_status kopt_tune_run_strategy(kopt_tune_result **out, kopt_ctx *ctx,
         r.pipe = pipeline_new(ctx, eval, r.opts.compile_threads, r.opts.lookahead);
     if (eval->warm && pthread_create(&r.warm_th, NULL, warm_main, (void *)eval) == 0)
         r.warming = 1;
+    {   /* asking a round ahead; KOPT_TUNE_ROUND_AHEAD=0 turns it off (to measure it) */
+        const char *e = getenv("KOPT_TUNE_ROUND_AHEAD");
+        r.round_ahead = r.pipe && strategy->blind && !(e && strcmp(e, "0") == 0);
+    }
 
     for (;;) {
         /* a batch's round is answered to its end first: its outcomes are stored already, so
@@ -688,18 +745,33 @@ kopt_status kopt_tune_run_strategy(kopt_tune_result **out, kopt_ctx *ctx,
             h.best = r.best_idx;
             h.objective = r.opts.objective;
             h.cache = r.cache;
-            nround = strategy->ask(r.sstate, &h, round, max);
+            from_ahead = r.have_next;  /* asked ahead, and queued for compiling already */
+            if (from_ahead) {
+                nround = r.nnext;
+                memcpy(round, r.next, (size_t)(nround > 0 ? nround : 0) * sizeof(*round));
+            } else {
+                nround = strategy->ask(r.sstate, &h, round, max);
+            }
+            r.have_next = 0;
             pos = 0;
             if (nround <= 0) {
                 nround = 0;
                 why = KOPT_TUNE_STOP_FINISHED;
                 break;
             }
-            if (nround > max)
+            if (nround > max) {
+                if (from_ahead) {      /* the rest is the following round, in order */
+                    r.nnext = nround - max;
+                    memmove(r.next, round + max, (size_t)r.nnext * sizeof(*r.next));
+                    r.have_next = 1;
+                }
                 nround = max;
+            }
             r.batch_counted = 0;
-            if (r.pipe)
-                submit_round(&r, round, nround, scratch);
+            if (r.pipe && !from_ahead)
+                submit_round(&r, round, nround, scratch, 0);
+            if (r.round_ahead && !r.have_next)
+                ask_ahead(&r, strategy, &h, round, nround);
             if (eval->evaluate_many && (rc = run_batch(&r, round, nround)) != KOPT_OK)
                 goto cleanup;
         }
@@ -739,6 +811,8 @@ cleanup:
     free(scratch);
     free(r.bpoints);
     free(r.bout);
+    free(r.next);
+    free(r.next_scratch);
     free(r.bdone);
     return rc;
 }

@@ -223,7 +223,12 @@ static void scan_destroy(void *state)
 }
 
 static const kopt_tune_strategy scan_strategy = {
-    "scan", "in order, for tests", 0, scan_create, scan_ask, scan_tell, scan_destroy,
+    "scan", "in order, for tests", 0, scan_create, scan_ask, scan_tell, scan_destroy, 0,
+};
+/* the same, saying it is blind (its proposals never depend on outcomes): the driver asks
+ * its next round ahead */
+static const kopt_tune_strategy scan_blind_strategy = {
+    "scan_blind", "in order, blind", 0, scan_create, scan_ask, scan_tell, scan_destroy, 1,
 };
 
 static int none_ask(void *state, const kopt_tune_history *h, uint64_t *points, int max)
@@ -236,7 +241,7 @@ static int none_ask(void *state, const kopt_tune_history *h, uint64_t *points, i
 }
 
 static const kopt_tune_strategy none_strategy = {
-    "none", "proposes nothing", 0, scan_create, none_ask, scan_tell, scan_destroy,
+    "none", "proposes nothing", 0, scan_create, none_ask, scan_tell, scan_destroy, 0,
 };
 
 static kopt_tune_opts base_opts(int max_evals)
@@ -594,6 +599,107 @@ cleanup:
     counter_done(&k);
 }
 
+/* ---- a round asked ahead (blind strategies) ------------------------------------------------ */
+
+/* evaluate, but at point `watch` first wait (up to 500 ms) for point `wait_for` to be
+ * prepared: it is when the next round was asked ahead and is compiling meanwhile */
+static struct {
+    uint64_t watch, wait_for;
+    int seen;
+} ahead;
+
+static kopt_status ahead_evaluate(void *user, kopt_ctx *c, uint64_t point, int want_findings,
+                                  kopt_tune_outcome *out)
+{
+    counter *k = user;
+
+    if (point == ahead.watch) {
+        for (int i = 0; i < 100 && !ahead.seen; i++) {
+            pthread_mutex_lock(&k->mu);
+            ahead.seen = k->prepared[ahead.wait_for];
+            pthread_mutex_unlock(&k->mu);
+            if (!ahead.seen)
+                sleep_ms(5);
+        }
+    }
+    return counter_evaluate(user, c, point, want_findings, out);
+}
+
+/* One run of scan_blind (rounds of 8, 2 compile threads) with budget `budget`; the points
+ * evaluated in order into order[] (their count returned), ahead.seen set as it went. */
+static int ahead_run(int budget, uint64_t *order, int *prepares)
+{
+    kopt_tune_evaluator ev;
+    kopt_tune_result *r = NULL;
+    kopt_tune_opts o = base_opts(budget);
+    counter k;
+    int n = -1;
+
+    counter_init(&k, &ev);
+    ev.prepare = counter_prepare;
+    ev.evaluate = ahead_evaluate;
+    k.prepare_sleep_ms = 2;
+    scan_cfg = (struct scan_cfg){0, 8, 0, 0};
+    o.compile_threads = 2;
+    o.lookahead = 8;
+    ahead.seen = 0;
+    if (CHECK_EQ_INT(kopt_tune_run_strategy(&r, ctx, space, NULL, &ev, &scan_blind_strategy,
+                                            &o), KOPT_OK)) {
+        n = k.evals < 4096 ? k.evals : 4096;
+        memcpy(order, k.order, (size_t)n * sizeof(*order));
+        CHECK_EQ_INT(k.bad_order, 0);            /* each point prepared before evaluated */
+        *prepares = k.prepares;
+    }
+    kopt_tune_result_free(r);
+    counter_done(&k);
+    return n;
+}
+
+static void test_round_ahead(void)
+{
+    static uint64_t with[4096], without[4096];
+    int budgets[] = {24, 13, 7};
+    uint64_t valid[16];
+    int nvalid = 0;
+
+    /* the last valid point of the first round (0..7) and the first of the second (8..15) */
+    for (uint64_t p = 0; p < 16 && p < space->npoints; p++)
+        if (kopt_tune_space_valid(space, p, NULL, 0))
+            valid[nvalid++] = p;
+    for (int i = 0; i < nvalid; i++) {
+        if (valid[i] < 8)
+            ahead.watch = valid[i];
+        else if (ahead.wait_for < 8)
+            ahead.wait_for = valid[i];
+    }
+    if (!CHECK(ahead.watch < 8 && ahead.wait_for >= 8))
+        return;
+    for (size_t b = 0; b < sizeof(budgets) / sizeof(budgets[0]); b++) {
+        int n_with, n_without, seen_with, prep_with, prep_without;
+        unsetenv("KOPT_TUNE_ROUND_AHEAD");
+        n_with = ahead_run(budgets[b], with, &prep_with);
+        seen_with = ahead.seen;
+        setenv("KOPT_TUNE_ROUND_AHEAD", "0", 1);
+        n_without = ahead_run(budgets[b], without, &prep_without);
+        unsetenv("KOPT_TUNE_ROUND_AHEAD");
+        printf("  budget %d: %d evaluated ahead (%d prepared), %d without (%d prepared)\n",
+               budgets[b], n_with, prep_with, n_without, prep_without);
+        /* the same points in the same order, and the budget kept */
+        CHECK_EQ_INT(n_with, budgets[b]);
+        CHECK_EQ_INT(n_without, budgets[b]);
+        if (n_with == n_without)
+            CHECK(memcmp(with, without, (size_t)n_with * sizeof(*with)) == 0);
+        /* compiled ahead: the second round's first point while the first round evaluated
+         * (when there is a second round); not without */
+        if (budgets[b] > 8)
+            CHECK(seen_with);
+        CHECK(!ahead.seen);
+        /* at most one round compiled beyond what was evaluated */
+        CHECK(prep_with <= budgets[b] + 8);
+        CHECK_EQ_INT(prep_without, budgets[b]);
+    }
+}
+
 /* ---- kill -9 and resume -------------------------------------------------------------------- */
 
 #define RESUME_BUDGET 40
@@ -782,6 +888,7 @@ int main(int argc, char **argv)
         KTEST(test_stalled),
         KTEST(test_pareto_time_energy_convergence),
         KTEST(test_pipeline),
+        KTEST(test_round_ahead),
         KTEST(test_kill9_resume),
         KTEST(test_unknown_strategy),
     };

@@ -69,4 +69,5 @@ const kopt_tune_strategy kopt_tune_strategy_exhaustive = {
     .ask = exhaustive_ask,
     .tell = exhaustive_tell,
     .destroy = exhaustive_destroy,
+    .blind = 1,
 };

@@ -128,4 +128,5 @@ const kopt_tune_strategy kopt_tune_strategy_random = {
     .ask = random_ask,
     .tell = random_tell,
     .destroy = random_destroy,
+    .blind = 1,
 };
