@@ -282,6 +282,13 @@ typedef struct kopt_tune_evaluator {
 
 void kopt_tune_evaluator_free(kopt_tune_evaluator *e);
 
+/* e->warm on a thread of its own (src/tune/warm.c): NULL when e has no warm (or no thread
+ * could be had: evaluate then does what warm would have); e must outlive it.
+ * kopt_tune_warm_end waits for it and sets *w to NULL (nothing to wait for when NULL). */
+typedef struct kopt_tune_warming kopt_tune_warming;
+kopt_tune_warming *kopt_tune_warm_begin(const kopt_tune_evaluator *e);
+void kopt_tune_warm_end(kopt_tune_warming **w);
+
 /* Replay: outcomes come from `recorded` (borrowed); a point it lacks is an error naming
  * the point (a complete cache holds every valid point). Pruned points not recorded are
  * answered from the space's own check. */

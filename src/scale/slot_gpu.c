@@ -7,7 +7,6 @@
  */
 #include "kopt/scale.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,29 +15,8 @@
 typedef struct gpu_slot {
     int device, shape;
     kopt_tune_evaluator *ev;         /* for `shape`; owned */
-    pthread_t warm_th;               /* running ev->warm, until joined */
-    int warming;
+    kopt_tune_warming *warming;      /* ev->warm, until the first evaluation */
 } gpu_slot;
-
-static void *warm_main(void *arg)
-{
-    gpu_slot *g = arg;
-    kopt_ctx *ctx = kopt_ctx_new();
-
-    if (ctx && g->ev->warm(g->ev->user, ctx) != KOPT_OK)   /* evaluate tries again and says */
-        kopt_log(ctx, KOPT_LOG_DEBUG, "GPU %d: warming its session: %s", g->device,
-                 kopt_errmsg(ctx));
-    kopt_ctx_free(ctx);
-    return NULL;
-}
-
-/* Wait for the warm thread, if one runs: the evaluator is the slot's alone after. */
-static void warm_join(gpu_slot *g)
-{
-    if (g->warming)
-        pthread_join(g->warm_th, NULL);
-    g->warming = 0;
-}
 
 static kopt_status gpu_eval(void *user, kopt_ctx *ctx, const kopt_scale_job *job,
                             kopt_tune_outcome *out, int *lost)
@@ -46,7 +24,7 @@ static kopt_status gpu_eval(void *user, kopt_ctx *ctx, const kopt_scale_job *job
     gpu_slot *g = user;
 
     *lost = 0;
-    warm_join(g);
+    kopt_tune_warm_end(&g->warming);   /* the evaluator is the slot's alone after */
     if (!g->ev || g->shape != job->shape)
         return kopt_seterr(ctx, KOPT_E_INVALID, "GPU %d: no evaluator for shape %d",
                            g->device, job->shape + 1);
@@ -59,7 +37,7 @@ static void gpu_close(void *user)
 
     if (!g)
         return;
-    warm_join(g);
+    kopt_tune_warm_end(&g->warming);
     kopt_tune_evaluator_free(g->ev);
     free(g);
 }
@@ -101,12 +79,11 @@ void kopt_scale_slot_gpu_set(kopt_scale_slot *s, int shape, kopt_tune_evaluator 
         kopt_tune_evaluator_free(e);
         return;
     }
-    warm_join(g);
+    kopt_tune_warm_end(&g->warming);
     kopt_tune_evaluator_free(g->ev);
     g->ev = e;
     g->shape = shape;
-    if (e && e->warm && pthread_create(&g->warm_th, NULL, warm_main, g) == 0)
-        g->warming = 1;
+    g->warming = kopt_tune_warm_begin(e);
 }
 
 /* ---- a GPU slot that runs any job (kopt_scale_slot_call) ------------------------------------ */

@@ -252,8 +252,7 @@ typedef struct run {
     unsigned char *repeat;    /* per outcome: 1 when the point was already answered */
     kopt_tune__map seen;      /* point -> index of its first outcome in this run */
     pipeline *pipe;
-    pthread_t warm_th;              /* running eval->warm until the first evaluate */
-    int warming;
+    kopt_tune_warming *warming;     /* eval->warm, until the first evaluate */
     /* the next round, asked ahead of this one's answers (a blind strategy) and queued for
      * the compile threads: nnext points in `next` once have_next */
     uint64_t *next, *next_scratch;
@@ -350,26 +349,6 @@ static void report(run *r)
     r->opts.progress(r->opts.progress_user, &p);
 }
 
-/* ---- warming the evaluator (its session's workers start while the first round compiles) -- */
-
-static void *warm_main(void *arg)
-{
-    const kopt_tune_evaluator *e = arg;
-    kopt_ctx *ctx = kopt_ctx_new();
-
-    if (ctx && e->warm(e->user, ctx) != KOPT_OK)   /* evaluate tries again and says */
-        kopt_log(ctx, KOPT_LOG_DEBUG, "tune: warming the evaluator: %s", kopt_errmsg(ctx));
-    kopt_ctx_free(ctx);
-    return NULL;
-}
-
-static void warm_join(run *r)
-{
-    if (r->warming)
-        pthread_join(r->warm_th, NULL);
-    r->warming = 0;
-}
-
 /* ---- batches (evaluate_many) --------------------------------------------------------------- */
 
 static int batch_find(const run *r, uint64_t point)
@@ -442,7 +421,7 @@ static kopt_status run_batch(run *r, const uint64_t *points, int n)
     b.ready = batch_ready;
     b.done = batch_done;
     b.stop = r->opts.stop;
-    warm_join(r);
+    kopt_tune_warm_end(&r->warming);
     t = kopt_now_ms();
     rc = r->eval->evaluate_many(r->eval->user, r->ctx, r->bpoints, r->nb,
                                 r->strat->wants_findings, &b);
@@ -502,7 +481,7 @@ static kopt_status answer(run *r, uint64_t point)
                 free(label);
             }
         }
-        warm_join(r);
+        kopt_tune_warm_end(&r->warming);
         t = kopt_now_ms();
         rc = r->eval->evaluate(r->eval->user, r->ctx, point, r->strat->wants_findings, &o);
         res->eval_s += (kopt_now_ms() - t) / 1000.0;
@@ -722,8 +701,7 @@ kopt_status kopt_tune_run_strategy(kopt_tune_result **out, kopt_ctx *ctx,
     }
     if (eval->prepare && r.opts.compile_threads > 0)
         r.pipe = pipeline_new(ctx, eval, r.opts.compile_threads, r.opts.lookahead);
-    if (eval->warm && pthread_create(&r.warm_th, NULL, warm_main, (void *)eval) == 0)
-        r.warming = 1;
+    r.warming = kopt_tune_warm_begin(eval);
     {   /* asking a round ahead; KOPT_TUNE_ROUND_AHEAD=0 turns it off (to measure it) */
         const char *e = getenv("KOPT_TUNE_ROUND_AHEAD");
         r.round_ahead = r.pipe && strategy->blind && !(e && strcmp(e, "0") == 0);
@@ -798,7 +776,7 @@ kopt_status kopt_tune_run_strategy(kopt_tune_result **out, kopt_ctx *ctx,
     *out = r.res;
     r.res = NULL;
 cleanup:
-    warm_join(&r);
+    kopt_tune_warm_end(&r.warming);
     pipeline_free(r.pipe);   /* joins every thread before returning */
     if (r.sstate && strategy->destroy)
         strategy->destroy(r.sstate);
