@@ -245,7 +245,9 @@ void kopt_eval_result_free(kopt_eval_result *r);
  *     ends and the next candidate gets a new one; host-mode candidates, --sanitize and
  *     wrapped runs use a worker of their own, as in kopt_eval_run.
  * Trials on the session's one seed are what a search needs to compare points; they do not
- * replace a final kopt_eval_run on fresh inputs. Not thread-safe: one caller at a time. */
+ * replace a final kopt_eval_run on fresh inputs. Not thread-safe: one caller at a time.
+ * Workers end when the thread that started them ends (Linux's parent-death signal belongs
+ * to the thread): warm and run a session from threads that live as long as it does. */
 /* A pool of workers started ahead of their jobs, each making its CUDA context on `device`
  * while it waits (the slow part of a worker's start, ~0.2-0.3 s). A one-shot evaluation of
  * device code given the pool (opts.pool) takes its two workers from it instead of starting
@@ -267,7 +269,8 @@ kopt_status kopt_eval_session_run(kopt_eval_session *s, kopt_ctx *ctx,
  * while the caller does other work (compiles the first candidates): the first run then
  * skips their start. Device-code references only, and only before the first run; without
  * a GPU (or with opts.no_prestart) it does nothing. A worker that ended meanwhile is
- * replaced at the run. Same thread rule as kopt_eval_session_run. */
+ * replaced at the run. Same thread rules as kopt_eval_session_run: a thread that ends
+ * before the session's runs takes the workers it started with it. */
 kopt_status kopt_eval_session_warm(kopt_eval_session *s, kopt_ctx *ctx);
 /* Candidates run, and workers started for them (1 when the first one served them all). */
 void kopt_eval_session_counts(const kopt_eval_session *s, int *runs, int *workers);

@@ -274,20 +274,19 @@ typedef struct kopt_tune_evaluator {
     kopt_status (*evaluate_many)(void *user, kopt_ctx *ctx, const uint64_t *points, int n,
                                  int want_findings, const kopt_tune_batch *b);
     /* Optional: get ready to evaluate ahead of the first evaluate (the live evaluator opens
-     * its session and starts its two workers, which make their CUDA contexts), on any one
-     * thread, while the first points compile. A failure here is not reported: evaluate
-     * tries again and says. */
+     * its session and starts its two workers, which make their CUDA contexts while the
+     * first points compile). Called once, on a thread that lives as long as the evaluator
+     * (the workers end with the thread that started them). A failure here is not reported:
+     * evaluate tries again and says. */
     kopt_status (*warm)(void *user, kopt_ctx *ctx);
 } kopt_tune_evaluator;
 
 void kopt_tune_evaluator_free(kopt_tune_evaluator *e);
 
-/* e->warm on a thread of its own (src/tune/warm.c): NULL when e has no warm (or no thread
- * could be had: evaluate then does what warm would have); e must outlive it.
- * kopt_tune_warm_end waits for it and sets *w to NULL (nothing to wait for when NULL). */
-typedef struct kopt_tune_warming kopt_tune_warming;
-kopt_tune_warming *kopt_tune_warm_begin(const kopt_tune_evaluator *e);
-void kopt_tune_warm_end(kopt_tune_warming **w);
+/* e->warm on the calling thread, which must live as long as e (src/tune/warm.c); nothing
+ * when e has none. It returns at once: the workers make their contexts in their own
+ * processes. A failure is logged at debug level only (evaluate tries again and says). */
+void kopt_tune_warm(const kopt_tune_evaluator *e);
 
 /* Replay: outcomes come from `recorded` (borrowed); a point it lacks is an error naming
  * the point (a complete cache holds every valid point). Pruned points not recorded are

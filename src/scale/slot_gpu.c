@@ -1,9 +1,10 @@
 /*
  * A GPU slot: one GPU of this host with the live evaluator (and so the evaluation session,
  * the one long-lived worker) of the shape being tuned. The evaluator is made on the
- * caller's thread (kopt_scale_slot_gpu_set), which also starts warming it (its workers
- * make their CUDA contexts) on a thread of its own while the first points compile; the
- * slot's thread waits for that before it evaluates with it.
+ * caller's thread (kopt_scale_slot_gpu_set), which also warms it there (its workers are
+ * started and make their CUDA contexts while the first points compile; they must be
+ * started by a thread that outlives them, as the caller's does); the slot's thread then
+ * evaluates with it.
  */
 #include "kopt/scale.h"
 
@@ -15,7 +16,6 @@
 typedef struct gpu_slot {
     int device, shape;
     kopt_tune_evaluator *ev;         /* for `shape`; owned */
-    kopt_tune_warming *warming;      /* ev->warm, until the first evaluation */
 } gpu_slot;
 
 static kopt_status gpu_eval(void *user, kopt_ctx *ctx, const kopt_scale_job *job,
@@ -24,7 +24,6 @@ static kopt_status gpu_eval(void *user, kopt_ctx *ctx, const kopt_scale_job *job
     gpu_slot *g = user;
 
     *lost = 0;
-    kopt_tune_warm_end(&g->warming);   /* the evaluator is the slot's alone after */
     if (!g->ev || g->shape != job->shape)
         return kopt_seterr(ctx, KOPT_E_INVALID, "GPU %d: no evaluator for shape %d",
                            g->device, job->shape + 1);
@@ -37,7 +36,6 @@ static void gpu_close(void *user)
 
     if (!g)
         return;
-    kopt_tune_warm_end(&g->warming);
     kopt_tune_evaluator_free(g->ev);
     free(g);
 }
@@ -79,11 +77,10 @@ void kopt_scale_slot_gpu_set(kopt_scale_slot *s, int shape, kopt_tune_evaluator 
         kopt_tune_evaluator_free(e);
         return;
     }
-    kopt_tune_warm_end(&g->warming);
     kopt_tune_evaluator_free(g->ev);
     g->ev = e;
     g->shape = shape;
-    g->warming = kopt_tune_warm_begin(e);
+    kopt_tune_warm(e);
 }
 
 /* ---- a GPU slot that runs any job (kopt_scale_slot_call) ------------------------------------ */

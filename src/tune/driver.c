@@ -252,7 +252,6 @@ typedef struct run {
     unsigned char *repeat;    /* per outcome: 1 when the point was already answered */
     kopt_tune__map seen;      /* point -> index of its first outcome in this run */
     pipeline *pipe;
-    kopt_tune_warming *warming;     /* eval->warm, until the first evaluate */
     /* the next round, asked ahead of this one's answers (a blind strategy) and queued for
      * the compile threads: nnext points in `next` once have_next */
     uint64_t *next, *next_scratch;
@@ -421,7 +420,6 @@ static kopt_status run_batch(run *r, const uint64_t *points, int n)
     b.ready = batch_ready;
     b.done = batch_done;
     b.stop = r->opts.stop;
-    kopt_tune_warm_end(&r->warming);
     t = kopt_now_ms();
     rc = r->eval->evaluate_many(r->eval->user, r->ctx, r->bpoints, r->nb,
                                 r->strat->wants_findings, &b);
@@ -481,7 +479,6 @@ static kopt_status answer(run *r, uint64_t point)
                 free(label);
             }
         }
-        kopt_tune_warm_end(&r->warming);
         t = kopt_now_ms();
         rc = r->eval->evaluate(r->eval->user, r->ctx, point, r->strat->wants_findings, &o);
         res->eval_s += (kopt_now_ms() - t) / 1000.0;
@@ -701,7 +698,7 @@ kopt_status kopt_tune_run_strategy(kopt_tune_result **out, kopt_ctx *ctx,
     }
     if (eval->prepare && r.opts.compile_threads > 0)
         r.pipe = pipeline_new(ctx, eval, r.opts.compile_threads, r.opts.lookahead);
-    r.warming = kopt_tune_warm_begin(eval);
+    kopt_tune_warm(eval);      /* here: the workers it starts live as long as this thread */
     {   /* asking a round ahead; KOPT_TUNE_ROUND_AHEAD=0 turns it off (to measure it) */
         const char *e = getenv("KOPT_TUNE_ROUND_AHEAD");
         r.round_ahead = r.pipe && strategy->blind && !(e && strcmp(e, "0") == 0);
@@ -776,7 +773,6 @@ kopt_status kopt_tune_run_strategy(kopt_tune_result **out, kopt_ctx *ctx,
     *out = r.res;
     r.res = NULL;
 cleanup:
-    kopt_tune_warm_end(&r.warming);
     pipeline_free(r.pipe);   /* joins every thread before returning */
     if (r.sstate && strategy->destroy)
         strategy->destroy(r.sstate);

@@ -13,6 +13,8 @@
 #include "kopt/eval.h"
 #include "kopt/profile.h"
 
+#include <fcntl.h>
+#include <jansson.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -288,6 +290,36 @@ cleanup:
     kopt_ctx_free(ctx);
 }
 
+/* KOPT_TUNE_TRACE=FILE: one JSON line per evaluation appended to FILE (where its time went:
+ * the parent's steps before the session, and the session's own trace of parent and worker
+ * steps), to see what grows when several GPUs evaluate at once. One write per line, with
+ * O_APPEND, so the slots' lines do not interleave. */
+static void trace_line(const live *L, uint64_t point, double t_start, double prep_ms,
+                       double eval_ms, const kopt_eval_result *res)
+{
+    const char *path = getenv("KOPT_TUNE_TRACE");
+    json_t *line;
+    char *text;
+    int fd;
+
+    if (!path || !*path)
+        return;
+    line = json_pack("{s:I, s:i, s:f, s:f, s:f}", "point", (json_int_t)point,
+                     "device", L->eval.device, "start_ms", t_start, "prep_ms", prep_ms,
+                     "eval_ms", eval_ms);
+    if (line && res && res->trace)
+        json_object_set_new(line, "trace", json_loads(res->trace, 0, NULL));
+    text = line ? json_dumps(line, JSON_COMPACT | JSON_REAL_PRECISION(5)) : NULL;
+    if (text && (fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644)) >= 0) {
+        size_t n = strlen(text);
+        text[n] = '\n';               /* json_dumps's terminator becomes the line's end */
+        if (write(fd, text, n + 1) < 0) { /* a diagnostic: a failed write loses one line */ }
+        close(fd);
+    }
+    free(text);
+    json_decref(line);
+}
+
 /* ---- evaluate --------------------------------------------------------------------------- */
 
 static void map_verdict(const kopt_eval_result *res, kopt_tune_outcome *out)
@@ -318,7 +350,7 @@ static kopt_status live_evaluate(void *user, kopt_ctx *ctx, uint64_t point, int 
     kopt_eval_result *res = NULL;
     prepared seen;
     int was_prepared;
-    double t0;
+    double t0, t_start = kopt_now_ms();
     kopt_status rc;
 
     memset(out, 0, sizeof(*out));
@@ -371,6 +403,7 @@ static kopt_status live_evaluate(void *user, kopt_ctx *ctx, uint64_t point, int 
     rc = L->session ? kopt_eval_session_run(L->session, ctx, cand, &res)
                     : kopt_eval_run(&res, ctx, L->prob, cand, &L->eval);
     out->eval_ms = kopt_now_ms() - t0;
+    trace_line(L, point, t_start, t0 - t_start, out->eval_ms, res);
     if (rc != KOPT_OK)
         goto cleanup;
     map_verdict(res, out);

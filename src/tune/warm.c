@@ -1,48 +1,20 @@
 /*
- * Warming a tuning evaluator on a thread of its own (kopt_tune_evaluator.warm): the tune
- * driver and each GPU slot of a scale-out run start it while the first points compile and
- * wait for it before their first evaluation.
+ * Warming a tuning evaluator (kopt_tune_evaluator.warm) on the caller's thread: the tune
+ * driver before its first round, and the caller that sets each GPU slot's evaluator. Not
+ * on a thread of its own: the workers warm starts are killed by Linux when the thread that
+ * started them ends (their parent-death signal is the thread's, src/eval/spawn.c), so a
+ * short-lived warming thread killed them before their first job. Warm only forks the
+ * workers; each makes its CUDA context in its own process meanwhile.
  */
 #include "kopt/tune.h"
 
-#include <pthread.h>
-#include <stdlib.h>
-
-struct kopt_tune_warming {
-    pthread_t th;
-    const kopt_tune_evaluator *e;
-};
-
-static void *warm_main(void *arg)
+void kopt_tune_warm(const kopt_tune_evaluator *e)
 {
-    const kopt_tune_warming *w = arg;
-    kopt_ctx *ctx = kopt_ctx_new();
+    kopt_ctx *ctx;
 
-    if (ctx && w->e->warm(w->e->user, ctx) != KOPT_OK)   /* evaluate tries again and says */
+    if (!e || !e->warm || !(ctx = kopt_ctx_new()))
+        return;
+    if (e->warm(e->user, ctx) != KOPT_OK)   /* evaluate tries again and says */
         kopt_log(ctx, KOPT_LOG_DEBUG, "warming the evaluator: %s", kopt_errmsg(ctx));
     kopt_ctx_free(ctx);
-    return NULL;
-}
-
-kopt_tune_warming *kopt_tune_warm_begin(const kopt_tune_evaluator *e)
-{
-    kopt_tune_warming *w;
-
-    if (!e || !e->warm || !(w = calloc(1, sizeof(*w))))
-        return NULL;
-    w->e = e;
-    if (pthread_create(&w->th, NULL, warm_main, w) != 0) {
-        free(w);
-        return NULL;
-    }
-    return w;
-}
-
-void kopt_tune_warm_end(kopt_tune_warming **w)
-{
-    if (!*w)
-        return;
-    pthread_join((*w)->th, NULL);
-    free(*w);
-    *w = NULL;
 }

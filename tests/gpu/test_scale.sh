@@ -3,7 +3,8 @@
 # the machine, one session each) stores every point once, each row with the GPU that
 # measured it (index, name, UUID, clocks), uses every GPU when there are several, and finds
 # a correct winner that passes the final check; --gpus 0 stores the same points as a run
-# without --gpus. Then `kopt optimize --gpus all` with the live evaluator and the scripted
+# without --gpus; no run stores a point as kopt's own ERROR (each session's workers, started
+# ahead, serve its first point); KOPT_TUNE_TRACE writes each evaluation's steps. Then `kopt optimize --gpus all` with the live evaluator and the scripted
 # model (tests/optimize/scripted_llm.py): every GPU's session evaluates and profiles on its
 # own thread, each evaluated node records its GPU, its evaluation is stored (committed on
 # the search's thread) with the same device, and the search improves on the reference.
@@ -36,10 +37,24 @@ check "compile helper processes did the compiling (one per compile thread, up to
 check "the winner passes the final check" \
   "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["final_check"] and d["final_check"]["verdict"] == "OK" else 1)' "$TMP/all.json"; echo $?)"
 
-"$K" tune "${ARGS[@]}" --db "$TMP/plain.db" > "$TMP/plain.json" 2> "$TMP/plain.err"
+KOPT_TUNE_TRACE=$TMP/plain.trace "$K" tune "${ARGS[@]}" --db "$TMP/plain.db" > "$TMP/plain.json" 2> "$TMP/plain.err"
 "$K" tune "${ARGS[@]}" --gpus 0 --db "$TMP/one.db" > "$TMP/one.json" 2> "$TMP/one.err"
 check "--gpus 0 evaluates the same points as a run without --gpus" \
   "$([ "$(q "$TMP/plain.db" 'select label from tune_evals order by label')" = "$(q "$TMP/one.db" 'select label from tune_evals order by label')" ]; echo $?)"
+# kopt's own failures are not the points': each session's workers, started ahead (warm),
+# must still be there for its first point (a warming thread that ended took them along,
+# and the first point of every GPU was stored as an ERROR: "the problem's reference failed")
+check "no point stored as kopt's own ERROR (plain, --gpus 0, --gpus all)" \
+  "$([ "$(for d in plain one all; do q "$TMP/$d.db" "select count(*) from tune_evals where verdict = 'ERROR'"; done | tr '\n' ' ')" = "0 0 0 " ]; echo $?)"
+check "KOPT_TUNE_TRACE: one line per evaluated point, with the session's steps" \
+  "$(python3 - "$TMP/plain.trace" "$TMP/plain.db" <<'PY'; echo $?
+import json, sqlite3, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+n = sqlite3.connect(sys.argv[2]).execute("select count(*) from tune_evals where state = 'ok'").fetchone()[0]
+assert n >= 1 and len(lines) >= n, (len(lines), n)
+assert all("workers_ready" in l["trace"]["parent"] and l["eval_ms"] > 0 for l in lines), lines[0]
+PY
+)"
 
 # kopt optimize --gpus all, live: one session per GPU, evaluations committed on the search's
 # thread (docs/scale.md, "kopt optimize --gpus")

@@ -404,6 +404,38 @@ done:
     free(tmp);
 }
 
+/* A GPU slot warms the evaluator it is given on the caller's thread, at once: the workers
+ * warm starts end with the thread that started them, so it must not be a thread that ends
+ * before the slot evaluates (a warming thread did that: each GPU's first point was lost). */
+static pthread_t warm_thread;
+static int warm_calls;
+
+static kopt_status slot_warm(void *user, kopt_ctx *c)
+{
+    (void)user;
+    (void)c;
+    warm_thread = pthread_self();
+    warm_calls++;
+    return KOPT_OK;
+}
+
+static void test_gpu_slot_warms_on_callers_thread(void)
+{
+    kopt_scale_slot *s = NULL;
+    kopt_tune_evaluator *e = calloc(1, sizeof(*e));
+
+    if (!CHECK(e) || !CHECK_EQ_INT(kopt_scale_slot_gpu(&s, ctx, 0), KOPT_OK)) {
+        free(e);
+        return;
+    }
+    e->warm = slot_warm;
+    warm_calls = 0;
+    kopt_scale_slot_gpu_set(s, 0, e);    /* the slot owns e now */
+    CHECK_EQ_INT(warm_calls, 1);
+    CHECK(warm_calls == 1 && pthread_equal(warm_thread, pthread_self()));
+    kopt_scale_slot_free(s);
+}
+
 int main(int argc, char **argv)
 {
     static const ktest_case cases[] = {
@@ -415,6 +447,7 @@ int main(int argc, char **argv)
         KTEST(test_speedup),
         KTEST(test_mixed),
         KTEST(test_driver_batch),
+        KTEST(test_gpu_slot_warms_on_callers_thread),
     };
     int rc;
 

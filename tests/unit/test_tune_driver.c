@@ -700,6 +700,59 @@ static void test_round_ahead(void)
     }
 }
 
+/* ---- warm: on the caller's thread, once, before the first evaluate ------------------------ */
+
+/* The live evaluator's warm starts worker processes that Linux kills when the thread that
+ * started them ends: the driver must call warm on its own (long-lived) thread, not on a
+ * thread of its own that ends before the workers are used (it did: on the GPU every
+ * session's first point was lost, its reference worker killed). */
+static struct {
+    pthread_t thread;
+    int calls, evals_before;
+    counter *k;
+} warmed;
+
+static kopt_status record_warm(void *user, kopt_ctx *c)
+{
+    (void)c;
+    warmed.thread = pthread_self();
+    warmed.calls++;
+    pthread_mutex_lock(&warmed.k->mu);
+    warmed.evals_before = warmed.k->evals;
+    pthread_mutex_unlock(&warmed.k->mu);
+    (void)user;
+    return KOPT_OK;
+}
+
+static void test_warm_on_callers_thread(void)
+{
+    for (int threads = 0; threads <= 2; threads += 2) {   /* without and with compile threads */
+        kopt_tune_evaluator ev;
+        kopt_tune_result *r = NULL;
+        kopt_tune_opts o = base_opts(6);
+        counter k;
+
+        counter_init(&k, &ev);
+        if (threads) {
+            ev.prepare = counter_prepare;
+            k.prepare_sleep_ms = 1;
+        }
+        ev.warm = record_warm;
+        memset(&warmed, 0, sizeof(warmed));
+        warmed.k = &k;
+        scan_cfg = (struct scan_cfg){0, 4, 0, 0};
+        o.compile_threads = threads;
+        CHECK_EQ_INT(kopt_tune_run_strategy(&r, ctx, space, NULL, &ev, &scan_strategy, &o),
+                     KOPT_OK);
+        CHECK_EQ_INT(warmed.calls, 1);
+        CHECK(warmed.calls == 1 && pthread_equal(warmed.thread, pthread_self()));
+        CHECK_EQ_INT(warmed.evals_before, 0);
+        CHECK_EQ_INT(k.evals, 6);
+        kopt_tune_result_free(r);
+        counter_done(&k);
+    }
+}
+
 /* ---- kill -9 and resume -------------------------------------------------------------------- */
 
 #define RESUME_BUDGET 40
@@ -889,6 +942,7 @@ int main(int argc, char **argv)
         KTEST(test_pareto_time_energy_convergence),
         KTEST(test_pipeline),
         KTEST(test_round_ahead),
+        KTEST(test_warm_on_callers_thread),
         KTEST(test_kill9_resume),
         KTEST(test_unknown_strategy),
     };
