@@ -575,6 +575,9 @@ static kopt_status t_device(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out, kopt
 
 #define PROBLEM_PROP "\"problem\": {\"type\": \"string\", \"description\": \"a problem folder " \
     "(problem.json and its reference), as list_problems gives\"}"
+#define GPUS_PROP "\"gpus\": {\"type\": \"string\", \"description\": \"spread over these " \
+    "GPUs, as kopt optimize --gpus: all or 0,2,5 (a new tree is as wide as its GPUs; a step " \
+    "evaluates on them)\"}"
 #define CANDIDATE_PROPS                                                                      \
     "\"candidate_path\": {\"type\": \"string\", \"description\": \"a candidate .cu file\"},"  \
     "\"candidate_source\": {\"type\": \"string\", \"description\": \"the candidate's source " \
@@ -655,7 +658,7 @@ static const kopt__mcp_tool tools[] = {
      "\"live (the GPU, default) or fake (scripted outcomes)\"}, \"fake_ref_ms\": {\"type\": "
      "\"number\", \"exclusiveMinimum\": 0}, \"workdir\": {\"type\": \"string\", "
      "\"description\": \"the tree's folder (default kopt-optimize/TREE)\"}, \"device\": "
-     "{\"type\": \"integer\", \"minimum\": 0}, \"start\": {\"type\": \"string\", "
+     "{\"type\": \"integer\", \"minimum\": 0}, " GPUS_PROP ", \"start\": {\"type\": \"string\", "
      "\"description\": \"a kernel file to begin from instead of the reference (checked "
      "first: a correct candidate, not a template)\"}}, \"required\": [\"problem\"]}",
      kopt__mcp_t_optimize_start},
@@ -668,8 +671,8 @@ static const kopt__mcp_tool tools[] = {
      "{\"type\": \"object\", \"properties\": {\"tree\": {\"type\": \"integer\", \"minimum\": 1}, "
      "\"action\": {\"type\": \"string\", \"enum\": [\"auto\", \"propose\", \"evaluate\"]}, "
      "\"iterations\": {\"type\": \"integer\", \"minimum\": 0, \"description\": \"raise the "
-     "tree's expansion budget\"}, \"device\": {\"type\": \"integer\", \"minimum\": 0}}, "
-     "\"required\": [\"tree\"]}", kopt__mcp_t_optimize_step},
+     "tree's expansion budget\"}, \"device\": {\"type\": \"integer\", \"minimum\": 0}, "
+     GPUS_PROP "}, \"required\": [\"tree\"]}", kopt__mcp_t_optimize_step},
     {"optimize_prompts", "Prompts waiting for you",
      "The prompts of a tree still waiting for a reply: name, role (planner, coder, debugger, "
      "templatizer) and text. Each prompt ends with its role's reply contract.",

@@ -4,11 +4,13 @@
  * round, optimize_prompts gives the prompts still waiting, optimize_reply takes the agent's
  * reply to one, optimize_tree shows the tree. Each step is one kopt_optimize_* invocation
  * (src/search/optimize.c), exactly what `kopt optimize --resume TREE --llm manual
- * [--propose | --evaluate]` does. Also cute_search (kopt cute search).
+ * [--propose | --evaluate]` does; `gpus` spreads a tree over GPUs as --gpus does. Also
+ * cute_search (kopt cute search).
  */
 #include "mcp_int.h"
 
 #include "kopt/cute.h"
+#include "kopt/scale.h"
 #include "kopt/search.h"
 
 #include <ctype.h>
@@ -106,6 +108,31 @@ static void tree_summary(kopt_buf *t, json_t *doc)
         kopt_buf_printf(t, "; next: optimize_step with action evaluate");
 }
 
+/* arguments.gpus ("all" or "0,2,5", as kopt optimize --gpus) into oo (the GPUs in gpus[]):
+ * a new tree is as wide as its GPUs, a step evaluates on them. `count`: the GPUs to check
+ * the indices against (< 0: not checked: the fake evaluator's stand-ins, or a propose). */
+static kopt_status gpus_arg(kopt__mcp_call *c, kopt_ctx *ctx, int count, int *gpus,
+                            kopt_optimize_opts *oo)
+{
+    const char *spec = arg_str(c, "gpus");
+    char why[512];
+    int n = 0;
+
+    if (!spec)
+        return KOPT_OK;
+    if (kopt_scale_devices_parse(ctx, spec, count, gpus, KOPT_SCALE_MAX_SLOTS, &n) != KOPT_OK) {
+        snprintf(why, sizeof(why), "%s", kopt_errmsg(ctx));
+        return kopt_seterr(ctx, KOPT_E_INVALID, "arguments.gpus: %s", why);
+    }
+    if (n > KOPT_SEARCH_MAX_WIDTH)
+        return kopt_seterr(ctx, KOPT_E_INVALID, "arguments.gpus: '%s': at most %d GPUs", spec,
+                           KOPT_SEARCH_MAX_WIDTH);
+    oo->gpus = gpus;
+    oo->ngpus = n;
+    oo->live.eval.device = gpus[0];    /* the run's record; single evaluations */
+    return KOPT_OK;
+}
+
 /* ---- optimize_start ------------------------------------------------------------------------- */
 
 kopt_status kopt__mcp_t_optimize_start(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out,
@@ -117,6 +144,7 @@ kopt_status kopt__mcp_t_optimize_start(kopt__mcp_call *c, kopt_ctx *ctx, json_t 
     const char *search = arg_str(c, "search"), *objective = arg_str(c, "objective");
     char *argv[3] = {"mcp", "optimize_start", (char *)arg_str(c, "problem")};
     json_t *fr = json_object_get(c->args, "fake_ref_ms");
+    int gpus[KOPT_SCALE_MAX_SLOTS];
     kopt_status rc;
 
     if ((rc = need_store(c, ctx)) != KOPT_OK)
@@ -148,6 +176,9 @@ kopt_status kopt__mcp_t_optimize_start(kopt__mcp_call *c, kopt_ctx *ctx, json_t 
     oo.live.eval.device = (int)arg_int(c, "device", 0);
     oo.live.eval.cache_dir = mo->cache_dir;
     oo.create_only = 1;
+    if ((rc = gpus_arg(c, ctx, strcmp(oo.evaluator, "fake") == 0 ? -1 : kopt_scale_gpus_here(),
+                       gpus, &oo)) != KOPT_OK)
+        return rc;
     if ((rc = kopt_optimize_open(&op, ctx, &oo)) != KOPT_OK ||
         (rc = kopt_optimize_go(op, ctx, NULL)) != KOPT_OK)
         goto done;
@@ -157,6 +188,14 @@ kopt_status kopt__mcp_t_optimize_start(kopt__mcp_call *c, kopt_ctx *ctx, json_t 
                      kopt_optimize_problem(op)->name, "workdir", kopt_optimize_workdir(op),
                      "evaluator", kopt_optimize_evaluator(op));
     json_object_set_new(*out, "options", parsed(kopt_search_opts_json(&oo.search)));
+    {   /* the width the tree was given (its GPUs), not the caller's default */
+        json_t *doc = NULL;
+        if (tree_json(c, ctx, kopt_optimize_tree_id(op), 0, &doc) == KOPT_OK &&
+            json_is_integer(json_object_get(doc, "width")))
+            json_object_set(json_object_get(*out, "options"), "width",
+                            json_object_get(doc, "width"));
+        json_decref(doc);
+    }
     kopt_buf_printf(t, "tree %lld started for %s (%s evaluator, %s, %d iterations); next: "
                     "optimize_step (action auto evaluates the reference, then writes the "
                     "first prompts)", (long long)kopt_optimize_tree_id(op),
@@ -182,7 +221,7 @@ kopt_status kopt__mcp_t_optimize_step(kopt__mcp_call *c, kopt_ctx *ctx, json_t *
     step_progress sp = {c, 0};
     kopt_search_stats st;
     json_t *doc = NULL;
-    int code = 0;
+    int code = 0, gpus[KOPT_SCALE_MAX_SLOTS], here;
     kopt_status rc;
 
     if ((rc = need_store(c, ctx)) != KOPT_OK)
@@ -210,6 +249,11 @@ kopt_status kopt__mcp_t_optimize_step(kopt__mcp_call *c, kopt_ctx *ctx, json_t *
     oo.manual = !oo.evaluate_only;
     oo.live.eval.device = (int)arg_int(c, "device", 0);
     oo.live.eval.cache_dir = mo->cache_dir;
+    /* checked against this machine's GPUs when it has any; without one a fake tree's
+     * stand-ins take any index (a live tree then says there is no GPU) */
+    here = oo.propose_only ? -1 : kopt_scale_gpus_here();
+    if ((rc = gpus_arg(c, ctx, here > 0 ? here : -1, gpus, &oo)) != KOPT_OK)
+        return rc;
     oo.search.progress = on_step;
     oo.search.progress_user = &sp;
     oo.search.stop = &c->cancelled;

@@ -10,7 +10,9 @@ pending nodes and evaluates nothing, evaluate empties them); optimize_tree with 
 source and its parent's; kopt://optimize_tree/ID listed and read; bad replies (unknown
 name, a path, answered twice) and a missing tree are tool errors naming the field; over the
 raw pipe an optimize_step cancelled between two evaluations sends no result, its run is
-recorded as interrupted and the tree keeps what was evaluated; cute_search finds
+recorded as interrupted and the tree keeps what was evaluated; gpus makes a tree as wide as
+its GPUs and a step evaluates on each of them (the fake evaluator's stand-ins), and a bad
+gpus value is a tool error naming arguments.gpus; cute_search finds
 make_tma_copy when the CUTLASS headers are installed (else says skipped) and a missing
 CUTLASS folder is a tool error saying how to get the headers.
 usage: test_mcp_optimize.py KOPT REPO_ROOT"""
@@ -160,6 +162,32 @@ async def sdk():
         pend = [n for n in sc["nodes"] if n["state"] == "pending"]
         check(sc["stats"]["evaluated"] == 0 and len(pend) >= 1,
               "propose: the replies became %d pending candidate(s), none evaluated" % len(pend))
+
+        # -- gpus: a tree as wide as its GPUs (here the fake evaluator's stand-ins) -------------
+        res = await s.call_tool("optimize_start", {"problem": os.path.join(root, "examples/softmax"),
+                                                   "evaluator": "fake", "iterations": 2, "gpus": "0,1",
+                                                   "workdir": os.path.join(tmp, "gpus-run")})
+        t4 = res.structuredContent["tree_id"] if not res.isError else None
+        check(t4 and res.structuredContent["options"]["width"] == 2,
+              "optimize_start with gpus 0,1: a tree 2 wide (%s)" % res.content[0].text[:100])
+        for _ in range(12):
+            res = await s.call_tool("optimize_step", {"tree": t4, "gpus": "0,1"}) if t4 else res
+            if res.isError or not res.structuredContent["waiting"]:
+                break
+            await answer_all(s, t4)
+        sc = res.structuredContent if not res.isError else {}
+        used = sorted({n["gpu"] for n in sc.get("nodes", []) if "gpu" in n})
+        check(not res.isError and used == [0, 1] and sc["width"] == 2,
+              "optimize_step with gpus 0,1: its nodes evaluated on both (%s; %s)" %
+              (used, res.content[0].text[:100]))
+        for bad, what in (("0,x", "x"), ("1,1", "1"), ("", "")):
+            res = await s.call_tool("optimize_start", {"problem": os.path.join(root, "examples/softmax"),
+                                                       "evaluator": "fake", "gpus": bad})
+            check(res.isError and "arguments.gpus" in res.content[0].text and what in res.content[0].text,
+                  "optimize_start with gpus %r: a tool error naming it (%s)" % (bad, res.content[0].text[:90]))
+        res = await s.call_tool("optimize_step", {"tree": t4 or 1, "gpus": "all,3"})
+        check(res.isError and "arguments.gpus" in res.content[0].text,
+              "optimize_step with gpus 'all,3': a tool error naming it (%s)" % res.content[0].text[:90])
 
         # -- start from a given kernel ------------------------------------------------------
         res = await s.call_tool("optimize_start", {"problem": os.path.join(root, "examples/softmax"),
