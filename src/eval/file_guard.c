@@ -5,11 +5,15 @@
  * files are restored from the copy, changed binaries are deleted so they are rebuilt, and
  * the evaluation is rejected as TAMPER naming the file. The store is never restored (kopt
  * may have written to it meanwhile, from another thread: a restore would lose those rows)
- * and its change is kopt's own when this process committed to a store meanwhile.
+ * and its change is kopt's own when this process committed to a store meanwhile, or
+ * another's when another process (not this one's child, as the candidate's worker is) has
+ * it open: a second kopt on the same store checkpoints its WAL into the file at any time.
  */
 #include "sandbox_int.h"
 
+#include <dirent.h>
 #include <ftw.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +110,63 @@ kopt_status kopt__guard_store(kopt__file_guard *g, kopt_ctx *ctx, const char *pa
     return KOPT_OK;
 }
 
+/* The parent of process `pid` (from /proc/PID/stat; -1 when it cannot be read). */
+static long parent_of(long pid)
+{
+    char path[64], buf[512], *close_paren;
+    long ppid = -1;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    if (!(f = fopen(path, "r")))
+        return -1;
+    /* "PID (COMM) STATE PPID ...": COMM may hold spaces and parentheses, so from the last ')' */
+    if (fgets(buf, sizeof(buf), f) && (close_paren = strrchr(buf, ')')) != NULL)
+        sscanf(close_paren + 1, " %*c %ld", &ppid);
+    fclose(f);
+    return ppid;
+}
+
+/* Another process that has the store `path` (or its -wal) open: not this one, nor a child of
+ * it (the candidate's worker is one; after its lockdown it can start no process). Its pid,
+ * or 0 when none is seen (only the processes /proc lets us read). */
+static long other_opener(const char *path)
+{
+    char real[PATH_MAX], wal[PATH_MAX + 8];
+    long self = (long)getpid(), found = 0;
+    struct dirent *e;
+    DIR *proc;
+
+    if (!realpath(path, real) || !(proc = opendir("/proc")))
+        return 0;
+    snprintf(wal, sizeof(wal), "%s-wal", real);
+    while (!found && (e = readdir(proc)) != NULL) {
+        char fds[64], link[PATH_MAX], target[PATH_MAX];
+        long pid = atol(e->d_name);
+        struct dirent *fe;
+        DIR *d;
+        if (e->d_name[0] < '1' || e->d_name[0] > '9' || pid == self || parent_of(pid) == self)
+            continue;
+        snprintf(fds, sizeof(fds), "/proc/%ld/fd", pid);
+        if (!(d = opendir(fds)))
+            continue;
+        while (!found && (fe = readdir(d)) != NULL) {
+            ssize_t n;
+            if (fe->d_name[0] == '.')
+                continue;
+            snprintf(link, sizeof(link), "%s/%s", fds, fe->d_name);
+            if ((n = readlink(link, target, sizeof(target) - 1)) <= 0)
+                continue;
+            target[n] = '\0';
+            if (strcmp(target, real) == 0 || strcmp(target, wal) == 0)
+                found = pid;
+        }
+        closedir(d);
+    }
+    closedir(proc);
+    return found;
+}
+
 int kopt__guard_end(kopt__file_guard *g, char *msg, size_t cap)
 {
     kopt_ctx *ctx = kopt_ctx_new();
@@ -122,6 +183,9 @@ int kopt__guard_end(kopt__file_guard *g, char *msg, size_t cap)
             continue;
         if (f->is_store && kopt_store_commits() != f->commits)
             continue;                /* kopt wrote to it meanwhile: its change, not the candidate's */
+        if (f->is_store && other_opener(f->path) > 0)
+            continue;                /* another process has it open: its change can't be told
+                                      * from the candidate's, so none is called tampering */
         if (f->is_store) {
             fate = "changed; a store is not rolled back: check it";
         } else if (f->is_binary) {

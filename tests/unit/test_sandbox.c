@@ -1,7 +1,7 @@
 /* The sandbox without a GPU: each case forks a child that enters the sandbox (rlimits,
  * seccomp filter) the way a worker does, tries one thing, and reports back on a pipe
  * standing in for the worker's event fd; the public lockdown as the PyTorch worker calls it;
- * the file guard on temporary files. */
+ * the file guard on temporary files (a store another process has open is not judged). */
 #include "ktest.h"
 #include "../../src/eval/sandbox_int.h"
 
@@ -327,6 +327,82 @@ static void test_file_guard_store(void)
     free(dir);
 }
 
+/* A store another process has open (a second kopt, the sqlite3 shell) may change under the
+ * guard (that kopt checkpoints its WAL into the file): not called tampering. The same change
+ * with only a child of ours holding it (the candidate's worker is one) still is. */
+static pid_t hold_open(const char *path, int detached, int *release)
+{
+    int ready[2], go[2];
+    pid_t pid;
+    char c;
+
+    if (pipe(ready) != 0 || pipe(go) != 0)
+        return -1;
+    pid = fork();
+    if (pid == 0) {
+        /* detached: a grandchild, reparented away from us, holds it (not our child) */
+        if (detached && fork() != 0)
+            _exit(0);
+        FILE *f = fopen(path, "r");
+        close(ready[0]);
+        close(go[1]);
+        if (write(ready[1], f ? "y" : "n", 1) != 1 || read(go[0], &c, 1) < 0)
+            _exit(1);
+        _exit(0);
+    }
+    close(ready[1]);
+    close(go[0]);
+    if (detached)
+        waitpid(pid, NULL, 0);
+    if (read(ready[0], &c, 1) != 1 || c != 'y') {
+        close(ready[0]);
+        close(go[1]);
+        return -1;
+    }
+    close(ready[0]);
+    *release = go[1];
+    return pid;
+}
+
+static void test_file_guard_store_shared(void)
+{
+    char *dir = ktest_tmpdir("guardshared"), msg[1024];
+    char *db = ktest_write_file(dir, "kopt.db", "rows 1-10");
+    const char *none[1] = {NULL};
+    kopt__file_guard *g = NULL;
+    kopt_ctx *ctx = kopt_ctx_new();
+    int release = -1;
+    pid_t pid;
+
+    /* another process has it open */
+    CHECK((pid = hold_open(db, 1, &release)) > 0);
+    CHECK(kopt__guard_begin(&g, ctx, none, 1) == KOPT_OK);
+    CHECK(kopt__guard_store(g, ctx, db) == KOPT_OK);
+    free(ktest_write_file(dir, "kopt.db", "rows 1-10, and the other kopt's 11"));
+    CHECK_EQ_INT(kopt__guard_end(g, msg, sizeof(msg)), 0);
+    kopt__guard_free(g);
+    if (release >= 0)
+        close(release);      /* the holder reads EOF and ends */
+
+    /* only a child of ours has it open: the candidate's worker could be that child */
+    release = -1;
+    CHECK((pid = hold_open(db, 0, &release)) > 0);
+    CHECK(kopt__guard_begin(&g, ctx, none, 1) == KOPT_OK);
+    CHECK(kopt__guard_store(g, ctx, db) == KOPT_OK);
+    free(ktest_write_file(dir, "kopt.db", "rows 1-10, vandalized"));
+    CHECK_EQ_INT(kopt__guard_end(g, msg, sizeof(msg)), 1);
+    CHECK_STR_CONTAINS(msg, "kopt.db (changed; a store is not rolled back");
+    kopt__guard_free(g);
+    if (release >= 0)
+        close(release);
+    if (pid > 0)
+        waitpid(pid, NULL, 0);
+    free(db);
+    kopt_ctx_free(ctx);
+    ktest_rmtree(dir);
+    free(dir);
+}
+
 int main(int argc, char **argv)
 {
     static const ktest_case cases[] = {
@@ -336,6 +412,7 @@ int main(int argc, char **argv)
         KTEST(test_enter_sets_folder_and_limits),
         KTEST(test_public_lockdown_as_the_python_worker_calls_it),
         KTEST(test_file_guard_restores_and_names),
+        KTEST(test_file_guard_store_shared),
     };
     return ktest_main(argc, argv, cases, KTEST_COUNT(cases));
 }
