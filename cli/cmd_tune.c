@@ -318,6 +318,8 @@ static void print_text(const kopt_run_tune *t, const tune_args *a, int n, const 
             printf("  exported %s (T4)\n", sr->t4_path);
     }
     print_scale(t);
+    if (t->held_back[0])
+        printf("held back %s\n", t->held_back);
     printf("\nbest per shape:\n  %-3s %-28s %12s %12s  %s\n", "#", "sizes",
            t->objective == KOPT_TUNE_ENERGY ? "energy mJ" : "time ms", "1st/best", "params");
     for (int i = 0; i < n; i++) {

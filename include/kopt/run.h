@@ -334,6 +334,13 @@ typedef struct kopt_run_tune {
     int mpi_rank;                     /* > 0: this process only served rank 0 */
     int served;                       /* evaluations served (mpi_rank > 0) */
     struct kopt_run_tune_priv *priv;
+    /* live: where the GPUs' time went over the tuning runs (gpu_count GPUs, or slots, x the
+     * runs' time): busy evaluating, waiting for compiles, idle otherwise (between rounds, in
+     * the driver and the store); held_back says in words what held them back ("" when they
+     * were busy most of the time, or too little was evaluated to say) */
+    int gpu_count;
+    double gpu_busy, gpu_compile_wait, gpu_idle;
+    char held_back[512];
 } kopt_run_tune;
 
 /* Set a tuning run up: problem and template (a replay: from the recording and the store),

@@ -77,6 +77,10 @@ kopt_status kopt_scale_slot_standin(kopt_scale_slot **out, kopt_ctx *ctx, int in
 double kopt_scale_standin_time(int shape, uint64_t point);
 /* KOPT_SCALE_STANDIN=MS in the environment: the stand-in's delay; -1 when not set. */
 double kopt_scale_standin_env(void);
+/* KOPT_SCALE_STANDIN_COMPILE=MS in the environment: a stand-in of compiling ahead, an
+ * evaluator whose prepare sleeps MS (the scale evaluator's `prepare`); *out NULL when not
+ * set. */
+kopt_status kopt_scale_standin_compiler(kopt_tune_evaluator **out, kopt_ctx *ctx);
 /* The stand-in model of device `index` from KOPT_SCALE_STANDIN_MODELS ("A,A,B"; the last
  * repeats); NULL when not set. Copied into buf. */
 const char *kopt_scale_standin_model(int index, char *buf, size_t n);

@@ -406,7 +406,8 @@ typedef struct kopt_tune_result {
     kopt_tune_stop stop;
     size_t evaluated, cached, failed;
     double elapsed_s;
-    double eval_s, compile_wait_s;    /* time in evaluate, time waiting for compiles */
+    double eval_s, compile_wait_s;    /* time in evaluate, time waiting for compiles (with
+                                       * several GPUs: summed over them, GPU-seconds) */
     int has_best;
     uint64_t best_point;              /* by the objective (TIME_ENERGY: see energy_slack) */
     kopt_tune_outcome best;
@@ -419,6 +420,8 @@ typedef struct kopt_tune_result {
     size_t nimprovements;
     size_t npareto;                   /* time/energy Pareto set (points with energy) */
     uint64_t *pareto;
+    size_t rounds;                    /* rounds whose new points were evaluated at once
+                                       * (evaluate_many: several GPUs); 0 one at a time */
 } kopt_tune_result;
 
 /* Run `opts->strategy` on `space` with `eval`. Known outcomes come from `cache` and every

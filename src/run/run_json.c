@@ -202,6 +202,14 @@ char *kopt_run_tune_json(const kopt_run_tune *t)
                 json_object_set(o, k, v);
     }
     json_object_set_new(o, "shapes", shapes);
+    if (t->gpu_count > 0) {            /* live: where the GPUs' time went */
+        json_object_set_new(o, "gpu_time", json_pack("{s:i, s:f, s:f, s:f}", "gpus",
+                                                     t->gpu_count, "busy", t->gpu_busy,
+                                                     "compile_wait", t->gpu_compile_wait,
+                                                     "idle", t->gpu_idle));
+        json_object_set_new(o, "held_back", t->held_back[0] ? json_string(t->held_back)
+                                                            : json_null());
+    }
     if (t->nslots > 0) {               /* scale-out: who evaluated what (docs/scale.md) */
         json_t *slots = json_array();
         for (int i = 0; i < t->nslots; i++) {

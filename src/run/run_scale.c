@@ -129,8 +129,11 @@ kopt_status kopt__run_tune_scale_shape(kopt_run_tune *t, kopt_ctx *ctx, int inde
     kopt_status rc;
 
     *out = NULL;
-    if (t->standin)
-        return kopt_scale_tune_evaluator(out, ctx, P->pool, index, NULL);
+    if (t->standin) {                   /* compiling ahead stood in for too, when asked */
+        if ((rc = kopt_scale_standin_compiler(&prep, ctx)) != KOPT_OK)
+            return rc;
+        return kopt_scale_tune_evaluator(out, ctx, P->pool, index, prep);
+    }
     /* every local GPU slot gets this shape's live evaluator (its own session, on its GPU) */
     for (int i = 0; i < P->ndevs; i++) {
         kopt_eval_opts *eo = malloc(sizeof(*eo));
@@ -299,6 +302,67 @@ void kopt__run_tune_scale_close(kopt_run_tune *t)
     if (P->procs_set)                   /* the caller's setting back (stops the helpers) */
         kopt_compile_procs_set(P->procs_before);
     P->procs_set = 0;
+}
+
+/* ---- what held the GPUs back --------------------------------------------------------------- */
+
+#define HELD_BUSY_ENOUGH 0.80          /* busy at least this much: nothing to say */
+
+void kopt__run_tune_held_back(kopt_run_tune *t)
+{
+    kopt__run_tune_priv *P = t->priv;
+    double elapsed = 0, busy = 0, wait = 0, total, per_round = 0;
+    size_t evaluated = 0, rounds = 0;
+    int n = t->nslots > 0 ? t->nslots : 1;
+    const char *strategy = "";
+
+    t->held_back[0] = '\0';
+    for (int i = 0; i < t->nrun; i++) {
+        const kopt_tune_result *r = t->shapes[i].res;
+        if (!r)
+            continue;
+        elapsed += r->elapsed_s;
+        wait += r->compile_wait_s;
+        evaluated += r->evaluated;
+        rounds += r->rounds;
+        if (t->nslots == 0)
+            busy += r->eval_s;          /* one GPU: the time in evaluate */
+        strategy = t->shapes[i].strategy;
+    }
+    for (int i = 0; i < t->nslots; i++)
+        busy += t->slots[i].busy_s;
+    t->gpu_count = n;
+    total = elapsed * n;
+    if (total <= 0 || evaluated == 0)
+        return;
+    t->gpu_busy = busy / total;
+    t->gpu_compile_wait = wait / total;
+    t->gpu_idle = 1.0 - t->gpu_busy - t->gpu_compile_wait;
+    if (t->gpu_idle < 0)
+        t->gpu_idle = 0;
+    /* a handful of evaluations per GPU says more about the start than the run */
+    if (t->gpu_busy >= HELD_BUSY_ENOUGH || evaluated < (size_t)(4 * n))
+        return;
+    if (rounds > 0)
+        per_round = (double)evaluated / (double)rounds;
+    if (t->gpu_compile_wait >= t->gpu_idle)
+        snprintf(t->held_back, sizeof(t->held_back), "the %s %s busy %.0f%% of the run and "
+                 "waited %.0f%% for compiles: %d compile thread(s) compile each point once "
+                 "(a second run finds them in the compile cache); give more with "
+                 "--compile-threads if CPUs are free", n > 1 ? "GPUs" : "GPU",
+                 n > 1 ? "were" : "was", 100 * t->gpu_busy, 100 * t->gpu_compile_wait,
+                 P->o.compile_threads);
+    else if (n > 1 && per_round > 0 && per_round < 2.0 * n)
+        snprintf(t->held_back, sizeof(t->held_back), "the GPUs were busy %.0f%% of the run "
+                 "and idle %.0f%% between rounds: %s proposed %.1f new point(s) a round for "
+                 "%d GPUs (random, exhaustive, genetic, pso and diff_evolution propose many; "
+                 "annealing and forest take --options batch=N)", 100 * t->gpu_busy,
+                 100 * t->gpu_idle, strategy[0] ? strategy : "the strategy", per_round, n);
+    else
+        snprintf(t->held_back, sizeof(t->held_back), "the %s %s busy %.0f%% of the run and "
+                 "idle %.0f%% outside evaluations and compiles (the driver, the store, the "
+                 "strategy)", n > 1 ? "GPUs" : "GPU", n > 1 ? "were" : "was",
+                 100 * t->gpu_busy, 100 * t->gpu_idle);
 }
 
 /* ---- MPI ranks > 0 ------------------------------------------------------------------------ */

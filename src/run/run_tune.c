@@ -535,5 +535,7 @@ kopt_status kopt_run_tune_go(kopt_run_tune *t, kopt_ctx *ctx)
     }
     rc = go_shapes(t, ctx);
     kopt__run_tune_scale_close(t);
+    if (!t->replay)
+        kopt__run_tune_held_back(t);
     return rc;
 }

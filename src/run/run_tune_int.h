@@ -53,6 +53,9 @@ kopt_status kopt__run_tune_scale_retime(kopt_run_tune *t, kopt_ctx *ctx, int ind
 /* The devices that evaluated the shape, into its tune_runs row. */
 kopt_status kopt__run_tune_scale_record(kopt_run_tune *t, kopt_ctx *ctx, int index);
 void kopt__run_tune_scale_close(kopt_run_tune *t);
+/* After the shapes ran (live): t->gpu_* and t->held_back from the slots' busy time (one GPU:
+ * the time in evaluate), the compile waits and the rounds. */
+void kopt__run_tune_held_back(kopt_run_tune *t);
 kopt_status kopt__run_tune_serve(kopt_run_tune *t, kopt_ctx *ctx);
 /* Replay: read the recording (a cache file, or a stored run's outcomes) for the shape. */
 kopt_status kopt__run_tune_load_recording(kopt_run_tune *t, kopt_ctx *ctx);

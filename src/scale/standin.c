@@ -4,7 +4,8 @@
  * time is a hash of the job, so every rank and slot gives the same answer for the same
  * point and a test can check the store against it. With KOPT_SCALE_STANDIN_LOG it appends
  * "start RANK PID SHAPE POINT" before and "done ..." after each job (one write each, with
- * O_APPEND, so lines from several processes do not mix).
+ * O_APPEND, so lines from several processes do not mix). KOPT_SCALE_STANDIN_COMPILE=MS adds
+ * a stand-in of compiling ahead: each point's prepare sleeps MS.
  */
 #include "kopt/scale.h"
 
@@ -73,20 +74,26 @@ static void log_line(const char *what, const kopt_tune_where *w, const kopt_scal
     close(fd);
 }
 
+static void sleep_ms(double ms)
+{
+    struct timespec ts;
+
+    ts.tv_sec = (time_t)(ms / 1000);
+    ts.tv_nsec = (long)((ms - 1000.0 * (double)ts.tv_sec) * 1e6);
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
 static kopt_status standin_eval(void *user, kopt_ctx *ctx, const kopt_scale_job *job,
                                 kopt_tune_outcome *out, int *lost)
 {
     kopt_scale_slot *s = user;
     standin *st = (standin *)(s + 1);
-    struct timespec ts;
 
     (void)ctx;
     *lost = 0;
     log_line("start", &s->where, job);
-    ts.tv_sec = (time_t)(st->ms / 1000);
-    ts.tv_nsec = (long)((st->ms - 1000.0 * (double)ts.tv_sec) * 1e6);
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
+    sleep_ms(st->ms);
     memset(out, 0, sizeof(*out));
     out->state = KOPT_TUNE_OK;
     out->time_ms = kopt_scale_standin_time(job->shape, job->point);
@@ -116,5 +123,40 @@ kopt_status kopt_scale_slot_standin(kopt_scale_slot **out, kopt_ctx *ctx, int in
     snprintf(s->where.name, sizeof(s->where.name), "%s", model ? model : "kopt stand-in");
     gethostname(s->where.host, sizeof(s->where.host) - 1);
     *out = s;
+    return KOPT_OK;
+}
+
+/* ---- compiling ahead, stood in for (KOPT_SCALE_STANDIN_COMPILE=MS) ------------------------- */
+
+static kopt_status compile_prepare(void *user, kopt_ctx *ctx, uint64_t point)
+{
+    (void)ctx;
+    (void)point;
+    sleep_ms(*(double *)user);
+    return KOPT_OK;
+}
+
+kopt_status kopt_scale_standin_compiler(kopt_tune_evaluator **out, kopt_ctx *ctx)
+{
+    const char *v = getenv("KOPT_SCALE_STANDIN_COMPILE");
+    kopt_tune_evaluator *e;
+    double *ms;
+    char *end;
+
+    *out = NULL;
+    if (!v || !*v)
+        return KOPT_OK;
+    if (!(e = calloc(1, sizeof(*e) + sizeof(double))))
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "stand-in compiler");
+    ms = (double *)(e + 1);
+    *ms = strtod(v, &end);
+    if (*end || *ms < 0) {
+        free(e);
+        return kopt_seterr(ctx, KOPT_E_INVALID, "KOPT_SCALE_STANDIN_COMPILE=%s: want the "
+                           "milliseconds each stand-in compile takes", v);
+    }
+    e->user = ms;
+    e->prepare = compile_prepare;
+    *out = e;                          /* freed whole by kopt_tune_evaluator_free */
     return KOPT_OK;
 }

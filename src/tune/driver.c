@@ -240,6 +240,7 @@ static void pipeline_wait(pipeline *p, uint64_t point, kopt_status *rc, char *ms
 /* ---- the run ------------------------------------------------------------------------------ */
 
 typedef struct run {
+    pthread_mutex_t wait_mu;  /* res->compile_wait_s, added to by the slots' threads */
     kopt_ctx *ctx;
     const kopt_tune_space *space;
     kopt_tune_cache *cache;
@@ -384,8 +385,12 @@ static void batch_ready(void *user, uint64_t point)
     char msg[256];
     double waited;
 
-    if (r->pipe)
-        pipeline_wait(r->pipe, point, &rc, msg, sizeof(msg), &waited);
+    if (!r->pipe)
+        return;
+    pipeline_wait(r->pipe, point, &rc, msg, sizeof(msg), &waited);
+    pthread_mutex_lock(&r->wait_mu);   /* each slot's wait: GPU-seconds idle for compiles */
+    r->res->compile_wait_s += waited / 1000.0;
+    pthread_mutex_unlock(&r->wait_mu);
 }
 
 /* An outcome arrived (on the driver's thread): into the cache, so the store has it now. */
@@ -420,6 +425,7 @@ static kopt_status run_batch(run *r, const uint64_t *points, int n)
     b.ready = batch_ready;
     b.done = batch_done;
     b.stop = r->opts.stop;
+    r->res->rounds++;
     t = kopt_now_ms();
     rc = r->eval->evaluate_many(r->eval->user, r->ctx, r->bpoints, r->nb,
                                 r->strat->wants_findings, &b);
@@ -640,6 +646,7 @@ kopt_status kopt_tune_run_strategy(kopt_tune_result **out, kopt_ctx *ctx,
 
     *out = NULL;
     memset(&r, 0, sizeof(r));
+    r.wait_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
     r.ctx = ctx;
     r.space = space;
     r.cache = cache;

@@ -3,7 +3,8 @@
 # stand-ins (KOPT_SCALE_STANDIN=MS: each evaluation sleeps MS and returns a time that is a
 # hash of the point) spreads the evaluations over every slot, stores each point once with
 # the device that measured it, finds the same best as one slot, and is faster by at least
-# 0.85 x N; mixed device models re-time the finalists on slot 0; bad --gpus values are
+# 0.85 x N; what held the slots back is said (compiles: KOPT_SCALE_STANDIN_COMPILE=MS stands
+# in for them; rounds of one point); mixed device models re-time the finalists on slot 0; bad --gpus values are
 # usage errors; kopt bench --gpus evaluates each problem once on one of the GPUs; a tune
 # confined to one core (taskset, as mpirun binds ranks) with 2 compile threads warns. Then
 # MPI: `mpirun --oversubscribe -np 3` of kopt with stand-ins (rank 0 searches and stores,
@@ -106,6 +107,31 @@ t1, t4 = (json.load(open(p))["elapsed_s"] for p in sys.argv[1:3])
 s = t1 / t4
 print("  1 slot %.2f s, 4 slots %.2f s: speed-up %.2f (efficiency %.2f)" % (t1, t4, s, s / 4))
 assert s >= 0.85 * 4
+EOF
+end
+
+begin "held back: said when the slots waited for compiles, or for rounds of one point"
+KOPT_SCALE_STANDIN_COMPILE=200 standin 20 --gpus 0,1,2,3 --budget 16 --compile-threads 1 \
+    --no-store --json
+cp "$OUT" hb_compile.json
+KOPT_SCALE_STANDIN=20 "$KOPT" tune "$PROB" "$TMPL" --strategy annealing --gpus 0,1,2,3 \
+    --budget 24 --seed 3 --no-progress --no-store --json >"$OUT" 2>"$ERR"
+cp "$OUT" hb_rounds.json
+KOPT_SCALE_STANDIN_COMPILE=200 standin 20 --gpus 0,1,2,3 --budget 16 --compile-threads 1 \
+    --no-store
+has "^held back the GPUs were busy [0-9]+% of the run and waited [0-9]+% for compiles: 1 compile thread"
+python3 - hb_compile.json hb_rounds.json <<'EOF' || fail "held back not said as it should be"
+import json, sys
+c, r = (json.load(open(p)) for p in sys.argv[1:3])
+g = c["gpu_time"]
+print("  compile-bound: busy %.2f, compile wait %.2f, idle %.2f" % (g["busy"], g["compile_wait"], g["idle"]))
+# 16 stand-in compiles of 200 ms on one thread (3.2 s) against 16 x 20 ms of evaluation
+assert g["gpus"] == 4 and g["compile_wait"] > 0.5 and g["busy"] < 0.3, g
+assert "for compiles" in c["held_back"], c["held_back"]
+g = r["gpu_time"]
+print("  rounds of one: busy %.2f, idle %.2f: %s" % (g["busy"], g["idle"], r["held_back"]))
+# annealing proposes one point a round: one slot of four works at a time
+assert g["busy"] < 0.5 and "annealing proposed 1.0 new point(s) a round for 4 GPUs" in r["held_back"], r
 EOF
 end
 
