@@ -127,6 +127,31 @@ static long parent_of(long pid)
     return ppid;
 }
 
+/* 1 when process `pid` has `real` or `wal` among its open files. */
+static int has_open(long pid, const char *real, const char *wal)
+{
+    char fds[64], link[PATH_MAX], target[PATH_MAX];
+    struct dirent *fe;
+    int found = 0;
+    DIR *d;
+
+    snprintf(fds, sizeof(fds), "/proc/%ld/fd", pid);
+    if (!(d = opendir(fds)))
+        return 0;
+    while (!found && (fe = readdir(d)) != NULL) {
+        ssize_t n;
+        if (fe->d_name[0] == '.')
+            continue;
+        snprintf(link, sizeof(link), "%s/%s", fds, fe->d_name);
+        if ((n = readlink(link, target, sizeof(target) - 1)) <= 0)
+            continue;
+        target[n] = '\0';
+        found = strcmp(target, real) == 0 || strcmp(target, wal) == 0;
+    }
+    closedir(d);
+    return found;
+}
+
 /* Another process that has the store `path` (or its -wal) open: not this one, nor a child of
  * it (the candidate's worker is one; after its lockdown it can start no process). Its pid,
  * or 0 when none is seen (only the processes /proc lets us read). */
@@ -141,27 +166,11 @@ static long other_opener(const char *path)
         return 0;
     snprintf(wal, sizeof(wal), "%s-wal", real);
     while (!found && (e = readdir(proc)) != NULL) {
-        char fds[64], link[PATH_MAX], target[PATH_MAX];
         long pid = atol(e->d_name);
-        struct dirent *fe;
-        DIR *d;
-        if (e->d_name[0] < '1' || e->d_name[0] > '9' || pid == self || parent_of(pid) == self)
-            continue;
-        snprintf(fds, sizeof(fds), "/proc/%ld/fd", pid);
-        if (!(d = opendir(fds)))
-            continue;
-        while (!found && (fe = readdir(d)) != NULL) {
-            ssize_t n;
-            if (fe->d_name[0] == '.')
-                continue;
-            snprintf(link, sizeof(link), "%s/%s", fds, fe->d_name);
-            if ((n = readlink(link, target, sizeof(target) - 1)) <= 0)
-                continue;
-            target[n] = '\0';
-            if (strcmp(target, real) == 0 || strcmp(target, wal) == 0)
-                found = pid;
-        }
-        closedir(d);
+        /* the parent is read only for a process that has the store open */
+        if (e->d_name[0] >= '1' && e->d_name[0] <= '9' && pid != self &&
+            has_open(pid, real, wal) && parent_of(pid) != self)
+            found = pid;
     }
     closedir(proc);
     return found;
