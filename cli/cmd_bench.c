@@ -21,10 +21,25 @@ static void help(FILE *f)
         "Evaluate every problem folder under PROBLEMS with its candidate from DIR (NAME.cu, a\n"
         "kopt-native host-mode candidate, or NAME.py, a KernelBench ModelNew), each as `kopt\n"
         "eval` would, timing PyTorch eager and torch.compile (default mode) the same way in the\n"
-        "same run. Prints per problem: verdict, times, speedups; then for the suite: the\n"
-        "correctness rate, fast_0, fast_1, fast_1.5, fast_2 (correct and faster than p times the\n"
-        "baseline), and the geometric-mean speedup over the correct problems and over all of\n"
-        "them (failures counted as 1.0x: falling back to the reference).\n"
+        "same run. Prints per problem: verdict, the check at other sizes, times, speedups;\n"
+        "then for the suite: the correctness rate, fast_0, fast_1, fast_1.5, fast_2 (correct\n"
+        "and faster than p times the baseline), and the geometric-mean speedup over the\n"
+        "correct problems and over all of them (failures counted as 1.0x: falling back to\n"
+        "the reference).\n"
+        "\n"
+        "Other sizes: a problem with \"check_sizes\" (kopt kb import writes them where the\n"
+        "shapes allow) has every candidate run there too; one correct at the benchmark's\n"
+        "sizes but wrong there is SHAPE_SPECIFIC, a failure like WRONG. The \"shapes\" column\n"
+        "(\"shape_check\" in --json) says: ok, failed, none (the problem has no check sizes),\n"
+        "skipped (--no-check-sizes) or - (the evaluation stopped before them).\n"
+        "--no-check-sizes checks at the benchmark's sizes only: KernelBench's own rule, for\n"
+        "comparison with its published numbers.\n"
+        "\n"
+        "What ran: \"own\" counts the kernels of the candidate's own (not PyTorch's aten,\n"
+        "cuBLAS, cuDNN, CUTLASS or cub/thrust) in its checked call, by CUPTI's kernel names\n"
+        "(KernelBench v3's rule: a candidate must launch a kernel it wrote); \"prec\" is the\n"
+        "lowest precision a library kernel's name shows (tf32, bf16, fp16, fp8: a shortcut\n"
+        "the tolerance let through); --json: own_kernels, kernels_launched, lowest_precision.\n"
         "\n"
         "options:\n"
         "  --candidates DIR  the candidates' folder\n"
@@ -40,6 +55,8 @@ static void help(FILE *f)
         "                    --evaluator live|fake, --fake-ref-ms MS as for kopt optimize\n"
         "  --resume SUITE    continue a stored suite (its id is printed first): problems\n"
         "                    already done are not evaluated again\n"
+        "  --no-check-sizes  do not run candidates at the problems' check sizes\n"
+        "                    (KernelBench's original behaviour; \"shapes\" says skipped)\n"
         "  --trials N, --budget-ms MS, --precision PCT, --reps MIN:MAX, --no-flush,\n"
         "  --timeout S, --device N, --arch sm_XX, --cache-dir DIR   as for kopt eval\n"
         "  --gpus all|0,2,5  evaluate on these GPUs at once, each problem on the first free\n"
@@ -170,12 +187,37 @@ static void sol_guard(json_t *o, const kopt_eval_result *r)
     json_object_set_new(o, "sol_flags", names);
 }
 
+/* The row's check at the problem's check_sizes: "ok", "failed", "none" (the problem has
+ * none), "skipped" (--no-check-sizes), or "not_run" (the evaluation stopped before them or
+ * there was none). */
+static const char *shape_check(const kopt_problem *prob, const kopt_eval_result *r, int skip)
+{
+    int ran = 0, bad = 0;
+
+    if (!prob)
+        return "not_run";
+    if (!prob->has_check_sizes || prob->check_sizes.n == 0)
+        return "none";
+    if (skip)
+        return "skipped";
+    if (r && r->verdict == KOPT_VERDICT_SHAPE_SPECIFIC)
+        return "failed";
+    for (int i = 0; r && i < r->nchecks; i++)
+        if (strcmp(r->checks[i].sizes_label, "check") == 0) {
+            ran = 1;
+            bad |= r->checks[i].mismatches > 0;
+        }
+    return !ran ? "not_run" : bad ? "failed" : "ok";
+}
+
 /* One row's fields (kopt bench's stored form). */
 static json_t *row_json(const char *problem, const char *cand_path, const char *kind,
-                        const char *verdict, const char *message, const kopt_eval_result *r)
+                        const char *verdict, const char *message, const kopt_eval_result *r,
+                        const char *shapes)
 {
-    json_t *o = json_pack("{s:s, s:s?, s:s, s:s, s:s}", "problem", problem, "candidate",
-                          cand_path, "kind", kind, "verdict", verdict, "message", message);
+    json_t *o = json_pack("{s:s, s:s?, s:s, s:s, s:s, s:s}", "problem", problem, "candidate",
+                          cand_path, "kind", kind, "verdict", verdict, "message", message,
+                          "shape_check", shapes);
     json_object_set_new(o, "time_ms", num_or_null(r && r->timing.n && !r->is_reference
                                                   ? r->timing.median_ms : 0));
     json_object_set_new(o, "eager_ms", num_or_null(r && r->ref_timing.n
@@ -196,6 +238,14 @@ static json_t *row_json(const char *problem, const char *cand_path, const char *
                                     "exposed_runs", r->bracket[i].exposed_runs));
         json_object_set_new(o, "brackets", br);
     }
+    /* KernelBench v3's "write a kernel" and the precision a tolerance let through: the
+     * kernels the candidate's checked call launched (CUPTI), as facts beside the verdict */
+    json_object_set_new(o, "own_kernels", r && r->census > 0 ? json_integer(r->own_kernels)
+                                                             : json_null());
+    json_object_set_new(o, "kernels_launched", r && r->census > 0
+                        ? json_integer(r->kernels_launched) : json_null());
+    json_object_set_new(o, "lowest_precision", r && r->precision[0]
+                        ? json_string(r->precision) : json_null());
     json_object_set_new(o, "eval_id", json_integer(r ? r->eval_id : 0));
     return o;
 }
@@ -237,9 +287,20 @@ static void print_row(json_t *row)
         double v = jnum(row, sk[i]);
         snprintf(s[i], sizeof(s[i]), v > 0 ? "%.2fx" : "-", v);
     }
-    printf("%-34.34s %-14s %10s %10s %10s %9s %9s\n",
-           json_string_value(json_object_get(row, "problem")),
-           json_string_value(json_object_get(row, "verdict")), t[0], t[1], t[2], s[0], s[1]);
+    {
+        const char *sc = json_string_value(json_object_get(row, "shape_check"));
+        const char *prec = json_string_value(json_object_get(row, "lowest_precision"));
+        json_t *own = json_object_get(row, "own_kernels");
+        char owns[16];
+        snprintf(owns, sizeof(owns), json_is_integer(own) ? "%lld" : "-",
+                 (long long)json_integer_value(own));
+        printf("%-34.34s %-14s %-7s %10s %10s %10s %9s %9s %4s %5s\n",
+               json_string_value(json_object_get(row, "problem")),
+               json_string_value(json_object_get(row, "verdict")),
+               !sc || strcmp(sc, "not_run") == 0 ? "-" : strcmp(sc, "failed") == 0 ? "FAILED"
+                                                                                : sc,
+               t[0], t[1], t[2], s[0], s[1], owns, prec ? prec : "-");
+    }
     if (strcmp(json_string_value(json_object_get(row, "verdict")), "OK") != 0)
         printf("  %s\n", json_string_value(json_object_get(row, "message")));
     print_sol(row);
@@ -282,6 +343,8 @@ typedef struct bench_state {
     json_t *done_rows, *rows;
     kopt_kb_row *eager, *compiled;
     int nrows, json;
+    int skip_check;             /* --no-check-sizes */
+    int nshape;                 /* SHAPE_SPECIFIC rows (failures, as any verdict but OK) */
     int nsol, nbound;           /* speed-of-light: times flagged, rows with a bound */
     const char *kind;
     /* --gpus: the problems waiting for an evaluation */
@@ -306,6 +369,7 @@ static void finish_row(bench_state *b, const char *name, json_t *row)
     b->eager[b->nrows].speedup = jnum(row, "speedup_eager");
     b->compiled[b->nrows].speedup = jnum(row, "speedup_compile");
     b->nsol += (int)json_array_size(json_object_get(row, "sol_flags"));
+    b->nshape += strcmp(json_string_value(json_object_get(row, "verdict")), "SHAPE_SPECIFIC") == 0;
     b->nbound += jnum(row, "sol_bound_ms") > 0;
     b->nrows++;
     if (!b->json) {
@@ -325,10 +389,12 @@ static void gpu_done(void *user, int index, int gpu, kopt_status rc, kopt_eval_r
     json_t *row;
 
     if (rc != KOPT_OK)
-        row = row_json(prob->name, b->cpaths[index], b->kind, "ERROR", kopt_errmsg(ctx), NULL);
+        row = row_json(prob->name, b->cpaths[index], b->kind, "ERROR", kopt_errmsg(ctx), NULL,
+                       shape_check(prob, NULL, b->skip_check));
     else
         row = row_json(prob->name, b->cpaths[index], cand->torch_module ? "py" : "cu",
-                       kopt_verdict_name(res->verdict), res->message, res);
+                       kopt_verdict_name(res->verdict), res->message, res,
+                       shape_check(prob, res, b->skip_check));
     json_object_set_new(row, "gpu", json_integer(gpu));
     finish_row(b, prob->name, row);
     kopt_eval_result_free(res);
@@ -477,6 +543,8 @@ bad_value:
                      json_string_value(json_object_get(o, "kind")) ?: "auto");
             kind = kind_buf;
             no_compile = json_is_true(json_object_get(o, "no_compile"));
+            if (json_is_true(json_object_get(o, "no_check_sizes")))
+                eo.skip_check_sizes = 1;
             if (json_is_object(json_object_get(o, "optimize"))) {  /* the search's budget */
                 json_t *op = json_object_get(o, "optimize");
                 static char ev_buf[16];
@@ -503,8 +571,8 @@ bad_value:
         suite = kopt_run_id(run);
     }
     eo.torch_compile = !no_compile;
-    options = json_pack("{s:s, s:b}", "kind", optimize ? "optimize" : kind, "no_compile",
-                        no_compile);
+    options = json_pack("{s:s, s:b, s:b}", "kind", optimize ? "optimize" : kind, "no_compile",
+                        no_compile, "no_check_sizes", eo.skip_check_sizes);
     if (optimize) {     /* kopt optimize per problem: the model, the budget */
         kopt_run_opts rc0 = KOPT_RUN_OPTS_INIT;
         if (strcmp(llm.spec ? llm.spec : "", "manual") == 0) {
@@ -553,8 +621,12 @@ bad_value:
                    np, root, resume ? " (resumed)" : "", strcmp(kind, "reference") == 0
                    ? "each problem's reference" : cand_dir ? cand_dir : "(none)",
                    no_compile ? "" : "; baselines: eager, torch.compile");
-        printf("%-34s %-14s %10s %10s %10s %9s %9s\n", "problem", "verdict", "cand ms",
-               "eager ms", "compile ms", "vs eager", "vs compile");
+        if (eo.skip_check_sizes)
+            printf("--no-check-sizes: candidates are checked at the benchmark's sizes only "
+                   "(KernelBench's rule)\n");
+        printf("%-34s %-14s %-7s %10s %10s %10s %9s %9s %4s %5s\n", "problem", "verdict",
+               "shapes", "cand ms", "eager ms", "compile ms", "vs eager", "vs compile", "own",
+               "prec");
     }
     eager = calloc((size_t)np, sizeof(*eager));
     compiled = calloc((size_t)np, sizeof(*compiled));
@@ -569,6 +641,7 @@ bad_value:
     b.compiled = compiled;
     b.json = json;
     b.kind = kind;
+    b.skip_check = eo.skip_check_sizes;
     if (ngpus && (!(pending = calloc((size_t)np, sizeof(*pending))) ||
                   !(b.probs = calloc((size_t)np, sizeof(*b.probs))) ||
                   !(b.cands = calloc((size_t)np, sizeof(*b.cands))) ||
@@ -585,7 +658,7 @@ bad_value:
         const char *base = strrchr(probs[i], '/') ? strrchr(probs[i], '/') + 1 : probs[i];
         json_t *row = NULL, *prev, *opt_info = NULL;
         if (kopt_problem_load(&prob, ctx, probs[i]) != KOPT_OK) {
-            row = row_json(base, NULL, kind, "INVALID", kopt_errmsg(ctx), NULL);
+            row = row_json(base, NULL, kind, "INVALID", kopt_errmsg(ctx), NULL, "not_run");
         } else if ((prev = json_object_get(done_rows, prob->name))) {
             row = json_incref(prev);
         } else if (optimize && !bo.llm && (cli_llm_open(&llm, ctx, ro.db_path) != 0 ||
@@ -595,27 +668,33 @@ bad_value:
             goto done;
         } else if (optimize && cli_bench_optimize(ctx, &bo, probs[i], prob->name, &cpath,
                                                   &opt_info) != 0) {
-            row = row_json(prob->name, NULL, "optimize", "ERROR", kopt_errmsg(ctx), NULL);
+            row = row_json(prob->name, NULL, "optimize", "ERROR", kopt_errmsg(ctx), NULL,
+                           shape_check(prob, NULL, b.skip_check));
         } else if (optimize && !cpath && !(cpath = strdup(prob->ref_path))) {
-            row = row_json(prob->name, NULL, "optimize", "ERROR", "out of memory", NULL);
+            row = row_json(prob->name, NULL, "optimize", "ERROR", "out of memory", NULL,
+                           shape_check(prob, NULL, b.skip_check));
         } else if (!optimize && !(cpath = find_candidate(prob, cand_dir, kind))) {
             char msg[512];
             snprintf(msg, sizeof(msg), "no candidate for %s in %s (looked for %s.%s)",
                      prob->name, cand_dir ? cand_dir : "(no --candidates)", prob->name,
                      strcmp(kind, "auto") == 0 ? "cu and .py" : kind);
-            row = row_json(prob->name, NULL, kind, "MISSING", msg, NULL);
+            row = row_json(prob->name, NULL, kind, "MISSING", msg, NULL,
+                           shape_check(prob, NULL, b.skip_check));
         } else if (kopt_candidate_load(&cand, ctx, cpath, prob) != KOPT_OK) {
-            row = row_json(prob->name, cpath, kind, "INVALID", kopt_errmsg(ctx), NULL);
+            row = row_json(prob->name, cpath, kind, "INVALID", kopt_errmsg(ctx), NULL,
+                           shape_check(prob, NULL, b.skip_check));
         } else if (ngpus) {            /* --gpus: evaluated below, spread over the GPUs */
             pending[npending].prob = b.probs[npending] = prob;
             pending[npending].cand = b.cands[npending] = cand;
             b.cpaths[npending++] = cpath;
             continue;
         } else if (kopt_run_eval(run, ctx, prob, cand, &eo, "bench", &res) != KOPT_OK) {
-            row = row_json(prob->name, cpath, kind, "ERROR", kopt_errmsg(ctx), NULL);
+            row = row_json(prob->name, cpath, kind, "ERROR", kopt_errmsg(ctx), NULL,
+                           shape_check(prob, NULL, b.skip_check));
         } else {
             row = row_json(prob->name, cpath, optimize ? "optimize" : cand->torch_module
-                           ? "py" : "cu", kopt_verdict_name(res->verdict), res->message, res);
+                           ? "py" : "cu", kopt_verdict_name(res->verdict), res->message, res,
+                           shape_check(prob, res, b.skip_check));
         }
         if (opt_info) {     /* the search behind an --optimize row */
             json_object_set_new(row, "optimize", opt_info);
@@ -646,6 +725,7 @@ bad_value:
                                                                                 : summary_json(&sc));
         json_object_set_new(sum, "speed_of_light", json_pack("{s:i, s:i}", "rows_with_bound",
                             b.nbound, "times_below_bound", b.nsol));
+        json_object_set_new(sum, "shape_specific", json_integer(b.nshape));
         st = json_dumps(sum, JSON_COMPACT);
         if (store && kopt_store_bench_suite_put(store, ctx, suite, root, cand_dir, NULL, st) !=
                 KOPT_OK)
@@ -657,6 +737,10 @@ bad_value:
         } else {
             printf("\nsuite       %d problem(s), %d correct (correctness rate %.1f%%)\n", se.n,
                    se.ncorrect, 100 * se.correct_rate);
+            if (b.nshape)
+                printf("%-11s %d row(s) correct at the benchmark's sizes but wrong at the "
+                       "problem's check sizes (SHAPE_SPECIFIC, counted as failures)\n", "shapes",
+                       b.nshape);
             print_summary("vs eager", &se);
             if (!no_compile)
                 print_summary("vs compile", &sc);

@@ -55,7 +55,7 @@ static void help(FILE *f)
         "exit codes: 0 OK (or SKIPPED: no GPU), 1 WRONG, 2 usage, 3 COMPILE_ERROR, 4 CRASH,\n"
         "5 TIMEOUT, 6 OOM, 7 SUSPECT, 8 LAUNCH_ERROR, 9 invalid input file, 10 kopt error,\n"
         "11 RACE, 12 INPUT_MUTATED, 13 STATEFUL, 14 OFF_STREAM, 15 TAMPER, 16 FORBIDDEN_LIBRARY,\n"
-        "17 SANITIZER\n");
+        "17 SANITIZER, 18 SHAPE_SPECIFIC\n");
 }
 
 /* "memcheck,racecheck" -> KOPT_SANITIZE_* bits; NULL = all three. */
@@ -182,6 +182,13 @@ static void print_text(const kopt_problem *p, const char *cand_path, const kopt_
                r->energy_mj, r->power_w, r->energy_runs, r->energy_window_s);
     if (r->sandbox[0])
         printf("sandbox    %s\n", r->sandbox);
+    if (r->census > 0)
+        printf("kernels    %d launched in the checked call, %d of its own%s%s%s%s%s\n",
+               r->kernels_launched, r->own_kernels, r->own_kernels ? " (" : "",
+               r->own_kernels ? r->own_kernel_names : "", r->own_kernels ? ")" : "",
+               r->precision[0] ? "; a library kernel ran at " : "", r->precision);
+    else if (r->census < 0)
+        printf("kernels    not counted: %s\n", r->census_note);
     if (r->ngpu_kernels) {
         printf("ran        ");
         for (int i = 0; i < r->ngpu_kernels; i++)

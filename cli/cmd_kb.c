@@ -18,6 +18,15 @@ static void help(FILE *f)
         "and shapes, read by running the module in Python with PyTorch) and model.py. Work\n"
         "counts: bytes moved always; FLOPs where PyTorch's FLOP counter counts the ops.\n"
         "\n"
+        "Check sizes: where the shapes follow the integer globals, problem.json also gets\n"
+        "\"check_sizes\", a second, smaller set of odd sizes (the tensors at most a quarter\n"
+        "of the main set's bytes and 256 MiB) at which the model was probed (on the meta\n"
+        "device) and every shape checked; kopt eval and kopt bench run each candidate there\n"
+        "too (SHAPE_SPECIFIC: correct only at the benchmark's shapes). Globals that configure\n"
+        "the model (kernel sizes, strides, padding, groups, heads, ...) stay unchanged, as\n"
+        "does a size the model cannot change (one also fixed in a tuple such as bias_shape).\n"
+        "Each problem's line says which check sizes it got, or why it has none.\n"
+        "\n"
         "options:\n"
         "  --out DIR       where the problem folders go (required)\n"
         "  --atol X        the problems' absolute tolerance (default 1e-2, KernelBench's)\n"
@@ -28,6 +37,39 @@ static void help(FILE *f)
         "\n"
         "Python: $KOPT_PYTHON or python3, with PyTorch installed.\n"
         "exit codes: 0 every file imported, 1 some could not be, 2 usage, 10 kopt error\n");
+}
+
+/* "M=511 N=383" from a JSON object of sizes (or "?" when it does not parse). */
+static void print_sizes(const char *text)
+{
+    json_t *o = text ? json_loads(text, 0, NULL) : NULL, *v;
+    const char *k;
+    int first = 1;
+
+    if (!json_is_object(o))
+        printf("?");
+    json_object_foreach(o, k, v) {
+        printf("%s%s=%" JSON_INTEGER_FORMAT, first ? "" : " ", k, json_integer_value(v));
+        first = 0;
+    }
+    json_decref(o);
+}
+
+/* Under an imported problem's line: the check sizes it got, or why it has none. */
+static void print_check_sizes(const kopt_kb_import_record *r)
+{
+    if (r->check_sizes) {
+        printf("          check sizes ");
+        print_sizes(r->check_sizes);
+        printf(" (main ");
+        print_sizes(r->sizes);
+        printf(")\n");
+        if (r->check_sizes_note)
+            printf("          %s\n", r->check_sizes_note);
+    } else {
+        printf("          no check sizes: %s\n", r->check_sizes_error ? r->check_sizes_error
+                                                                    : "(not said)");
+    }
 }
 
 static int kb_import(int argc, char **argv)
@@ -85,7 +127,20 @@ bad_value:
                                   r->error ? NULL : r->problem, "error", r->error, "bytes",
                                   r->bytes, "flops", r->has_flops ? json_real(r->flops)
                                                                   : json_null());
-            char *t = json_dumps(o, JSON_COMPACT);
+            char *t;
+            if (!r->error) {
+                json_object_set_new(o, "sizes", r->sizes ? json_loads(r->sizes, 0, NULL)
+                                                         : json_null());
+                json_object_set_new(o, "check_sizes", r->check_sizes
+                                    ? json_loads(r->check_sizes, 0, NULL) : json_null());
+                if (r->check_sizes_note)
+                    json_object_set_new(o, "check_sizes_note",
+                                        json_string(r->check_sizes_note));
+                if (r->check_sizes_error)
+                    json_object_set_new(o, "check_sizes_error",
+                                        json_string(r->check_sizes_error));
+            }
+            t = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
             printf("%s\n", t ? t : "{}");
             free(t);
             json_decref(o);
@@ -96,10 +151,16 @@ bad_value:
                    r->bytes, r->has_flops ? ", flops " : "; no FLOP count)\n");
             if (r->has_flops)
                 printf("%.0f)\n", r->flops);
+            print_check_sizes(r);
         }
     }
-    if (!json)
-        printf("%d of %d file(s) imported into %s\n", n - bad, n, out_dir);
+    if (!json) {
+        int nchecked = 0;
+        for (int i = 0; i < n; i++)
+            nchecked += !recs[i].error && recs[i].check_sizes;
+        printf("%d of %d file(s) imported into %s; %d with check sizes\n", n - bad, n, out_dir,
+               nchecked);
+    }
     code = bad ? 1 : 0;
 done:
     kopt_kb_import_free(recs, n);

@@ -95,6 +95,6 @@ def cuda_timer_functions():
     try:
         cu = ctypes.CDLL("libcuda.so.1")
         return [(n, ctypes.cast(getattr(cu, n), ctypes.c_void_p).value)
-                for n in ("cuEventRecord", "cuEventElapsedTime")]
+                for n in ("cuEventRecord", "cuEventElapsedTime", "cuEventQuery")]
     except (OSError, AttributeError):
         return []

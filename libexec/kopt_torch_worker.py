@@ -31,7 +31,8 @@ import threading
 import time
 import traceback
 
-import kopt_torch_sandbox  # beside this file (sys.path[0] when run as a script)
+import kopt_torch_guard    # beside this file (sys.path[0] when run as a script)
+import kopt_torch_sandbox
 import kopt_torch_timing
 
 EVENT_FD = 3
@@ -114,6 +115,9 @@ class Worker:
         self.phase = 0
         self.trace = {}
         self.sandbox = None
+        self.clock = None        # libkopt's clock (kopt_torch_timing.LibClock), or None:
+        self.clock_error = ""    # why not
+        self.guard = None        # the tamper check, once the candidate is about to load
 
     def emit(self, obj):
         with self.lock:
@@ -137,6 +141,7 @@ class Worker:
         spawned = job.get("spawned_ms", 0)
         import torch  # noqa: the slow part of the start
         self.torch = torch
+        self.manual_seed = torch.manual_seed   # kopt's own, whatever a candidate patches
         tj = job["torch"]
         dev = tj.get("device") or os.environ.get("KOPT_TORCH_DEVICE") or "cuda"
         if dev.startswith("cuda") and not torch.cuda.is_available():
@@ -166,27 +171,69 @@ class Worker:
             self.shm = mmap.mmap(SHM_FD, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
             self.shm_t = torch.frombuffer(self.shm, dtype=torch.uint8, count=size)
         t1 = time.time() * 1e3
+        self.bind_clock(tj.get("libkopt"))
         self.mod = load_module(tj["model"], "kopt_reference_model")
         self.subject = tj.get("subject", "reference")
+        if self.subject in ("modelnew", "host"):
+            self.guard = kopt_torch_guard.Guard(
+                torch, [("kopt_torch_timing", kopt_torch_timing),
+                        ("kopt_torch_guard", kopt_torch_guard),
+                        ("kopt_torch_sandbox", kopt_torch_sandbox),
+                        ("kopt's worker", sys.modules[__name__])],
+                [("libkopt's " + n, self.clock, n) for n in self.clock.attributes()]
+                if self.clock else [])
+            self.guard_check = self.guard.check
         self.init_seed = int(tj.get("init_seed", 1234))
         if job.get("sandbox"):
             self.sandbox = kopt_torch_sandbox.Sandbox(job["sandbox"])
         if self.subject == "modelnew":
             self.cand_mod = load_module(tj["file"], "kopt_candidate_model")
+            self.check_guard("importing it")
         elif self.subject == "host":
             if self.sandbox:   # as kopt's C worker: the context up, its constructors confined
                 if self.cuda:
                     torch.zeros(1, device=self.device)
-                self.sandbox.lockdown("before the shared object was loaded",
-                                      kopt_torch_sandbox.cuda_timer_functions() if self.cuda
-                                      else [])
+                self.sandbox.lockdown("before the shared object was loaded", self.watched())
             self.lib = ctypes.CDLL(tj["so"])
+            self.check_guard("loading it")
             self.entry = self.lib.kopt_candidate_run
             self.entry.restype = ctypes.c_int
             self.entry.argtypes = [ctypes.POINTER(CIO)]
         info["candidate_ms"] = time.time() * 1e3 - t1
         info["setup_ms"] = time.time() * 1e3 - t0
         return info
+
+    def bind_clock(self, path):
+        """libkopt's clock, bound before any candidate code is imported (a failure is said
+        with the result: the timer was then torch's, not protected)."""
+        if not path:
+            self.clock_error = "the job names no libkopt.so"
+            return
+        try:
+            self.clock = kopt_torch_timing.LibClock(path)
+        except (OSError, AttributeError) as e:
+            self.clock_error = "libkopt's clock could not be loaded: %s" % e
+
+    def watched(self):
+        """The machine code the sandbox watches: the driver's event functions, libkopt's
+        clock."""
+        if not self.cuda:
+            return []
+        return kopt_torch_sandbox.cuda_timer_functions() + \
+            (self.clock.functions() if self.clock else [])
+
+    def check_guard(self, when):
+        """TAMPER when the candidate replaced something kopt's timing and checks use, or
+        left another CUDA stream current (kopt's flush, hold and refreshes would run on
+        it). The check is the one bound when the guard was made (a replaced Guard.check is
+        not called)."""
+        name = self.guard_check() if self.guard else None
+        if not name and self.guard and self.cuda and \
+                self.torch.cuda.current_stream(self.device) != self.stream:
+            name = "the current CUDA stream"
+        if name:
+            raise WorkerError("tamper", "the candidate replaced %s (%s), which kopt's timing "
+                              "and checks rely on" % (name, when))
 
     def sync(self):
         if self.cuda:
@@ -198,7 +245,7 @@ class Worker:
         buffers by name)."""
         torch = self.torch
         set_sizes(self.mod, ph.get("sizes"))
-        torch.manual_seed(self.init_seed)
+        self.manual_seed(self.init_seed)
         init = self.mod.get_init_inputs()
         ref = self.mod.Model(*init).to(self.device)
         model = None
@@ -211,12 +258,13 @@ class Worker:
             if cls is None:
                 raise WorkerError("launch", "the candidate defines no class ModelNew (nor Model)")
             set_sizes(self.cand_mod, ph.get("sizes"))
-            torch.manual_seed(self.init_seed)
+            self.manual_seed(self.init_seed)
             try:
                 model = cls(*init).to(self.device)
             except Exception as e:
                 raise WorkerError("launch", "ModelNew(*get_init_inputs()) failed: %s: %s"
                                   % (type(e).__name__, e))
+            self.check_guard("building it")
         state = dict(ref.named_parameters())
         state.update(dict(ref.named_buffers()))
         return model, state
@@ -252,22 +300,27 @@ class Worker:
             except Exception as e:
                 raise classify(e, self.subject)
         self.sandbox.lockdown("after one warm-up call per size set (the candidate loaded %s)"
-                              % " and ".join(jit) if jit else "before the first call")
+                              % " and ".join(jit) if jit else "before the first call",
+                              self.watched())
 
-    def check_sandbox(self):
+    def check_sandbox(self, when="after a call"):
         """After the candidate ran: what it changed that it must leave alone is TAMPER."""
         msg = self.sandbox.check() if self.sandbox else None
         if msg:
             raise WorkerError("tamper", msg)
+        self.check_guard(when)
 
     def inputs(self, seed):
         """get_inputs() under the seed, its factory calls made on the device itself (the
         same seed gives the same inputs in every process; KernelBench's 6 GB inputs take
-        milliseconds there, seconds on the host plus the copy)."""
+        milliseconds there, seconds on the host plus the copy). Then the generator is
+        seeded from the OS: a candidate reading torch.initial_seed() learns nothing of
+        which inputs it is given (a trial's, a timed round's, the checked call's)."""
         torch = self.torch
-        torch.manual_seed(seed)
+        self.manual_seed(seed)
         with torch.device(self.device):
             vals = list(self.mod.get_inputs())
+        self.manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
         return [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in vals]
 
     def host_args(self, inputs):
@@ -349,12 +402,21 @@ class Worker:
                               % (len(outs), len(specs)))
         for o, s in zip(outs, specs):
             want = torch_dtype(torch, s["dtype"])
+            if type(o) is not torch.Tensor and type(o) is not torch.nn.Parameter:
+                raise WorkerError("wrong", "output '%s' is a %s, not a plain torch.Tensor (a "
+                                  "subclass would run its own code in kopt's checks)"
+                                  % (s["name"], type(o).__name__))
             if list(o.shape) != list(s["shape"]):
                 raise WorkerError("wrong", "output '%s' has shape %s, expected %s"
                                   % (s["name"], list(o.shape), s["shape"]))
             if o.dtype != want:
                 raise WorkerError("wrong", "output '%s' has dtype %s, expected %s"
                                   % (s["name"], o.dtype, want))
+            if o.device != self.device and not (o.device.type == self.device.type and
+                                                self.device.index is None):
+                raise WorkerError("wrong", "output '%s' is on %s, expected %s (the outputs "
+                                  "must be computed on the problem's device)"
+                                  % (s["name"], o.device, self.device))
             n = s["bytes"]
             if n:
                 src = o.detach().contiguous().reshape(-1).view(torch.uint8)
@@ -395,23 +457,97 @@ class Worker:
                 sums["trial %d" % i] = self.input_sums(inputs)
             self.progress("trial %d" % i)
 
-    def timing(self, ph, tm, po):
-        """The timed runs, the same loop for every subject (kopt_torch_timing.py)."""
-        inputs = self.inputs(int(tm["seed"]))
-        host = self.host_args(inputs) if self.subject == "host" else None
+    def refill(self, xs, seed):
+        """New contents for an input set, in place (the same buffers): get_inputs() under
+        `seed`, copied into `xs`."""
+        torch = self.torch
+        for old, new in zip(xs, self.inputs(seed)):
+            if isinstance(old, torch.Tensor) and isinstance(new, torch.Tensor):
+                old.copy_(new)
+
+    def input_slots(self, xs):
+        """How many input sets the timed runs rotate between: two where the device has room
+        for a second set and a refresh's transient copy, else one."""
+        torch = self.torch
+        if not self.cuda:
+            return 2
+        need = sum(v.numel() * v.element_size() for v in xs if isinstance(v, torch.Tensor))
+        need += sum(int(t.get("bytes", 0)) for t in self.tensors
+                    if t["role"] in (ROLE_OUTPUT, ROLE_INOUT))
         try:
-            outs, fields = kopt_torch_timing.time_subject(
-                self.torch, self.device, lambda: self.run_once(inputs, host), tm,
+            free = torch.cuda.mem_get_info(self.device)[0]
+        except Exception:
+            return 1
+        return 2 if 2 * need < 0.4 * free else 1
+
+    def timing(self, ph, tm, po):
+        """The timed runs, the same loop for every subject (kopt_torch_timing.py), on input
+        sets refreshed before every chunk; then one checked call on inputs of the timing
+        seed (never seen before in these buffers), its kernels counted (CUPTI), its outputs
+        compared by the parent with the reference's for the same inputs."""
+        seed = int(tm["seed"])
+        sets = [self.inputs(round_seed())]
+        nslots = self.input_slots(sets[0])
+        sets += [self.inputs(round_seed()) for _ in range(1, nslots)]
+        host = self.subject == "host"
+        hosts = [self.host_args(x) for x in sets] if host else None
+
+        def refresh(r):
+            for i, x in enumerate(sets):
+                self.refill(x, round_seed())
+                if host:
+                    hosts[i] = self.host_args(x)
+
+        def report(brackets):
+            brackets.report(EVENT_FD, self.phase)
+
+        try:
+            fields = kopt_torch_timing.time_subject(
+                self.torch, self.device,
+                lambda i: self.run_once(sets[i], hosts[i] if host else None), tm,
                 getattr(self, "l2", 0), self.progress,
-                prepare=(lambda: self.poison(host)) if host is not None else None)
+                prepare=(lambda i: self.poison(hosts[i])) if host else None,
+                lib=self.clock, refresh=refresh, slots=nslots,
+                check=lambda: self.check_sandbox("in the timed runs"), report=report)
+            self.refill(sets[0], seed)
+            if host:
+                hosts[0] = self.host_args(sets[0])
+                self.poison(hosts[0])
+            outs = self.census(po, lambda: self.run_once(sets[0], hosts[0] if host else None))
         except WorkerError:
             raise
         except Exception as e:
             raise classify(e, self.subject)
-        self.check_sandbox()
+        if self.clock is None:
+            fields["clock_error"] = self.clock_error
+        self.check_sandbox("after the timed runs")
         self.copy_outputs(outs, int(tm["offset"]))
-        po["input_sums"]["timed"] = self.input_sums(inputs)
+        po["input_sums"]["timed"] = self.input_sums(sets[0])
         po.update(fields)
+
+    def census(self, po, call):
+        """One call of the subject with CUPTI's kernel activity on (the GPU, libkopt's clock
+        loaded): po["kernels"] the names of the kernels it launched, or po["census_error"]."""
+        counting = False
+        if self.cuda and self.clock is not None:
+            self.sync()
+            try:
+                self.clock.census_begin()
+                counting = True
+            except OSError as e:
+                po["census_error"] = str(e)
+        elif self.cuda:
+            po["census_error"] = self.clock_error
+        try:
+            outs = call()
+            self.sync()
+        finally:
+            if counting:
+                try:
+                    po["kernels"] = self.clock.census_end()
+                except (OSError, ValueError) as e:
+                    po["census_error"] = str(e)
+        return outs
 
     def run(self, job):
         """Every size set's subject built first, then the lockdown, then the runs."""
@@ -440,6 +576,13 @@ class Worker:
             if isinstance(ph.get("timing"), dict):
                 self.timing(ph, ph["timing"], po)
         return phases
+
+
+def round_seed():
+    """The seed of an input set in a round of timed runs: from the OS, so that neither its
+    value nor the generator's state tells a candidate a timed round from the checked call
+    (whose seed, the parent's, the reference's worker uses too)."""
+    return int.from_bytes(os.urandom(8), "little") >> 1
 
 
 def tensor_digest(torch, v):
@@ -532,19 +675,349 @@ def ident(s):
     return s if re.match(r"[A-Za-z_]", s) else "t_" + s
 
 
-def probe(torch, mod, init, seed, dev):
+def probe(torch, mod, init, seed, dev, count=True):
     """Build the model and its inputs on `dev` and run forward once under PyTorch's FLOP
-    counter: (model, inputs, output, flops)."""
+    counter (count=False: without it): (model, inputs, output, flops)."""
     from torch.utils.flop_counter import FlopCounterMode
     with torch.device(dev):
         torch.manual_seed(seed)
         model = mod.Model(*init).to(dev)
         torch.manual_seed(seed)
         inputs = [v.to(dev) if isinstance(v, torch.Tensor) else v for v in mod.get_inputs()]
+    if not count:
+        with torch.no_grad():
+            return model, inputs, model(*inputs), 0
     counter = FlopCounterMode(display=False)
     with torch.no_grad(), counter:
         out = model(*inputs)
     return model, inputs, out, int(counter.get_total_flops())
+
+
+# ---- check sizes at import ----------------------------------------------------------------
+# A second, smaller, odd size set (problem.json "check_sizes") at which the worker runs every
+# candidate too, so that one written for the benchmark's shapes is caught (SHAPE_SPECIFIC).
+# The sizes are the module's integer globals; a set is kept only when the model builds and
+# runs there (probed on the meta device: no memory) and every tensor's shape there is what
+# problem.json's shape expression gives (docs/kernelbench.md, "Check sizes").
+
+CHECK_CAP_BYTES = 256 << 20     # the check set's tensors, all together, at most this
+CHECK_CPU_BYTES = 1 << 30       # a probe falls back to the CPU only for problems this small
+# globals that configure the model rather than size its tensors: never changed (an
+# axis-like "*_dim" only when small: KernelBench also names a row length "dim")
+CONFIG_NAME = re.compile(r"kernel|stride|pad|dilation|group|head|pool|window|eps|axis", re.I)
+AXIS_NAME = re.compile(r"(^|_)dims?$", re.I)
+
+
+class CheckFail(Exception):
+    """Why one candidate check set does not do (said in check_sizes_error)."""
+
+
+def structural(name, v):
+    """A global that is not a tensor dimension by its name or value: left unchanged."""
+    return v <= 1 or CONFIG_NAME.search(name) is not None or \
+        (AXIS_NAME.search(name) is not None and v <= 8)
+
+
+def layout(torch, model, inputs, out):
+    """A probe's tensors in problem.json's order (inputs, parameters and buffers, outputs):
+    [(what, dtype, shape)], a Python number as shape (); and their bytes."""
+    ents, nbytes = [], 0
+    for i, v in enumerate(inputs):
+        if isinstance(v, torch.Tensor):
+            ents.append(("input %d" % i, str(v.dtype), tuple(v.shape)))
+            nbytes += v.numel() * v.element_size()
+        else:
+            ents.append(("input %d" % i, type(v).__name__, ()))
+    for key, t in list(model.named_parameters()) + list(model.named_buffers()):
+        ents.append((key, str(t.dtype), tuple(t.shape)))
+        nbytes += t.numel() * t.element_size()
+    outs = [out] if isinstance(out, torch.Tensor) else list(out)
+    for i, o in enumerate(outs):
+        ents.append(("output %d" % i, str(o.dtype), tuple(o.shape)))
+        nbytes += o.numel() * o.element_size()
+    return ents, nbytes
+
+
+def sizes_text(sizes):
+    return " ".join("%s=%d" % kv for kv in sizes.items())
+
+
+def first_line(e):
+    t = str(e).strip().splitlines()
+    return "%s: %s" % (type(e).__name__, t[0][:200] if t else "")
+
+
+def probe_at(torch, mod, over, seed, devices):
+    """The layout of the model built and run with the module's globals overridden by `over`
+    (restored afterwards), on the first of `devices` where it runs; raises CheckFail."""
+    saved = {k: getattr(mod, k) for k in over if hasattr(mod, k)}
+    err = None
+    for dev in devices:
+        set_sizes(mod, over)
+        try:
+            torch.manual_seed(seed)
+            init = mod.get_init_inputs()
+            model, inputs, out, _ = probe(torch, mod, init, seed, torch.device(dev),
+                                          count=False)
+            return layout(torch, model, inputs, out)
+        except Exception as e:
+            err = err or e
+        finally:
+            for k, v in saved.items():
+                setattr(mod, k, v)
+    raise CheckFail("at %s the model does not run: %s" % (sizes_text(over), first_line(err)))
+
+
+class Expr:
+    """A tensor dim as problem.json writes it: `text`, over the sizes `names`."""
+
+    def __init__(self, text, names, value):
+        self.text, self.names, self.value = text, names, value
+
+
+def fit_b(ds, ss, a, q):
+    """The b, nearest 0, with (a*S + b) / q (C's integer arithmetic, the numerator positive)
+    giving ds[i] at S = ss[i] for every i; or None."""
+    lo = max(q * d - a * v for d, v in zip(ds, ss))
+    hi = min(q * d - a * v + q - 1 for d, v in zip(ds, ss))
+    if lo > hi:
+        return None
+    b = 0 if lo <= 0 <= hi else lo if lo > 0 else hi
+    return b if a * min(ss) + b > 0 else None
+
+
+def affine(name, a, b, q):
+    t = name if a == 1 else "%d*%s" % (a, name)
+    if b:
+        t += " %s %d" % ("+" if b > 0 else "-", abs(b))
+    if q > 1:
+        t = "%s / %d" % ("(%s)" % t if b or a > 1 else t, q)
+    return Expr(t, {name}, lambda v: (a * v[name] + b) // q)
+
+
+def same_layout(main_ents, ents, over):
+    """CheckFail unless a probe at `over` has the main sizes' tensors (names, dtypes, ranks)."""
+    if len(main_ents) != len(ents):
+        raise CheckFail("at %s the model has %d tensors, not %d"
+                        % (sizes_text(over), len(ents), len(main_ents)))
+    for (w0, t0, s0), (w1, t1, s1) in zip(main_ents, ents):
+        if (w0, t0, len(s0)) != (w1, t1, len(s1)):
+            raise CheckFail("at %s %s is %s %s, where the main sizes give %s %s %s"
+                            % (sizes_text(over), w1, t1, list(s1), w0, t0, list(s0)))
+
+
+def dim_exprs(points, sizes, check, fitted=True):
+    """Each tensor's shape as a list of literals and Exprs that gives every point's layout
+    at its sizes: points[0] is the main set's (sizes, layout), points[1] the check set's,
+    any further ones fix fitted expressions. A dim is a literal, a size's name, a product of
+    two, or (fitted=True) one size's (a*S + b) / q, the simplest first. Raises CheckFail
+    naming the first dim that follows none."""
+    vals = [v for v, _ in points]
+    out = []
+    for i, (what, _, sh0) in enumerate(points[0][1]):
+        shape = []
+        for j in range(len(sh0)):
+            ds = [ents[i][2][j] for _, ents in points]
+            same = [k for k in sizes if all(v[k] == d for v, d in zip(vals, ds))]
+            e = None
+            if len(set(ds)) == 1:   # a literal, or a size the check set keeps
+                kept = [k for k in same if k not in check]
+                shape.append(Expr(kept[0], {kept[0]}, lambda v, k=kept[0]: v[k])
+                             if len(kept) == 1 and ds[0] > 1 else ds[0])
+                continue
+            if same:
+                e = Expr(same[0], {same[0]}, lambda v, k=same[0]: v[k])
+            for k in ([] if e else check):
+                for m in sizes:
+                    if m != k and all(v[k] * v[m] == d for v, d in zip(vals, ds)):
+                        e = Expr("%s*%s" % (k, m), {k, m}, lambda v, k=k, m=m: v[k] * v[m])
+                        break
+                if e:
+                    break
+            for q in (range(1, 9) if fitted and not e else []):
+                for a in range(1, 9):
+                    if q > 1 and a > 1 and (a % q == 0 or q % a == 0):
+                        continue
+                    for k in check:
+                        b = fit_b(ds, [v[k] for v in vals], a, q)
+                        if b is not None:
+                            e = affine(k, a, b, q)
+                            break
+                    if e:
+                        break
+                if e:
+                    break
+            if e is None:
+                raise CheckFail("%s dim %d is %d at the main sizes and %d at %s: not a size, "
+                                "nor a simple expression of one" % (what, j, ds[0], ds[1],
+                                                                    sizes_text(check)))
+            shape.append(e)
+        out.append(shape)
+    return out
+
+
+def odd_value(v, f):
+    """v scaled by f, odd, at least 3, and not v."""
+    n = max(3, int(round(v * f)))
+    n = n if n % 2 else n - 1 if n > 3 else n + 1
+    if n == v:
+        n = v - 2 if v - 2 >= 3 else v + 2
+    return n
+
+
+def scaled(sizes, names, f, tied):
+    """Check values for `names`: each scaled by f and made odd; all different (tied: sizes
+    equal at the main set stay equal)."""
+    out, used, by_main = {}, set(), {}
+    for k in sorted(names, key=lambda k: -sizes[k]):
+        if tied and sizes[k] in by_main:
+            out[k] = by_main[sizes[k]]
+            continue
+        n, step = odd_value(sizes[k], f), 0
+        while n in used or n == sizes[k]:
+            step += 1
+            n += 2 * step if step % 2 else -2 * step
+            if n < 3:
+                n = 3 + 2 * step
+        used.add(n)
+        out[k] = by_main[sizes[k]] = n
+    return {k: out[k] for k in names}
+
+
+def find_check_sizes(torch, mod, sizes, seed, devices, main_ents, main_bytes):
+    """(check sizes, each tensor's shape as literals and Exprs, a note naming the shape sizes
+    kept unchanged or None); raises CheckFail saying why there is no check set. Tries every
+    shape size scaled (all different, then those equal at the main sizes kept equal), at the
+    largest scale whose tensors fit the budget; then only the sizes that work alone."""
+    limit = min(main_bytes / 4.0, CHECK_CAP_BYTES)
+    cands = [k for k in sizes if not structural(k, sizes[k])]
+    dims = {d for _, _, s in main_ents for d in s}
+    if not cands:
+        raise CheckFail("the module has no integer globals: its shapes are literals"
+                        if not sizes else "its integer globals (%s) configure the model (kernel "
+                        "sizes, strides, flags): none is a shape size to change"
+                        % ", ".join(sorted(sizes)))
+    ladder = [0.5 / 2 ** (i / 2.0) for i in range(28)]
+
+    def attempt(names, tied, budget):
+        """The largest-scale set of `names` that runs with shapes following the sizes and
+        fits the budget (budget=False: the first that runs)."""
+        err, best, seen = None, None, []
+        for f in ladder:
+            check = scaled(sizes, names, f, tied)
+            if check in seen:
+                continue
+            seen.append(check)
+            try:
+                ents, nbytes = probe_at(torch, mod, check, seed, devices)
+                same_layout(main_ents, ents, check)
+                dim_exprs([(sizes, main_ents), (dict(sizes, **check), ents)], sizes, check)
+            except CheckFail as e:
+                err = err or e
+                continue
+            if best is None or nbytes < best[2]:
+                best = (check, ents, nbytes)
+            if nbytes <= limit or not budget:
+                break
+        if best is None:
+            raise err
+        if budget and best[2] > max(limit, min(main_bytes, CHECK_CAP_BYTES)):
+            raise CheckFail("at %s the tensors still take %.1f MB (the main sizes' %.1f MB)"
+                            % (sizes_text(best[0]), best[2] / 1e6, main_bytes / 1e6))
+        return best[0], shapes(best[0], best[1])
+
+    def shapes(check, ents):
+        """The shape expressions; where a dim is not a size's name, a product of two or a
+        literal, fitted over the check set shifted by 1..7 (every residue of a division by
+        up to 8) and confirmed at two more sets."""
+        points = [(sizes, main_ents), (dict(sizes, **check), ents)]
+        try:
+            return dim_exprs(points, sizes, check, fitted=False)
+        except CheckFail:
+            pass
+        series, err = [], None
+        for shift in (1, 2, 3, 4, 5, 6, 7, 9, 10):
+            over = {k: v + shift for k, v in check.items()}
+            try:
+                e2, _ = probe_at(torch, mod, over, seed, devices)
+                same_layout(main_ents, e2, over)
+                series.append((dict(sizes, **over), e2))
+            except CheckFail as e:
+                err = err or e
+        if len(series) < 3:
+            raise CheckFail("the shapes at %s follow the sizes only through a fitted "
+                            "expression, and the model does not run at enough nearby sizes to "
+                            "fit one: %s" % (sizes_text(check), err))
+        exprs = dim_exprs(points + series[:-2], sizes, check)
+        for vals, e2 in series[-2:]:
+            for (what, _, sh), ex in zip(e2, exprs):
+                want = [e if isinstance(e, int) else e.value(vals) for e in ex]
+                if want != list(sh):
+                    raise CheckFail("at %s %s is %s, not %s as the shape fitted at nearby sizes "
+                                    "says" % (sizes_text({k: vals[k] for k in check}), what,
+                                              list(sh), want))
+        return exprs
+
+    def solve(names, budget=True):
+        err = None
+        for tied in (False, True):
+            try:
+                check, exprs = attempt(names, tied, budget)
+            except CheckFail as e:
+                err = err or e
+                continue
+            moved = {n for sh in exprs for e in sh if not isinstance(e, int)
+                     for n in e.names} & set(check)
+            if not moved:
+                raise CheckFail("no tensor's shape follows %s" % ", ".join(names))
+            if moved != set(check):       # a global that sizes nothing: left as it is
+                return solve([k for k in names if k in moved], budget)
+            return check, exprs
+        raise err
+
+    def ordered(check):
+        return {k: check[k] for k in sizes if k in check}   # as the module lists them
+
+    try:
+        check, exprs = solve(cands)
+        return ordered(check), exprs, None
+    except CheckFail as e:
+        first = e
+    # only the sizes that work alone (a global also written into a tuple, a size that must
+    # divide another, ...), then as many of them together as work
+    alone, why = [], {}
+    for k in sorted(cands, key=lambda k: -sizes[k]):
+        try:
+            solve([k], budget=False)
+            alone.append(k)
+        except CheckFail as e:
+            why[k] = str(e)
+    if not alone:
+        if all(why[k].startswith("no tensor's shape follows") for k in cands):
+            raise CheckFail("no tensor's shape follows the integer globals (%s): the shapes are "
+                            "literals in get_inputs() or the model" % ", ".join(cands))
+        if all(sizes[k] not in dims for k in cands):
+            raise CheckFail("no integer global is a tensor dimension (the shapes are literals "
+                            "in get_inputs() or the model): %s" % first)
+        raise CheckFail("no shape size can change: %s" % first)
+    try:
+        check, exprs = solve(alone)
+    except CheckFail:
+        kept = []
+        for k in alone:
+            try:
+                solve(kept + [k], budget=False)
+                kept.append(k)
+            except CheckFail as e:
+                why[k] = "not with %s: %s" % (", ".join(kept), e)
+        check, exprs = solve(kept)
+    pinned = [k for k in cands if k not in check and sizes[k] in dims]
+    note = None
+    if pinned:
+        note = "kept at the main sizes: " + "; ".join(
+            "%s (%s)" % (k, why.get(k, "no tensor follows it with the others changed"))
+            for k in pinned)
+    return ordered(check), exprs, note
 
 
 def import_one(path, out_dir, args):
@@ -648,8 +1121,24 @@ def import_one(path, out_dir, args):
         tensors.append({"name": unique(n), "dtype": dt_name(o, "output %d" % i),
                         "shape": shape_of(o), "role": "output", "pytorch": "output:%d" % i})
         nbytes += o.numel() * o.element_size()
+    # the check sizes: a smaller, odd size set where the model still builds and runs and
+    # every shape follows the sizes; the shapes then written as those expressions
+    main_ents, _ = layout(torch, model, inputs, out)
+    del model, inputs, out
+    probe_devs = ["meta"] + ([args.device] if args.device != "meta" and
+                             nbytes <= CHECK_CPU_BYTES else [])
+    check, check_err, check_note = None, None, None
+    try:
+        check, exprs, check_note = find_check_sizes(torch, mod, sizes, seed, probe_devs,
+                                                    main_ents, nbytes)
+        for t, ex in zip(tensors, exprs):
+            t["shape"] = [e if isinstance(e, int) else e.text for e in ex]
+    except CheckFail as e:
+        check_err = str(e)
+    except Exception as e:      # kopt's own failure: the problem is still imported
+        check_err = "the search for check sizes failed: %s" % first_line(e)
     counts = ["bytes"] + (["flops"] if flops > 0 else [])
-    work = {"bytes": nbytes}
+    work = {"bytes": bytes_expr(tensors, sizes, nbytes)}
     if flops > 0:
         work["flops"] = flops
     if any(o.dtype in (torch.float16, torch.bfloat16) for o in outs):
@@ -663,6 +1152,7 @@ def import_one(path, out_dir, args):
             base, ", ".join(counts) + ("" if flops > 0 else
                                        " (no FLOP count: FlopCounterMode counts none of its ops)")),
         "sizes": sizes,
+        **({"check_sizes": check} if check else {}),
         "tensors": tensors,
         "reference": {"pytorch": "model.py"},
         "tolerance": {"atol": args.atol, "rtol": args.rtol},
@@ -671,8 +1161,40 @@ def import_one(path, out_dir, args):
     }
     with open(os.path.join(dest, "problem.json"), "w") as f:
         f.write(problem_text(prob))
-    return {"file": path, "problem": dest, "name": name, "counts": counts, "bytes": nbytes,
-            "flops": flops, "tensors": len(tensors)}
+    rec = {"file": path, "problem": dest, "name": name, "counts": counts, "bytes": nbytes,
+           "flops": flops, "tensors": len(tensors), "sizes": sizes}
+    if check:
+        rec["check_sizes"] = check
+        if check_note:
+            rec["check_sizes_note"] = check_note
+    else:
+        rec["check_sizes_error"] = check_err
+    return rec
+
+
+ELEM_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i32": 4, "i64": 8}
+
+
+def bytes_expr(tensors, sizes, nbytes):
+    """The bytes the tensors move as an expression over the sizes (so the speed-of-light
+    bound follows --size and the check sizes), when it gives `nbytes` at the problem's own
+    sizes; else the number."""
+    terms = []
+    for t in tensors:
+        if not t["shape"] or not t["pytorch"].split(":")[0] in ("input", "param", "buffer",
+                                                               "output"):
+            continue
+        dims = [str(d) if isinstance(d, int) or re.match(r"^\w+$", d) else "(%s)" % d
+                for d in t["shape"]]
+        terms.append("*".join(["%d" % ELEM_BYTES[t["dtype"]]] + dims))
+    if not terms:
+        return nbytes
+    text = " + ".join(terms)
+    try:
+        value = eval(re.sub(r"(?<![/])/(?!/)", "//", text), {"__builtins__": {}}, dict(sizes))
+    except Exception:
+        return nbytes
+    return text if value == nbytes else nbytes
 
 
 def problem_text(prob):

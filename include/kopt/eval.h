@@ -42,6 +42,8 @@ typedef enum kopt_verdict {
     KOPT_VERDICT_TAMPER,        /* host mode: the candidate interfered with the harness */
     KOPT_VERDICT_FORBIDDEN_LIBRARY, /* a library kernel ran where "allow_libraries" is false */
     KOPT_VERDICT_SANITIZER,     /* compute-sanitizer found errors (--sanitize) */
+    KOPT_VERDICT_SHAPE_SPECIFIC, /* correct at the benchmark sizes, wrong at the problem's
+                                  * check_sizes: written for one shape */
     KOPT_VERDICT_COUNT
 } kopt_verdict;
 const char *kopt_verdict_name(kopt_verdict v);
@@ -174,6 +176,18 @@ typedef struct kopt_eval_result {
     /* 1: the candidate's PyTorch worker was started ahead, at the end of the session's
      * previous evaluation (torch imported while the search worked) */
     int worker_ahead;
+    /* PyTorch path: which clock timed the candidate ("libkopt": CUDA events kept in C, out
+     * of the candidate's reach; otherwise why not), and the kernel census of its checked
+     * call (CUPTI activity): kernels launched, those not from a library (torch's aten,
+     * cuBLAS, cuDNN, CUTLASS, cub/thrust: the candidate's own), their names, and the
+     * lowest precision the kernels' names show ("" when none does). census < 0: no census
+     * (census_note says why); 0: none taken (the CPU, CUDA-path candidates). */
+    char timer[128];
+    int census;
+    int kernels_launched, own_kernels;
+    char own_kernel_names[256];
+    char precision[16];
+    char census_note[256];
 } kopt_eval_result;
 
 typedef struct kopt_eval_opts {

@@ -8,7 +8,8 @@
  * over all problems with every failure counted as 1.0 (falling back to the reference).
  *
  * kopt_kb_import turns KernelBench problem files into kopt problem folders by running them
- * in the PyTorch worker's Python (kopt/worker.h: kopt_torch_worker_find).
+ * in the PyTorch worker's Python (kopt/worker.h: kopt_torch_worker_find), each with a
+ * second, smaller, odd size set ("check_sizes") where its shapes allow one.
  *
  * Ownership: the summary is a plain struct filled by the caller; an import's records
  * belong to the caller (kopt_kb_import_free).
@@ -78,6 +79,11 @@ typedef struct kopt_kb_import_record {
     int has_flops;              /* the work counts: bytes always, FLOPs when PyTorch's FLOP
                                  * counter gave them */
     double bytes, flops;
+    char *sizes;                /* the main sizes as JSON ({"M": 4096, ...}), or NULL */
+    char *check_sizes;          /* the check sizes written to problem.json, as JSON, or NULL */
+    char *check_sizes_note;     /* which shape sizes the check set keeps unchanged, and why;
+                                 * or NULL */
+    char *check_sizes_error;    /* why the problem has no check sizes, or NULL */
 } kopt_kb_import_record;
 
 /* Import `src` (a KernelBench problem file, or a folder of them) into `out_dir`, one

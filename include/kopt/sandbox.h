@@ -50,7 +50,7 @@ typedef struct kopt_sandbox_opts {
 kopt_status kopt_sandbox_lockdown(kopt_ctx *ctx, const kopt_sandbox_opts *opts, char *report,
                                   size_t cap);
 
-/* Remember the first bytes of a function the harness relies on (a timer), at most 4. */
+/* Remember the first bytes of a function the harness relies on (a timer), at most 8. */
 void kopt_sandbox_watch(const char *name, const void *code);
 
 /* After a candidate's call: 1, with a message in msg, when a signal handler differs from

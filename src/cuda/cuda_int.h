@@ -22,7 +22,7 @@
     X(cuMemcpyDtoH) X(cuMemcpyHtoD) X(cuMemGetInfo) X(cuStreamCreate) X(cuStreamDestroy) \
     X(cuStreamSynchronize) X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) \
     X(cuEventElapsedTime) X(cuEventDestroy) X(cuGetErrorName) X(cuGetErrorString) \
-    X(cuStreamQuery) X(cuMemcpyDtoD) X(cuMemcpyDtoDAsync) X(cuMemsetD8) X(cuMemHostRegister) X(cuMemHostUnregister) X(cuMemcpyDtoHAsync) X(cuMemsetD8Async)
+    X(cuStreamQuery) X(cuEventQuery) X(cuMemcpyDtoD) X(cuMemcpyDtoDAsync) X(cuMemsetD8) X(cuMemHostRegister) X(cuMemHostUnregister) X(cuMemcpyDtoHAsync) X(cuMemsetD8Async)
 
 /* Optional (newer drivers): looked up but not required. */
 #define KOPT_CU_OPTIONAL_FUNCS(X) X(cuFuncGetParamInfo)

@@ -21,6 +21,18 @@ int kopt__visible_map(const char *env, int n, const char *const *uuids, int *map
  * `compute` bound as `b`, at its outputs' tolerance: the speed-of-light guard's rate. */
 int kopt__guard_compute(int compute, const kopt_bound *b);
 
+/* src/eval/verdicts.c: the verdict and its message into r. */
+void kopt__set_verdict(kopt_eval_result *r, kopt_verdict v, const char *fmt, ...)
+    KOPT_PRINTF(3, 4);
+/* WRONG naming the first failing check of r->checks (the comparison with `ref_name`), or
+ * SHAPE_SPECIFIC when every failing check is at the problem's check_sizes. */
+void kopt__wrong_verdict(kopt_eval_result *r, const char *ref_name);
+/* The candidate's and the reference's roofline from the timed phase's work counts `b`,
+ * and SUSPECT for a median at or below zero after the timer's cost is subtracted, or below
+ * the speed-of-light bound (divided by `margin`). 1 when SUSPECT. */
+int kopt__speed_of_light(kopt_eval_result *r, const kopt_bound *b, const kopt_problem *prob,
+                         double margin);
+
 /* The worker job that runs `comp` once at the bound sizes `b` on the inputs of `seed`
  * (one phase shaped as eval's "run" job, untimed; host mode: sandbox fields). The caller
  * sets "op" and adds its fields, and owns the result; *shm_size is the output buffer the
@@ -34,9 +46,19 @@ json_t *kopt__eval_job(const kopt_problem *prob, const kopt_bound *b, const kopt
  * ("modelnew" or "host"; NULL for the reference and torch.compile, or with no_sandbox),
  * owned by the caller. */
 json_t *kopt__torch_sandbox_job(kopt_ctx *ctx, const char *subject, const kopt_eval_opts *o);
+struct kopt__worker_run;
+/* The PyTorch worker's timed samples as libkopt's clock kept them (its "clock" events)
+ * put in place of those its Python reported (src/eval/torch_checks.c). 1, with a message,
+ * when the two differ: something between the clock and the report changed them. */
+int kopt__torch_clock_apply(struct kopt__worker_run *run, char *msg, size_t n);
+/* The kernel census of the candidate's checked call (phase 0's "kernels") and the clock
+ * it was timed with, into r (timer, census, kernels_launched, own_kernels, precision). */
+void kopt__torch_census(kopt_eval_result *r, const struct kopt__worker_run *run);
+/* 1 when a kernel's (mangled) name is a library's: PyTorch's aten and c10, cuBLAS(Lt),
+ * cuDNN, CUTLASS, cub/thrust, NVIDIA's generated GEMMs (xmma, nvjet, sm90_...). */
+int kopt__kernel_from_library(const char *name);
 /* What the candidate's worker applied, as JSON into `report`; into `note` (or "") the
  * warning that the result must carry when the lockdown was asked for and not installed. */
-struct kopt__worker_run;
 void kopt__torch_sandbox_report(const struct kopt__worker_run *run, int asked, char *report,
                                 size_t cap, char *note, size_t ncap);
 

@@ -140,7 +140,18 @@ char *kopt_eval_result_json(const kopt_eval_result *r)
                                     num(r->bracket[i].hold_ms), "exposed_runs",
                                     r->bracket[i].exposed_runs));
         json_object_set_new(json_object_get(root, "pytorch"), "brackets", br);
+        json_object_set_new(json_object_get(root, "pytorch"), "timer",
+                            r->timer[0] ? json_string(r->timer) : json_null());
     }
+    if (r->census > 0)          /* the candidate's checked call, counted by CUPTI */
+        json_object_set_new(root, "census", json_pack("{s:i, s:i, s:b, s:s, s:o}",
+                            "kernels_launched", r->kernels_launched, "own_kernels",
+                            r->own_kernels, "launched_none", r->kernels_launched == 0,
+                            "own_kernel_names", r->own_kernel_names, "lowest_precision",
+                            r->precision[0] ? json_string(r->precision) : json_null()));
+    else if (r->census < 0)
+        json_object_set_new(root, "census", json_pack("{s:n, s:s}", "kernels_launched",
+                                                      "note", r->census_note));
     if (r->has_energy)
         json_object_set_new(root, "energy", json_pack("{s:o, s:o, s:i, s:o}", "mj_per_run",
                             num(r->energy_mj), "power_w", num(r->power_w), "runs",

@@ -109,7 +109,7 @@ void kopt__sandbox_enter(const kopt__sandbox_limits *lim)
 #define NSIGS 65
 static struct sigaction saved_sig[NSIGS];
 static int have_saved;
-#define NWATCH 4
+#define NWATCH 8
 #define WATCH_BYTES 16
 static const unsigned char *watch_at[NWATCH];
 static unsigned char watch_bytes[NWATCH][WATCH_BYTES];

@@ -73,6 +73,7 @@ void kopt__worker_run_free(kopt__worker_run *r)
     json_decref(r->device);
     json_decref(r->result);
     json_decref(r->error);
+    json_decref(r->clock);
     free(r->log);
     if (r->shm && !r->shm_borrowed)
         unmap_buffer(r->shm, r->shm_size);
@@ -139,6 +140,10 @@ static void handle_line(kopt__worker_run *out, const char *line)
     } else if (strcmp(kind, "error") == 0) {
         json_decref(out->error);
         out->error = json_incref(ev);
+    } else if (strcmp(kind, "clock") == 0) {
+        if (!out->clock)
+            out->clock = json_array();
+        json_array_append(out->clock, ev);
     } else if (strcmp(kind, "progress") == 0) {
         snprintf(out->last_progress, sizeof(out->last_progress), "phase %d %s",
                  (int)json_integer_value(json_object_get(ev, "phase")),

@@ -35,6 +35,8 @@ typedef struct kopt__worker_run {
     json_t *device;          /* from "hello", or NULL */
     json_t *result;          /* the "result" event, or NULL */
     json_t *error;           /* the "error" event, or NULL */
+    json_t *clock;           /* the PyTorch worker's "clock" events (libkopt's samples per
+                              * phase, written by include/kopt/clock.h), or NULL */
     int timed_out;
     int signal;              /* the signal that ended it, or 0 */
     int exit_code;

@@ -17,6 +17,10 @@ void kopt_kb_import_free(kopt_kb_import_record *recs, int n)
         free(recs[i].file);
         free(recs[i].problem);
         free(recs[i].error);
+        free(recs[i].sizes);
+        free(recs[i].check_sizes);
+        free(recs[i].check_sizes_note);
+        free(recs[i].check_sizes_error);
     }
     free(recs);
 }
@@ -24,6 +28,13 @@ void kopt_kb_import_free(kopt_kb_import_record *recs, int n)
 static char *dup_or_null(const char *s)
 {
     return s ? strdup(s) : NULL;
+}
+
+/* A JSON object member as compact text, or NULL when it is absent or not an object. */
+static char *object_text(json_t *j, const char *key)
+{
+    json_t *v = json_object_get(j, key);
+    return json_is_object(v) ? json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
 }
 
 kopt_status kopt_kb_import(kopt_ctx *ctx, const char *src, const char *out_dir,
@@ -96,6 +107,12 @@ kopt_status kopt_kb_import(kopt_ctx *ctx, const char *src, const char *out_dir,
                 json_t *c;
                 size_t i;
                 r->problem = dup_or_null(json_string_value(json_object_get(j, "problem")));
+                r->sizes = object_text(j, "sizes");
+                r->check_sizes = object_text(j, "check_sizes");
+                r->check_sizes_note = dup_or_null(json_string_value(
+                    json_object_get(j, "check_sizes_note")));
+                r->check_sizes_error = dup_or_null(json_string_value(
+                    json_object_get(j, "check_sizes_error")));
                 r->bytes = json_number_value(json_object_get(j, "bytes"));
                 r->flops = json_number_value(json_object_get(j, "flops"));
                 json_array_foreach(json_object_get(j, "counts"), i, c)

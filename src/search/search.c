@@ -231,9 +231,12 @@ static char *leaders_text(const kopt_search *s, int self)
     return kopt_buf_detach(&b);
 }
 
+/* The problem as every role sees it: sizes by name (and the check sizes, where every
+ * candidate is also run), each tensor's shape as an expression of them. */
 static char *problem_text(const kopt_problem *p)
 {
     kopt_buf b = KOPT_BUF_INIT;
+    int checked = p->has_check_sizes && p->check_sizes.n > 0;
 
     kopt_buf_printf(&b, "%s", p->name);
     if (p->description && p->description[0])
@@ -241,10 +244,27 @@ static char *problem_text(const kopt_problem *p)
     kopt_buf_printf(&b, "\nsizes:");
     for (int i = 0; i < p->sizes.n; i++)
         kopt_buf_printf(&b, " %s=%lld", p->sizes.names[i], (long long)p->sizes.values[i]);
+    if (checked) {
+        kopt_buf_printf(&b, "\ncheck sizes:");
+        for (int i = 0; i < p->check_sizes.n; i++)
+            kopt_buf_printf(&b, " %s=%lld", p->check_sizes.names[i],
+                            (long long)p->check_sizes.values[i]);
+        kopt_buf_printf(&b, " (every candidate is also run and checked at these sizes, the "
+                        "others unchanged; one correct only at the sizes above fails as "
+                        "SHAPE_SPECIFIC)");
+    }
     kopt_buf_printf(&b, "\ntensors:");
-    for (int i = 0; i < p->ntensors; i++)
-        kopt_buf_printf(&b, " %s (%s, %s)", p->tensors[i].name,
-                        kopt_dtype_name(p->tensors[i].dtype), kopt_role_name(p->tensors[i].role));
+    for (int i = 0; i < p->ntensors; i++) {
+        const kopt_tensor_spec *t = &p->tensors[i];
+        kopt_buf_printf(&b, " %s (%s, %s, [", t->name, kopt_dtype_name(t->dtype),
+                        kopt_role_name(t->role));
+        for (int d = 0; d < t->ndim; d++)
+            kopt_buf_printf(&b, "%s%s", d ? ", " : "", t->shape[d]);
+        kopt_buf_printf(&b, "])");
+    }
+    kopt_buf_printf(&b, "\nThe sizes are arguments, not constants: take every size and shape "
+                    "from the kernel's arguments (or the tensors' shapes), never from the "
+                    "numbers above%s.", checked ? ": the check sizes differ" : "");
     if (p->has_tol)
         kopt_buf_printf(&b, "\ntolerance: atol %g, rtol %g", p->atol, p->rtol);
     if (p->work_flops || p->work_bytes)
@@ -257,9 +277,13 @@ static char *problem_text(const kopt_problem *p)
                         " and extern \"C\" int kopt_candidate_run(const kopt_candidate_io *io) "
                         "that launches its kernels on (cudaStream_t)io->stream and returns 0. "
                         "io->tensors are the tensors above, in that order (data: a device "
-                        "pointer; shape; count), kopt_tensor(io, NAME) finds one by name; write "
-                        "every element of the outputs. The module's constructor arguments are "
-                        "fixed: write them into the code.");
+                        "pointer; shape; count), kopt_tensor(io, NAME) finds one by name, "
+                        "kopt_size(io, NAME) gives a size by its name above; write every "
+                        "element of the outputs. Read the sizes and shapes from io at every "
+                        "call%s. Only the module's other constructor arguments (numbers that "
+                        "are not sizes, such as a scale factor or a slope) are fixed and may be "
+                        "written into the code.", checked ? " (they change at the check sizes)"
+                                                         : "");
     return kopt_buf_detach(&b);
 }
 

@@ -35,7 +35,7 @@ fi
 
 # -- import the repo's own problems
 "$K" kb import "$REPO/bench/kernelbench/problems" --out "$WORK/p" > "$WORK/o" 2>&1; rc=$?
-if [ $rc = 0 ] && has "$WORK/o" "6 of 6 file(s) imported" && has "$WORK/o" "1_matmul_relu  (work counts: bytes 6815744, flops 805306368)" &&
+if [ $rc = 0 ] && has "$WORK/o" "6 of 6 file(s) imported into $WORK/p; 6 with check sizes" && has "$WORK/o" "1_matmul_relu  (work counts: bytes 6815744, flops 805306368)" &&
    has "$WORK/o" "2_row_softmax  (work counts: bytes 67108864; no FLOP count)" &&
    python3 - "$WORK/p" <<'PY'
 import json, sys
@@ -53,6 +53,84 @@ c = json.load(open(d + "/6_conv_bias_relu/problem.json"))
 assert any(t["pytorch"] == "param:bias" for t in c["tensors"]) and "flops" in c["work"]
 PY
 then ok "import: sizes, inputs, parameters, outputs, work counts"; else bad "import of the repo's problems" "exit $rc"; fi
+
+# -- check sizes at import: every one of the repo's problems takes its shapes from its
+# globals, so each gets a smaller, odd set that differs from the main one, and the shapes
+# are written so that they follow it (height and width, equal at the main sizes, apart)
+if has "$WORK/o" "check sizes rows=2047 cols=1023 (main rows=4096 cols=2048)" && python3 - "$WORK/p" <<'PY'
+import json, os, sys
+d = sys.argv[1]
+for name in sorted(os.listdir(d)):
+    p = json.load(open(os.path.join(d, name, "problem.json")))
+    s, c = p["sizes"], p.get("check_sizes")
+    assert c, (name, "no check_sizes")
+    assert set(c) <= set(s), (name, c, s)
+    for k, v in c.items():
+        assert v % 2 == 1 and v != s[k] and v < s[k], (name, k, v, s[k])
+    def numel(sz):
+        n = 0
+        for t in p["tensors"]:
+            m = 1
+            for e in t["shape"]:
+                m *= e if isinstance(e, int) else eval(e, {}, sz)
+            n += m
+        return n
+    main, check = numel(s), numel(dict(s, **c))
+    assert check * 4 <= main, (name, main, check)   # a quarter of the main set at most
+conv = json.load(open(d + "/6_conv_bias_relu/problem.json"))
+c = conv["check_sizes"]
+assert c["height"] != c["width"] and "kernel_size" not in c, c
+assert conv["tensors"][0]["shape"] == ["batch_size", "in_channels", "height", "width"], conv["tensors"][0]
+assert conv["tensors"][-1]["shape"] == ["batch_size", "out_channels", "height", "width"], conv["tensors"][-1]
+assert json.load(open(d + "/4_row_sum/problem.json"))["check_sizes"].get("reduce_dim") is None
+PY
+then ok "import: check sizes for every problem, odd, smaller, with shapes that follow them"
+else bad "import check sizes" "$(grep -A1 imported "$WORK/o" | head -12)"; fi
+"$K" kb import "$REPO/bench/kernelbench/problems/1_matmul_relu.py" --out "$WORK/p1" --json > "$WORK/o.json" 2> "$WORK/e"; rc=$?
+if [ $rc = 0 ] && python3 -c '
+import json, sys
+d = json.loads(open(sys.argv[1]).readline())
+assert d["sizes"] == {"M": 1024, "K": 512, "N": 768}, d
+c = d["check_sizes"]
+assert sorted(c) == ["K", "M", "N"] and all(v % 2 for v in c.values()), d
+assert "check_sizes_error" not in d, d
+' "$WORK/o.json"; then ok "import --json: the check sizes in each file's line"
+else bad "import --json check sizes" "exit $rc $(cat "$WORK/o.json")"; fi
+
+# -- a problem whose shapes are literals (or that has no globals) gets none, and says why
+mkdir -p "$WORK/lit"
+cat > "$WORK/lit/literal.py" <<'PY'
+import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return x * 2
+batch = 16
+def get_inputs():
+    return [torch.randn(16, 32)]
+def get_init_inputs():
+    return []
+PY
+cat > "$WORK/lit/noglobals.py" <<'PY'
+import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+def get_inputs():
+    return [torch.randn(8, 24)]
+def get_init_inputs():
+    return []
+PY
+"$K" kb import "$WORK/lit" --out "$WORK/litout" > "$WORK/o" 2>&1; rc=$?
+"$K" kb import "$WORK/lit/literal.py" --out "$WORK/litout" --json > "$WORK/o.json" 2> "$WORK/e"
+if [ $rc = 0 ] && has "$WORK/o" "2 of 2 file(s) imported into $WORK/litout; 0 with check sizes" &&
+   has "$WORK/o" "no check sizes: no tensor's shape follows the integer globals (batch): the shapes are literals" &&
+   has "$WORK/o" "no check sizes: the module has no integer globals" &&
+   ! grep -q check_sizes "$WORK/litout/literal/problem.json" && python3 -c '
+import json, sys
+d = json.loads(open(sys.argv[1]).readline())
+assert d["check_sizes"] is None and "literals" in d["check_sizes_error"], d
+' "$WORK/o.json"; then ok "import: literal shapes get no check sizes, and the reason"
+else bad "import literal shapes" "exit $rc"; fi
 
 # -- constructs the importer cannot map: named with the file
 mkdir -p "$WORK/badkb"
@@ -129,8 +207,10 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["verdict"] == "OK", d["message"]
 assert d["sizes"] == {"batch": 64, "width": 96}, d["sizes"]
+assert d["check_sizes"] == {"batch": 1023, "width": 2047}, d["check_sizes"]   # from the import
 assert d["pytorch"]["eager_ms"] > 0 and d["speedup"] > 0, d["pytorch"]
-assert len(d["checks"]) == 3 and all(c["mismatches"] == 0 for c in d["checks"])
+assert [c["sizes"] for c in d["checks"]] == ["main"] * 3 + ["check"] * 2, d["checks"]
+assert all(c["mismatches"] == 0 for c in d["checks"])
 b = d["pytorch"]["brackets"]   # both timed by the same loop (on the CPU: no hold)
 assert set(b) == {"candidate", "eager"} and all(v["exposed_runs"] == 0 for v in b.values()), b
 ' "$WORK/o.json"; then ok "eval: a correct ModelNew on the CPU (sizes overridden)"; else bad "eval good" "exit $rc $(cat "$WORK/e")"; fi
@@ -240,6 +320,71 @@ else bad "bench --optimize" "exit $rc/$rc2 $(tail -5 "$WORK/o") $(head -3 "$WORK
 if [ $rc = 0 ] && has "$WORK/o" "^t1 .* OK" && has "$WORK/o" "3 problem(s), 3 correct"; then
   ok "bench --optimize: nothing better found, the reference is kept (OK against itself)"
 else bad "bench --optimize fallback" "exit $rc"; fi
+
+# -- shapes it was not written for: a ModelNew that hard-codes the benchmark's shape (divides
+# by the literal column count) is right at the main sizes and wrong at the imported check
+# sizes: SHAPE_SPECIFIC (exit 18), OK with --no-check-sizes (KernelBench's rule); one that
+# takes the shape from its input stays OK. In kopt bench it is a failure with its own column.
+mkdir -p "$WORK/kbs" "$WORK/cs"
+for n in mean_a mean_b; do
+cat > "$WORK/kbs/$n.py" <<'PY'
+import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return x.mean(dim=1)
+rows = 32
+cols = 48
+def get_inputs():
+    return [torch.randn(rows, cols)]
+def get_init_inputs():
+    return []
+PY
+done
+cp "$WORK/lit/literal.py" "$WORK/kbs/literal.py"
+"$K" kb import "$WORK/kbs" --out "$WORK/ps" > "$WORK/o" 2>&1; rc=$?
+printf 'import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x.sum(dim=1) / 48\n' > "$WORK/cs/mean_a.py"
+printf 'import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x.sum(dim=1) / x.shape[1]\n' > "$WORK/cs/mean_b.py"
+printf 'import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x + x\n' > "$WORK/cs/literal.py"
+SO="--trials 1 --reps 3:5 --budget-ms 5"
+"$K" eval "$WORK/ps/mean_a" "$WORK/cs/mean_a.py" $SO --no-time > "$WORK/o" 2>&1; rc=$?
+if [ $rc = 18 ] && has "$WORK/o" "SHAPE_SPECIFIC: out differs from the PyTorch reference at the check sizes" &&
+   has "$WORK/o" "written for one shape"; then ok "eval: a ModelNew hard-coding the main shape is SHAPE_SPECIFIC at the check sizes (exit 18)"
+else bad "eval shape-specific" "exit $rc $(tail -3 "$WORK/o")"; fi
+"$K" eval "$WORK/ps/mean_a" "$WORK/cs/mean_a.py" $SO --no-time --no-check-sizes > "$WORK/o" 2>&1; rc=$?
+if [ $rc = 0 ] && has "$WORK/o" "OK: correct"; then ok "eval --no-check-sizes: the same candidate is OK (KernelBench's rule)"
+else bad "eval --no-check-sizes" "exit $rc $(tail -3 "$WORK/o")"; fi
+"$K" eval "$WORK/ps/mean_b" "$WORK/cs/mean_b.py" $SO --no-time > "$WORK/o" 2>&1; rc=$?
+if [ $rc = 0 ] && has "$WORK/o" "OK: correct"; then ok "eval: a ModelNew that takes its shape from the input is OK at both size sets"
+else bad "eval honest at check sizes" "exit $rc $(tail -3 "$WORK/o")"; fi
+"$K" bench "$WORK/ps" --candidates "$WORK/cs" --no-compile $SO > "$WORK/o" 2>&1; rc=$?
+"$K" bench "$WORK/ps" --candidates "$WORK/cs" --no-compile $SO --json > "$WORK/o.json" 2> "$WORK/e"; rc2=$?
+if [ $rc = 0 ] && [ $rc2 = 0 ] && has "$WORK/o" "verdict  *shapes  *cand ms" &&
+   has "$WORK/o" "^mean_a .* SHAPE_SPECIFIC  *FAILED " && has "$WORK/o" "^mean_b .* OK  *ok " &&
+   has "$WORK/o" "^literal .* OK  *none " && has "$WORK/o" "3 problem(s), 2 correct" &&
+   has "$WORK/o" "1 row(s) correct at the benchmark's sizes but wrong at the problem's check sizes" && python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = [(r["problem"], r["verdict"], r["shape_check"]) for r in d["rows"]]
+assert rows == [("literal", "OK", "none"), ("mean_a", "SHAPE_SPECIFIC", "failed"),
+                ("mean_b", "OK", "ok")], rows
+assert d["vs_eager"]["correct"] == 2 and d["shape_specific"] == 1, d
+assert d["options"]["no_check_sizes"] is False, d["options"]
+' "$WORK/o.json"; then ok "bench: SHAPE_SPECIFIC is a failure, with a shapes column and shape_check in --json"
+else bad "bench shape check" "exit $rc/$rc2 $(head -8 "$WORK/o") $(head -3 "$WORK/e")"; fi
+"$K" bench "$WORK/ps" --candidates "$WORK/cs" --no-compile $SO --no-check-sizes > "$WORK/o" 2>&1; rc=$?
+s4=$(sed -n 's/^suite \([0-9]*\):.*/\1/p' "$WORK/o")
+"$K" bench --resume "$s4" --json > "$WORK/o.json" 2> "$WORK/e"; rc2=$?
+if [ $rc = 0 ] && [ $rc2 = 0 ] && has "$WORK/o" "^--no-check-sizes: candidates are checked at the benchmark's sizes only" &&
+   has "$WORK/o" "^mean_a .* OK  *skipped " && has "$WORK/o" "3 problem(s), 3 correct" && python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert [r["shape_check"] for r in d["rows"]] == ["none", "skipped", "skipped"], d["rows"]
+assert d["options"]["no_check_sizes"] is True, d["options"]
+' "$WORK/o.json"; then ok "bench --no-check-sizes: KernelBench's rule (the shape-specific candidate counts as correct), stored with the suite"
+else bad "bench --no-check-sizes" "exit $rc/$rc2 $(head -8 "$WORK/o")"; fi
+"$K" bench --help > "$WORK/o" 2>&1
+if has "$WORK/o" "no-check-sizes  do not run candidates at the problems' check sizes" && has "$WORK/o" "SHAPE_SPECIFIC"; then
+  ok "bench --help: check sizes, SHAPE_SPECIFIC and --no-check-sizes"; else bad "bench --help" "missing text"; fi
 
 echo "ktest: $passed passed, $failed failed"
 [ $failed = 0 ]

@@ -210,11 +210,46 @@ static void test_suspect_never_best(void)
     manual_done(&m);
 }
 
+/* The coder's prompt gives the sizes by name, each tensor's shape in terms of them, the
+ * check sizes where every candidate is also run, and says not to hard-code shapes. */
+static void test_prompt_sizes(void)
+{
+    kopt_search_opts o = KOPT_SEARCH_OPTS_INIT;
+    manual_run m;
+    int coders = 0;
+
+    o.policy = KOPT_SEARCH_GREEDY;
+    o.iterations = 1;
+    if (manual_go(&m, &o) == 0) {
+        DIR *d = opendir(m.dir);
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+            char path[1024], *text;
+            if (!strstr(e->d_name, "coder") || !strstr(e->d_name, ".prompt.md"))
+                continue;
+            snprintf(path, sizeof(path), "%s/%s", m.dir, e->d_name);
+            text = ktest_read_file(path);
+            CHECK_STR_CONTAINS(text, "sizes: B=8192 N=4096");
+            CHECK_STR_CONTAINS(text, "check sizes: B=333 N=1003 (every candidate is also run "
+                                     "and checked at these sizes");
+            CHECK_STR_CONTAINS(text, "x (f32, input, [B, N]) y (f32, output, [B, N])");
+            CHECK_STR_CONTAINS(text, "never from the numbers above: the check sizes differ");
+            CHECK_STR_CONTAINS(text, "Sizes are inputs, not constants");
+            free(text);
+            coders++;
+        }
+        if (d)
+            closedir(d);
+        CHECK(coders >= 1);
+    }
+    manual_done(&m);
+}
+
 int main(int argc, char **argv)
 {
     static const ktest_case cases[] = {
         KTEST(test_widening), KTEST(test_uct), KTEST(test_rewards), KTEST(test_dead_end),
         KTEST(test_policy_names), KTEST(test_loop_manual_prunes),
-        KTEST(test_suspect_never_best)};
+        KTEST(test_suspect_never_best), KTEST(test_prompt_sizes)};
     return ktest_main(argc, argv, cases, KTEST_COUNT(cases));
 }

@@ -5,7 +5,9 @@ L2 flush, hold, e0, the call, e1), so the tests check that every run of every su
 bracketed the same way, that a run the host was too slow to queue is counted as exposed
 and grows the hold, and that the hold is sized from the host's issue time; the pure
 helpers against hand-computed values; and the CPU path with the real torch when there is
-one. Usage: test_torch_timing.py REPO_ROOT"""
+one; libkopt's clock (include/kopt/clock.h) on the wall clock, its samples reported on a
+pipe from C; and the tamper check (kopt_torch_guard.py) against replaced functions.
+Usage: test_torch_timing.py REPO_ROOT [LIBKOPT]"""
 import os
 import sys
 import time
@@ -66,6 +68,9 @@ class FakeCuda:
     def synchronize(self, dev):
         self.log.append("sync")
 
+    def current_stream(self):
+        return FakeStream()
+
 
 class FakeTorch:
     int32 = "int32"
@@ -84,6 +89,10 @@ class FakeTorch:
 
 class Dev:
     type = "cuda"
+
+
+class FakeStream:
+    cuda_stream = 0
 
 
 TM = {"warmup_ms": 0, "budget_ms": 5, "min_reps": 10, "max_reps": 20, "min_warmup": 3,
@@ -107,14 +116,14 @@ def runs_of(log):
 
 def test_every_run_bracketed_the_same_way():
     t = FakeTorch(ms=0.5)
-    calls = []
-    outs, f = kt.time_subject(t, Dev(), lambda: (t.log.append("call"), calls.append(1))[1] or 7,
-                              TM, 50 << 20, lambda what: None,
-                              prepare=lambda: t.log.append("prepare"))
-    runs = runs_of(t.log)
+    calls, slots, rounds = [], [], []
+    f = kt.time_subject(t, Dev(), lambda i: (t.log.append("call"), calls.append(i))[1] or 7,
+                        TM, 50 << 20, lambda what: None,
+                        prepare=lambda i: (t.log.append("prepare"), slots.append(i)),
+                        refresh=lambda r: (t.log.append("refresh"), rounds.append(r)), slots=2)
+    runs = runs_of([x for x in t.log if x != "refresh"])
     subject = [r for r in runs if "call" in r]
     tiny = [r for r in runs if "tiny" in r]
-    check(outs == 7, "the last run's outputs come back")
     check(all(r == ["prepare", "flush", "hold", "event", "call", "event"] for r in subject),
           "every run of the subject: prepare, flush, hold, e0, call, e1 (%d runs)" % len(subject))
     check(all(r == ["flush", "hold", "event", "tiny", "event"] for r in tiny) and tiny,
@@ -125,11 +134,18 @@ def test_every_run_bracketed_the_same_way():
           "no run exposed while the GPU is held")
     check(abs(f["event_overhead_ms"] - 0.5) < 1e-12, "overhead: the median of its brackets")
     check(all(h >= kt.HOLD_FLOOR_MS * 1000 for h in t.cuda.holds), "holds at least the floor")
+    check(calls == slots and set(calls) == {0, 1} and calls[:4] == [0, 1, 0, 0],
+          "runs rotate between the input sets, each prepared for its own set: %s" % calls[:8])
+    first_timed = t.log.index("refresh")
+    check(rounds == list(range(f["rounds"])) and f["rounds"] >= 1 and
+          t.log[first_timed + 1:first_timed + 3] == ["prepare", "flush"],
+          "the inputs are refreshed before every chunk of timed runs, outside the brackets")
+    check(f["clock"].endswith("(not protected)"), "torch's events say they are not protected")
 
 
 def test_exposed_run_grows_the_hold():
     t = FakeTorch(ms=0.5, done=True)     # e0 already done when the host queued e1
-    _, f = kt.time_subject(t, Dev(), lambda: None, TM, 50 << 20, lambda what: None)
+    f = kt.time_subject(t, Dev(), lambda i: None, TM, 50 << 20, lambda what: None)
     check(f["exposed_runs"] == len(f["samples_ms"]) and f["exposed_warmup_runs"] == 3,
           "runs whose e0 completed before the host was done are counted as exposed")
     check(f["hold_ms"] == kt.HOLD_CAP_MS, "the hold doubles up to its cap (%.3f ms)" % f["hold_ms"])
@@ -138,10 +154,10 @@ def test_exposed_run_grows_the_hold():
 def test_hold_sized_from_issue_time():
     t = FakeTorch(ms=0.5)
 
-    def slow():
+    def slow(i):
         time.sleep(0.002)                # the host takes 2 ms to issue the call
 
-    _, f = kt.time_subject(t, Dev(), slow, dict(TM, min_reps=3, max_reps=3), 0, lambda w: None)
+    f = kt.time_subject(t, Dev(), slow, dict(TM, min_reps=3, max_reps=3), 0, lambda w: None)
     check(f["issue_ms"] >= 2.0 and f["hold_ms"] >= 2 * 2.0,
           "hold %.2f ms covers twice the issue time %.2f ms" % (f["hold_ms"], f["issue_ms"]))
     check("flush" not in t.log, "no flush without an L2 size to flush")
@@ -167,16 +183,74 @@ def test_cpu_with_torch():
         print("skipped: no torch (the CPU path)")
         return
     x = torch.randn(64, 64)
-    outs, f = kt.time_subject(torch, torch.device("cpu"), lambda: torch.tanh(x), TM, 0,
-                              lambda w: None)
+    f = kt.time_subject(torch, torch.device("cpu"), lambda i: torch.tanh(x), TM, 0,
+                        lambda w: None)
     check(f["bracket"] == "wall clock" and len(f["samples_ms"]) >= 10 and
           all(s > 0 for s in f["samples_ms"]) and f["hold_ms"] == 0 and
-          f["event_overhead_ms"] == 0 and tuple(outs.shape) == (64, 64),
-          "CPU: a wall clock, no hold, no overhead")
+          f["event_overhead_ms"] == 0, "CPU: a wall clock, no hold, no overhead")
+
+
+def test_libkopt_clock():
+    """libkopt's clock keeps the samples in C and writes them on a pipe itself: the same
+    numbers the loop returned, whatever the Python side does with its own copy."""
+    lib_path = sys.argv[2] if len(sys.argv) > 2 else ""
+    if not lib_path or not os.path.exists(lib_path):
+        print("skipped: no libkopt given (the clock in C)")
+        return
+    try:
+        import torch
+    except Exception:
+        print("skipped: no torch (libkopt's clock on the CPU)")
+        return
+    import json
+    lib = kt.LibClock(lib_path)
+    r, w = os.pipe()
+    x = torch.randn(32, 32)
+    f = kt.time_subject(torch, torch.device("cpu"), lambda i: torch.tanh(x), TM, 0,
+                        lambda w_: None, lib=lib, report=lambda b: b.report(w, 3))
+    os.close(w)
+    ev = json.loads(os.read(r, 1 << 20).decode().splitlines()[0])
+    os.close(r)
+    check(ev["event"] == "clock" and ev["phase"] == 3 and ev["samples_ms"] == f["samples_ms"]
+          and len(ev["samples_ms"]) >= 10 and f["clock"] == "libkopt",
+          "libkopt's clock reports the same %d samples on the pipe" % len(ev["samples_ms"]))
+    f["samples_ms"][0] = 0.0         # what a tampered report would do: the pipe has the truth
+    check(ev["samples_ms"][0] > 0, "the C copy is not the Python list")
+    check(all(isinstance(a, int) and a > 0 for _, a in lib.functions()),
+          "the functions the sandbox watches have addresses")
+
+
+def test_guard():
+    try:
+        import torch
+    except Exception:
+        print("skipped: no torch (the tamper check)")
+        return
+    import kopt_torch_guard as kg
+    g = kg.Guard(torch, [("kopt_torch_timing", kt)])
+    check(g.check() is None, "nothing replaced: the check passes")
+    saved = time.perf_counter
+    time.perf_counter = lambda: 0.0
+    check(g.check() == "time.perf_counter", "a replaced time.perf_counter is named")
+    time.perf_counter = saved
+    saved = torch.cuda.Event.elapsed_time
+    torch.cuda.Event.elapsed_time = lambda a, b: 0.0
+    check(g.check() == "torch.cuda.Event.elapsed_time", "a replaced Event.elapsed_time is named")
+    torch.cuda.Event.elapsed_time = saved
+    code = kt.median.__code__
+    kt.median.__code__ = (lambda xs: 0.0).__code__
+    check(g.check() == "kopt_torch_timing.median.__code__", "new code in kopt's function is named")
+    kt.median.__code__ = code
+    saved = kt.Clock.run
+    kt.Clock.run = lambda *a: None
+    check(g.check() == "kopt_torch_timing.Clock.run", "a replaced method of kopt's is named")
+    kt.Clock.run = saved
+    check(g.check() is None, "all restored: the check passes again")
 
 
 for t in (test_every_run_bracketed_the_same_way, test_exposed_run_grows_the_hold,
-          test_hold_sized_from_issue_time, test_helpers, test_cpu_with_torch):
+          test_hold_sized_from_issue_time, test_helpers, test_cpu_with_torch,
+          test_libkopt_clock, test_guard):
     t()
 print("ktest: %d failed" % failed)
 sys.exit(1 if failed else 0)

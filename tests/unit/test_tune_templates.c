@@ -191,7 +191,7 @@ static void test_template_sgemm(void) { check_template("sgemm"); }
 /* ---- the live evaluator, on a tiny problem ---------------------------------------------- */
 
 static const char *const TINY_JSON =
-    "{\"name\": \"tiny_scale\", \"sizes\": {\"N\": 1000},\n"
+    "{\"name\": \"tiny_scale\", \"sizes\": {\"N\": 4194304},\n"
     " \"tensors\": [\n"
     "  {\"name\": \"x\", \"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"input\"},\n"
     "  {\"name\": \"y\", \"dtype\": \"f32\", \"shape\": [\"N\"], \"role\": \"output\"}],\n"

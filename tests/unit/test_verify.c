@@ -2,11 +2,14 @@
  * Output comparison (src/eval/verify.c, kopt__compare): the threaded f32 scan of large
  * tensors must report what a plain element-by-element pass reports (largest absolute and
  * relative errors, the first mismatch and its coordinates), wherever in the tensor the
- * interesting element lies.
+ * interesting element lies. And the verdicts from the numbers (src/eval/verdicts.c): a
+ * median at or below zero is SUSPECT on any path, with or without work counts; failures
+ * only at the check sizes are SHAPE_SPECIFIC.
  */
 #include "ktest.h"
 
 #include "../../src/eval/eval_int.h"
+#include "../../src/eval/worker_int.h"
 #include "../../src/eval/worker_priv.h"
 
 #include <math.h>
@@ -129,6 +132,111 @@ static void test_median_precision(void)
     CHECK(wk_median_known(v, 400, 0.1));
 }
 
+/* A correct candidate whose timed median is at or below zero after the timer's cost is
+ * taken off did no measurable work: SUSPECT, whether or not the problem has work counts or
+ * the device its ceilings; a positive median without a bound stays as it was. */
+static void test_no_measurable_work_is_suspect(void)
+{
+    kopt_eval_result r;
+    kopt_bound b;
+    kopt_problem prob;
+
+    memset(&b, 0, sizeof(b));
+    memset(&prob, 0, sizeof(prob));
+    for (int has_work = 0; has_work < 2; has_work++) {
+        memset(&r, 0, sizeof(r));
+        b.has_work = has_work;
+        b.bytes = 1e9;
+        r.timing.n = 50;
+        r.timing.median_ms = 0;
+        r.timing.raw_median_ms = 0.0017;
+        r.timing.overhead_ms = 0.0039;
+        CHECK_EQ_INT(kopt__speed_of_light(&r, &b, &prob, 1.0), 1);
+        CHECK_EQ_INT(r.verdict, KOPT_VERDICT_SUSPECT);
+        CHECK_STR_CONTAINS(r.message, "no measurable work");
+    }
+    memset(&r, 0, sizeof(r));
+    r.timing.n = 50;
+    r.timing.median_ms = -1e-6;               /* below zero as well */
+    CHECK_EQ_INT(kopt__speed_of_light(&r, &b, &prob, 1.0), 1);
+    memset(&r, 0, sizeof(r));
+    r.timing.n = 50;
+    r.timing.median_ms = 0.5;                 /* measurable, no ceilings: no bound to judge */
+    r.verdict = KOPT_VERDICT_OK;
+    CHECK_EQ_INT(kopt__speed_of_light(&r, &b, &prob, 1.0), 0);
+    CHECK_EQ_INT(r.verdict, KOPT_VERDICT_OK);
+}
+
+static void test_wrong_only_at_check_sizes_is_shape_specific(void)
+{
+    kopt_eval_result r;
+    kopt_check checks[3];
+
+    memset(&r, 0, sizeof(r));
+    memset(checks, 0, sizeof(checks));
+    r.checks = checks;
+    r.nchecks = 3;
+    snprintf(checks[0].sizes_label, sizeof(checks[0].sizes_label), "main");
+    snprintf(checks[1].sizes_label, sizeof(checks[1].sizes_label), "check");
+    snprintf(checks[2].sizes_label, sizeof(checks[2].sizes_label), "check");
+    snprintf(checks[1].tensor, sizeof(checks[1].tensor), "y");
+    checks[1].mismatches = 7;
+    kopt__wrong_verdict(&r, "the reference");
+    CHECK_EQ_INT(r.verdict, KOPT_VERDICT_SHAPE_SPECIFIC);
+    CHECK_STR_CONTAINS(r.message, "written for one shape");
+    CHECK_EQ_STR(kopt_verdict_name(r.verdict), "SHAPE_SPECIFIC");
+    checks[0].mismatches = 1;                 /* wrong at the main sizes too: WRONG */
+    kopt__wrong_verdict(&r, "the reference");
+    CHECK_EQ_INT(r.verdict, KOPT_VERDICT_WRONG);
+}
+
+/* The PyTorch worker's census and clock as the parent reads them (src/eval/torch_checks.c):
+ * library kernels told from the candidate's own by their names, the lowest precision a
+ * library kernel's name shows; libkopt's samples replace the Python-reported ones, and a
+ * difference between the two is reported. Names as CUPTI gave them on an H200 (torch 2.11). */
+static void test_torch_census_and_clock(void)
+{
+    const char *result =
+        "{\"phases\": [{\"samples_ms\": [0.5, 0.25], \"event_overhead_ms\": 0.01, "
+        "\"clock\": \"libkopt\", \"kernels\": ["
+        "\"_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_\", "
+        "\"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1\", "
+        "\"scale_add_kernel\", \"_Z11my_softmaxPKfPfi\"]}]}";
+    kopt__worker_run run;
+    kopt_eval_result r;
+    char msg[512] = "";
+
+    memset(&run, 0, sizeof(run));
+    memset(&r, 0, sizeof(r));
+    run.result = json_loads(result, 0, NULL);
+    CHECK(run.result != NULL);
+    run.clock = json_pack("[{s:s, s:i, s:s, s:[f, f], s:[f, f, f]}]", "event", "clock", "phase",
+                          0, "clock", "cuda events (libkopt)", "samples_ms", 0.5, 0.25,
+                          "overhead_ms", 0.002, 0.004, 0.003);
+    CHECK_EQ_INT(kopt__torch_clock_apply(&run, msg, sizeof(msg)), 0);
+    CHECK_NEAR(json_number_value(json_object_get(json_array_get(json_object_get(run.result,
+               "phases"), 0), "event_overhead_ms")), 0.003, 1e-12);
+    kopt__torch_census(&r, &run);
+    CHECK_EQ_INT(r.census, 1);
+    CHECK_EQ_INT(r.kernels_launched, 4);
+    CHECK_EQ_INT(r.own_kernels, 2);
+    CHECK_EQ_STR(r.own_kernel_names, "scale_add_kernel _Z11my_softmaxPKfPfi");
+    CHECK_EQ_STR(r.precision, "bf16");
+    CHECK_STR_CONTAINS(r.timer, "libkopt");
+    CHECK(kopt__kernel_from_library("ampere_sgemm_128x64_nn"));
+    CHECK(kopt__kernel_from_library("_ZN7cutlass6KernelI"));
+    CHECK(!kopt__kernel_from_library("vector_add"));
+    /* the worker's Python reported other numbers than libkopt kept: named */
+    json_real_set(json_array_get(json_object_get(json_array_get(json_object_get(run.result,
+                  "phases"), 0), "samples_ms"), 1), 0.00025);
+    json_real_set(json_array_get(json_object_get(json_array_get(run.clock, 0), "samples_ms"),
+                  1), 0.25);
+    CHECK_EQ_INT(kopt__torch_clock_apply(&run, msg, sizeof(msg)), 1);
+    CHECK_STR_CONTAINS(msg, "differ from those libkopt's clock kept");
+    json_decref(run.result);
+    json_decref(run.clock);
+}
+
 int main(int argc, char **argv)
 {
     static const ktest_case cases[] = {
@@ -136,6 +244,9 @@ int main(int argc, char **argv)
         KTEST(test_mismatch_in_a_later_part),
         KTEST(test_nan_where_the_reference_has_nan),
         KTEST(test_median_precision),
+        KTEST(test_no_measurable_work_is_suspect),
+        KTEST(test_wrong_only_at_check_sizes_is_shape_specific),
+        KTEST(test_torch_census_and_clock),
     };
     int rc;
 

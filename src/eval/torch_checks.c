@@ -1,0 +1,171 @@
+/*
+ * The PyTorch worker's timing and census, as the parent reads them: the samples libkopt's
+ * clock wrote on the event pipe (include/kopt/clock.h) replace those the worker's Python
+ * reported, and must equal them; the kernels the candidate's checked call launched
+ * (CUPTI activity) are told apart into the candidate's own and libraries', and their names
+ * say the lowest precision a library kernel ran at (docs/integrity.md, "The PyTorch path").
+ */
+#include "eval_int.h"
+#include "worker_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static double median_of(json_t *arr)
+{
+    size_t n = json_array_size(arr);
+    double v[4096];
+
+    if (n == 0)
+        return 0;
+    if (n > 4096)
+        n = 4096;
+    for (size_t i = 0; i < n; i++)
+        v[i] = json_number_value(json_array_get(arr, i));
+    for (size_t i = 1; i < n; i++)         /* insertion sort: a few dozen values */
+        for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* The same numbers in the same order (an integer and a real of one value are the same). */
+static int same_samples(json_t *a, json_t *b)
+{
+    if (json_array_size(a) != json_array_size(b))
+        return 0;
+    for (size_t i = 0; i < json_array_size(a); i++)
+        if (json_number_value(json_array_get(a, i)) != json_number_value(json_array_get(b, i)))
+            return 0;
+    return 1;
+}
+
+int kopt__torch_clock_apply(kopt__worker_run *run, char *msg, size_t n)
+{
+    json_t *phases = json_object_get(run->result, "phases"), *ev;
+    size_t i;
+
+    json_array_foreach(run->clock, i, ev) {
+        json_int_t p = json_integer_value(json_object_get(ev, "phase"));
+        json_t *ph = json_array_get(phases, (size_t)p);
+        json_t *c_samples = json_object_get(ev, "samples_ms");
+        json_t *py = json_object_get(ph, "samples_ms");
+        if (!json_is_object(ph) || !json_is_array(c_samples))
+            continue;
+        if (!same_samples(py, c_samples)) {
+            if (msg && n)
+                snprintf(msg, n, "the timed samples the worker reported for phase %lld (%zu, "
+                         "median %.6g ms) differ from those libkopt's clock kept (%zu, median "
+                         "%.6g ms): something changed them between the clock and the report",
+                         (long long)p, json_array_size(py), median_of(py),
+                         json_array_size(c_samples), median_of(c_samples));
+            return 1;
+        }
+        json_object_set_new(ph, "samples_ms", json_deep_copy(c_samples));
+        if (json_array_size(json_object_get(ev, "overhead_ms")))
+            json_object_set_new(ph, "event_overhead_ms",
+                                json_real(median_of(json_object_get(ev, "overhead_ms"))));
+        json_object_set(ph, "clock", json_object_get(ev, "clock"));
+    }
+    return 0;
+}
+
+int kopt__kernel_from_library(const char *name)
+{
+    static const char *const prefixes[] = {
+        "_ZN2at", "_ZN3c10", "_ZN3cub", "_ZN6thrust", "_ZN7cutlass", "_ZN8cutlass3",
+        "cutlass", "ampere_", "sm80_", "sm86_", "sm89_", "sm90_", "sm100_", "sm120_",
+        "volta_", "turing_", "maxwell_", "nvjet", "cudnn", "_ZN5cudnn", "_Z15gemv2", "gemv2",
+        "gemmk1", "gemmSN", "splitKreduce", "_Z12splitKreduce", "_ZN8internal5gemvx",
+        "cublas", "_ZN6cublas", "xmma", "_ZN4xmma", "at::", "void at::", "void cutlass",
+    };
+    static const char *const inside[] = {"cublas", "cudnn", "xmma", "cutlass", "_gemm_",
+                                         "CUTLASS", "nvjet"};
+
+    if (!name)
+        return 0;
+    for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+        if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
+            return 1;
+    for (size_t i = 0; i < sizeof(inside) / sizeof(inside[0]); i++)
+        if (strstr(name, inside[i]))
+            return 1;
+    return 0;
+}
+
+/* The lowest precision a kernel's name shows, ranked fp8 < fp16/bf16 < tf32; NULL. */
+static const char *name_precision(const char *name, int *rank)
+{
+    static const struct { const char *tag, *prec; int rank; } tags[] = {
+        {"e4m3", "fp8", 1}, {"e5m2", "fp8", 1}, {"fp8", "fp8", 1}, {"Float8_", "fp8", 1},
+        {"bf16", "bf16", 2}, {"bfloat16", "bf16", 2}, {"BFloat16", "bf16", 2},
+        {"4Half", "fp16", 2}, {"f16", "fp16", 2}, {"h16", "fp16", 2}, {"fp16", "fp16", 2},
+        {"hmma", "fp16", 2},
+        {"tf32", "tf32", 3}, {"s1688", "tf32", 3}, {"s16816", "tf32", 3},
+    };
+    for (size_t i = 0; i < sizeof(tags) / sizeof(tags[0]); i++)
+        if (strstr(name, tags[i].tag)) {
+            *rank = tags[i].rank;
+            return tags[i].prec;
+        }
+    *rank = 99;
+    return NULL;
+}
+
+void kopt__torch_census(kopt_eval_result *r, const kopt__worker_run *run)
+{
+    json_t *ph = json_array_get(json_object_get(run->result, "phases"), 0);
+    json_t *names = json_object_get(ph, "kernels"), *k;
+    const char *clock = json_string_value(json_object_get(ph, "clock"));
+    const char *why = json_string_value(json_object_get(ph, "clock_error"));
+    const char *err = json_string_value(json_object_get(ph, "census_error"));
+    json_t *ev;
+    int best = 99, kept = 0;
+    size_t i, used = 0;
+
+    json_array_foreach(run->clock, i, ev)          /* libkopt's own report of phase 0 */
+        if (json_integer_value(json_object_get(ev, "phase")) == 0)
+            kept = 1;
+    if (clock && kept)
+        snprintf(r->timer, sizeof(r->timer), "libkopt: %s", clock);
+    else if (clock)
+        snprintf(r->timer, sizeof(r->timer), "%s%s%s", clock, why ? ": " : "", why ? why : "");
+    if (!json_is_array(names)) {
+        if (err) {
+            r->census = -1;
+            snprintf(r->census_note, sizeof(r->census_note), "%s", err);
+        }
+        return;
+    }
+    r->census = 1;
+    r->kernels_launched = 0;
+    r->own_kernels = 0;
+    r->own_kernel_names[0] = r->precision[0] = '\0';
+    json_array_foreach(names, i, k) {
+        const char *name = json_string_value(k);
+        const char *prec;
+        int rank;
+        if (!name || name[0] == '+')      /* "+N more": the list was cut */
+            continue;
+        r->kernels_launched++;
+        if (!kopt__kernel_from_library(name)) {
+            int w;
+            r->own_kernels++;
+            if (used < sizeof(r->own_kernel_names) - 1) {
+                w = snprintf(r->own_kernel_names + used, sizeof(r->own_kernel_names) - used,
+                             "%s%s", used ? " " : "", name);
+                used = w > 0 ? used + (size_t)w : used;
+                if (used >= sizeof(r->own_kernel_names))
+                    used = sizeof(r->own_kernel_names) - 1;
+            }
+            continue;
+        }
+        prec = name_precision(name, &rank);
+        if (prec && rank < best) {
+            best = rank;
+            snprintf(r->precision, sizeof(r->precision), "%s", prec);
+        }
+    }
+}

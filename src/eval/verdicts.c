@@ -1,0 +1,87 @@
+/*
+ * The verdicts a correct-looking candidate can still get from its numbers: WRONG or
+ * SHAPE_SPECIFIC from the failing output checks, and SUSPECT from its time (no measurable
+ * work, or faster than the device's physical bound). One place for the CUDA, host-mode and
+ * PyTorch paths of eval.c (docs/integrity.md).
+ */
+#include "eval_int.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+void kopt__set_verdict(kopt_eval_result *r, kopt_verdict v, const char *fmt, ...)
+{
+    va_list ap;
+    r->verdict = v;
+    va_start(ap, fmt);
+    vsnprintf(r->message, sizeof(r->message), fmt, ap);
+    va_end(ap);
+}
+
+/* The verdict of a candidate some of whose compared outputs differ from `ref_name`'s:
+ * WRONG, naming the first failing check; SHAPE_SPECIFIC when every failing check is at
+ * the problem's check_sizes (correct at the sizes it was written for, wrong at others). */
+void kopt__wrong_verdict(kopt_eval_result *r, const char *ref_name)
+{
+    const kopt_check *c = NULL;
+    int at_main = 0;
+
+    for (int i = 0; i < r->nchecks; i++) {
+        if (!r->checks[i].mismatches)
+            continue;
+        if (!c)
+            c = &r->checks[i];
+        at_main += strcmp(r->checks[i].sizes_label, "check") != 0;
+    }
+    if (!c)
+        return;
+    kopt__set_verdict(r, at_main ? KOPT_VERDICT_WRONG : KOPT_VERDICT_SHAPE_SPECIFIC,
+                      "%s differs from %s at the %s sizes (%s): %lld of %lld elements "
+                      "outside atol=%g rtol=%g; first at index %lld: got %.9g, expected %.9g; "
+                      "max abs error %.3g%s", c->tensor, ref_name, c->sizes_label, c->run,
+                      (long long)c->mismatches, (long long)c->count, c->atol, c->rtol,
+                      (long long)c->first_index, c->first_got, c->first_want, c->max_abs_err,
+                      at_main ? "" : " (correct at the benchmark sizes: written for one shape)");
+}
+
+/* The candidate's and the reference's roofline from the timed phase's work counts (none
+ * without valid ceilings), and the speed-of-light verdict: a median at or below zero once
+ * the timer's own cost is subtracted (no measurable work), or faster than the device
+ * allows, is SUSPECT, on every path. 1 when it was. */
+int kopt__speed_of_light(kopt_eval_result *r, const kopt_bound *b, const kopt_problem *prob,
+                         double margin)
+{
+    kopt_roofline guard;
+    int fast;
+
+    if (r->timing.n > 0 && !(r->timing.median_ms > 0)) {
+        kopt__set_verdict(r, KOPT_VERDICT_SUSPECT, "correct, but no measurable work in the "
+                          "timed runs: its median %.4f ms is at or below the timer's own "
+                          "cost (%.4f ms, subtracted): the timing is not trusted",
+                          r->timing.raw_median_ms, r->timing.overhead_ms);
+        return 1;
+    }
+    if (b->has_work) {
+        kopt__roofline(&r->roofline, b->flops, b->bytes, (int)prob->compute, &r->ceilings,
+                       r->timing.median_ms);
+        kopt__roofline(&r->ref_roofline, b->flops, b->bytes, (int)prob->compute, &r->ceilings,
+                       r->ref_timing.median_ms);
+    }
+    if (!r->roofline.valid || r->roofline.bound_ms <= 0)
+        return 0;
+    guard = r->roofline;
+    fast = kopt__guard_compute((int)prob->compute, b);
+    if (fast != (int)prob->compute && r->ceilings.gflops[fast] > r->ceilings.gflops[prob->compute])
+        kopt__roofline(&guard, b->flops, b->bytes, fast, &r->ceilings, r->timing.median_ms);
+    if (r->timing.median_ms * margin >= guard.bound_ms)
+        return 0;
+    kopt__set_verdict(r, KOPT_VERDICT_SUSPECT, "correct, but its median %.4f ms is faster "
+                      "than the device allows for this problem's work (%.4f ms at the "
+                      "measured ceilings, %s-bound%s): the timing is not trusted",
+                      r->timing.median_ms,
+                      guard.bound_ms, guard.limiter,
+                      fast == KOPT_COMPUTE_TF32 ? ", FP32 work at the TF32 tensor-core rate" : "");
+    return 1;
+}
