@@ -38,8 +38,9 @@ static void help(FILE *f)
         "What ran: \"own\" counts the kernels of the candidate's own (not PyTorch's aten,\n"
         "cuBLAS, cuDNN, CUTLASS or cub/thrust) in its checked call, by CUPTI's kernel names\n"
         "(KernelBench v3's rule: a candidate must launch a kernel it wrote); \"prec\" is the\n"
-        "lowest precision a library kernel's name shows (tf32, bf16, fp16, fp8: a shortcut\n"
-        "the tolerance let through); --json: own_kernels, kernels_launched, lowest_precision.\n"
+        "precision below FP32 it computed at (tf32, bf16, fp16, fp8: a shortcut the tolerance\n"
+        "let through), from a host-mode candidate's own SASS (cuobjdump), else from a library\n"
+        "kernel's name; --json: own_kernels, kernels_launched, lowest_precision.\n"
         "\n"
         "options:\n"
         "  --candidates DIR  the candidates' folder\n"
@@ -244,8 +245,9 @@ static json_t *row_json(const char *problem, const char *cand_path, const char *
                                                              : json_null());
     json_object_set_new(o, "kernels_launched", r && r->census > 0
                         ? json_integer(r->kernels_launched) : json_null());
-    json_object_set_new(o, "lowest_precision", r && r->precision[0]
-                        ? json_string(r->precision) : json_null());
+    json_object_set_new(o, "lowest_precision", r && (r->precision[0] || r->own_precision[0])
+                        ? json_string(r->own_precision[0] ? r->own_precision : r->precision)
+                        : json_null());
     json_object_set_new(o, "eval_id", json_integer(r ? r->eval_id : 0));
     return o;
 }

@@ -189,6 +189,9 @@ static void print_text(const kopt_problem *p, const char *cand_path, const kopt_
                r->precision[0] ? "; a library kernel ran at " : "", r->precision);
     else if (r->census < 0)
         printf("kernels    not counted: %s\n", r->census_note);
+    if (r->own_precision[0])
+        printf("precision  its own SASS computes at %s (tensor-core or packed-half "
+               "instructions)\n", r->own_precision);
     if (r->ngpu_kernels) {
         printf("ran        ");
         for (int i = 0; i < r->ngpu_kernels; i++)

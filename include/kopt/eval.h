@@ -187,6 +187,7 @@ typedef struct kopt_eval_result {
     int kernels_launched, own_kernels;
     char own_kernel_names[256];
     char precision[16];
+    char own_precision[16];     /* host mode: the lowest its own SASS computes at (cuobjdump) */
     char census_note[256];
 } kopt_eval_result;
 

@@ -1200,6 +1200,13 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
         }
     }
     kopt__torch_census(r, &cand_run);
+    if (comp && comp->host_mode && r->has_device) {   /* its own kernels' SASS */
+        char note[256];
+        kopt__binary_precision(ctx, comp->binary_path, r->own_precision,
+                               sizeof(r->own_precision), note, sizeof(note));
+        if (note[0])
+            kopt_log(ctx, KOPT_LOG_INFO, "%s", note);
+    }
     if (r->timer[0] && strncmp(r->timer, "libkopt", 7) != 0) {   /* said with the verdict */
         size_t n = strlen(unsandboxed);
         snprintf(unsandboxed + n, sizeof(unsandboxed) - n, "%sTIMER NOT PROTECTED: %s",
@@ -1247,6 +1254,13 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
             r->speedup = r->ref_timing.median_ms / r->timing.median_ms;
         if (r->timing.median_ms > 0 && r->has_compile)
             r->compile_speedup = r->compile_timing.median_ms / r->timing.median_ms;
+        if (r->bracket[0].timed && 2 * r->bracket[0].exposed_runs > r->timing.n) {
+            size_t n = strlen(unsandboxed);     /* said with the verdict */
+            snprintf(unsandboxed + n, sizeof(unsandboxed) - n, "%sHOST-BOUND: %d of %d timed "
+                     "runs waited for the host (a synchronization in forward?): the time is "
+                     "the host's round trip, not the GPU's work", n ? "; " : "",
+                     r->bracket[0].exposed_runs, r->timing.n);
+        }
         if (kopt__speed_of_light(r, phases[0].cand, prob, o.suspect_margin))
             goto done;
     }

@@ -57,6 +57,14 @@ void kopt__torch_census(kopt_eval_result *r, const struct kopt__worker_run *run)
 /* 1 when a kernel's (mangled) name is a library's: PyTorch's aten and c10, cuBLAS(Lt),
  * cuDNN, CUTLASS, cub/thrust, NVIDIA's generated GEMMs (xmma, nvjet, sm90_...). */
 int kopt__kernel_from_library(const char *name);
+/* The lowest precision the SASS listing `sass` (nvdisasm or cuobjdump -sass) computes at:
+ * "fp8", "int8", "bf16", "fp16", "tf32" (tensor-core and packed half instructions), or ""
+ * when it computes at FP32 or wider. */
+void kopt__sass_precision(const char *sass, char *out, size_t n);
+/* The same of a shared object or cubin, through `cuobjdump -sass` ($KOPT_CUOBJDUMP, PATH,
+ * the CUDA toolkit); without cuobjdump, or when it fails, out is "" and note says why. */
+void kopt__binary_precision(kopt_ctx *ctx, const char *binary, char *out, size_t n,
+                            char *note, size_t nn);
 /* What the candidate's worker applied, as JSON into `report`; into `note` (or "") the
  * warning that the result must carry when the lockdown was asked for and not installed. */
 void kopt__torch_sandbox_report(const struct kopt__worker_run *run, int asked, char *report,

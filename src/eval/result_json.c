@@ -144,11 +144,13 @@ char *kopt_eval_result_json(const kopt_eval_result *r)
                             r->timer[0] ? json_string(r->timer) : json_null());
     }
     if (r->census > 0)          /* the candidate's checked call, counted by CUPTI */
-        json_object_set_new(root, "census", json_pack("{s:i, s:i, s:b, s:s, s:o}",
+        json_object_set_new(root, "census", json_pack("{s:i, s:i, s:b, s:s, s:o, s:o}",
                             "kernels_launched", r->kernels_launched, "own_kernels",
                             r->own_kernels, "launched_none", r->kernels_launched == 0,
                             "own_kernel_names", r->own_kernel_names, "lowest_precision",
-                            r->precision[0] ? json_string(r->precision) : json_null()));
+                            r->precision[0] ? json_string(r->precision) : json_null(),
+                            "own_sass_precision", r->own_precision[0]
+                            ? json_string(r->own_precision) : json_null()));
     else if (r->census < 0)
         json_object_set_new(root, "census", json_pack("{s:n, s:s}", "kernels_launched",
                                                       "note", r->census_note));

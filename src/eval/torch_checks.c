@@ -3,12 +3,17 @@
  * clock wrote on the event pipe (include/kopt/clock.h) replace those the worker's Python
  * reported, and must equal them; the kernels the candidate's checked call launched
  * (CUPTI activity) are told apart into the candidate's own and libraries', and their names
- * say the lowest precision a library kernel ran at (docs/integrity.md, "The PyTorch path").
+ * say the lowest precision a library kernel ran at; a host-mode candidate's own SASS
+ * (cuobjdump -sass of its shared object) says the lowest its own kernels compute at
+ * (docs/integrity.md, "The PyTorch path").
  */
 #include "eval_int.h"
 #include "worker_int.h"
 
+#include "kopt/proc.h"
+
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static double median_of(json_t *arr)
@@ -168,4 +173,90 @@ void kopt__torch_census(kopt_eval_result *r, const kopt__worker_run *run)
             snprintf(r->precision, sizeof(r->precision), "%s", prec);
         }
     }
+}
+
+/* The precision of one SASS instruction's mnemonic (with its suffixes), rank as above;
+ * NULL for one that computes at FP32 or wider, or is no arithmetic. */
+static const char *op_precision(const char *op, int *rank)
+{
+    int mma = strncmp(op, "HMMA", 4) == 0 || strncmp(op, "HGMMA", 5) == 0;
+
+    *rank = 99;
+    if (strncmp(op, "QGMMA", 5) == 0 || strstr(op, "E4M3") || strstr(op, "E5M2"))
+        return *rank = 1, "fp8";
+    if (strncmp(op, "IMMA", 4) == 0 || strncmp(op, "IGMMA", 5) == 0)
+        return *rank = 1, "int8";
+    if (strstr(op, "BF16"))
+        return (mma || strncmp(op, "HFMA2", 5) == 0 || strncmp(op, "HADD2", 5) == 0 ||
+                strncmp(op, "HMUL2", 5) == 0) ? (*rank = 2, "bf16") : NULL;
+    if (mma && strstr(op, "TF32"))
+        return *rank = 3, "tf32";
+    if (mma || strncmp(op, "HFMA2", 5) == 0 || strncmp(op, "HADD2", 5) == 0 ||
+        strncmp(op, "HMUL2", 5) == 0)
+        return *rank = 2, "fp16";
+    return NULL;
+}
+
+void kopt__sass_precision(const char *sass, char *out, size_t n)
+{
+    int best = 99;
+
+    out[0] = '\0';
+    for (const char *p = sass; p && *p;) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        /* an instruction's mnemonic: the first upper-case word of the line, after its
+         * address (lower-case hex in a comment) and predicate ("@P0") */
+        const char *q = p, *end = p + len;
+        while (q < end) {
+            char op[64];
+            size_t k = 0;
+            int rank;
+            const char *prec;
+            if (*q == '@') {               /* a predicate: @P0, @!PT */
+                while (q < end && *q != ' ' && *q != '\t')
+                    q++;
+                continue;
+            }
+            if (*q < 'A' || *q > 'Z') {
+                q++;
+                continue;
+            }
+            while (q < end && k < sizeof(op) - 1 && (((*q >= 'A' && *q <= 'Z') ||
+                   (*q >= '0' && *q <= '9') || *q == '.' || *q == '_' || *q == 'x')))
+                op[k++] = *q++;
+            op[k] = '\0';
+            if ((prec = op_precision(op, &rank)) && rank < best) {
+                best = rank;
+                snprintf(out, n, "%s", prec);
+            }
+            break;            /* one mnemonic a line */
+        }
+        p = e ? e + 1 : NULL;
+    }
+}
+
+void kopt__binary_precision(kopt_ctx *ctx, const char *binary, char *out, size_t n,
+                            char *note, size_t nn)
+{
+    char *tool = kopt_find_program("KOPT_CUOBJDUMP", "cuobjdump"), *text = NULL;
+    const char *argv[4];
+    int code = 0;
+
+    out[0] = note[0] = '\0';
+    if (!tool) {
+        snprintf(note, nn, "no cuobjdump (set KOPT_CUOBJDUMP): the candidate's own SASS was "
+                 "not read");
+        return;
+    }
+    argv[0] = tool;
+    argv[1] = "-sass";
+    argv[2] = binary;
+    argv[3] = NULL;
+    if (kopt_proc_run(ctx, argv, 60, &code, &text) != KOPT_OK || code != 0)
+        snprintf(note, nn, "cuobjdump -sass %s failed (exit %d)", binary, code);
+    else
+        kopt__sass_precision(text, out, n);
+    free(text);
+    free(tool);
 }

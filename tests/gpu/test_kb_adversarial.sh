@@ -48,8 +48,8 @@ if ! "$K" kb import "$REPO/bench/kernelbench/problems/3_scale_add.py" --out "$WO
   bad import "$(tail -3 "$WORK/import.log")"; done_line; exit 1
 fi
 P0=$WORK/imp/3_scale_add
-# The importer counts the bytes at the file's own sizes, as a number: written in terms of
-# the sizes so that the bound follows --size. Check sizes: the importer's (odd ones); where
+# The importer writes the bytes in terms of the sizes (an older one wrote a number: then
+# rewritten here) so that the bound follows --size. Check sizes: the importer's (odd ones); where
 # it wrote none, or ones at which hardcoded_shape.py would be right, a set of our own.
 if ! "$PY" - "$P0/problem.json" "$BATCH" "$WIDTH" > "$WORK/fixup.log" 2>&1 <<'EOF'
 import json, sys

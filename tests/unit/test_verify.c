@@ -237,6 +237,34 @@ static void test_torch_census_and_clock(void)
     json_decref(run.clock);
 }
 
+/* The lowest precision a SASS listing computes at (src/eval/torch_checks.c): the recorded
+ * H200 listing of examples/gemm_bf16/fast.cu (BF16 HMMA), and lines as cuobjdump and
+ * nvdisasm print them. */
+static void test_sass_precision(void)
+{
+    char *text = NULL, out[16];
+    size_t len = 0;
+    kopt_ctx *ctx = kopt_ctx_new();
+    char path[1024];
+
+    snprintf(path, sizeof(path), "%s/sass/gemm_bf16_fast.sass", KOPT_TEST_DATA_DIR);
+    if (CHECK_EQ_INT(kopt_file_read(ctx, path, &text, &len), KOPT_OK)) {
+        kopt__sass_precision(text, out, sizeof(out));
+        CHECK_EQ_STR(out, "bf16");
+    }
+    free(text);
+    kopt__sass_precision("        /*0050*/  FFMA R1, R2, R3, R4 ;\n"
+                         "        /*0060*/  LDG.E.128 R4, [R2.64] ;\n", out, sizeof(out));
+    CHECK_EQ_STR(out, "");                        /* FP32 only */
+    kopt__sass_precision("  /*0070*/  @P0 HMMA.1684.F32.TF32 R4, R8, R12, R4 ;\n"
+                         "  /*0080*/  HFMA2 R2, R3, R4, R5 ;\n", out, sizeof(out));
+    CHECK_EQ_STR(out, "fp16");                    /* the lowest of tf32 and fp16 */
+    kopt__sass_precision("Function : _Z4gemmv\n  /*0090*/  QGMMA.64x128x32.F32.E4M3.E4M3 R24, "
+                         "gdesc[UR4], R24 ;\n", out, sizeof(out));
+    CHECK_EQ_STR(out, "fp8");
+    kopt_ctx_free(ctx);
+}
+
 int main(int argc, char **argv)
 {
     static const ktest_case cases[] = {
@@ -247,6 +275,7 @@ int main(int argc, char **argv)
         KTEST(test_no_measurable_work_is_suspect),
         KTEST(test_wrong_only_at_check_sizes_is_shape_specific),
         KTEST(test_torch_census_and_clock),
+        KTEST(test_sass_precision),
     };
     int rc;
 
