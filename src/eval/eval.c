@@ -885,6 +885,22 @@ static void torch_failure(kopt_eval_result *r, const kopt__worker_run *run, cons
     worker_failure(r, run, who, o, 0);
 }
 
+/* Append a note ("NOT SANDBOXED: ...", "HOST-BOUND: ...") to `notes`, "; " between two. */
+static void note_add(char *notes, size_t cap, const char *fmt, ...) KOPT_PRINTF(3, 4);
+static void note_add(char *notes, size_t cap, const char *fmt, ...)
+{
+    size_t n = strlen(notes);
+    va_list ap;
+
+    if (n && n + 2 < cap) {
+        memcpy(notes + n, "; ", 3);
+        n += 2;
+    }
+    va_start(ap, fmt);
+    vsnprintf(notes + n, cap - n, fmt, ap);
+    va_end(ap);
+}
+
 static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_problem *prob,
                               const kopt_candidate *cand, const kopt_eval_opts *opts,
                               kopt_eval_session *S)
@@ -904,7 +920,7 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
     double t0 = kopt_now_ms(), t1, tmo;
     kopt_status rc = KOPT_OK;
     const char *devenv = getenv("KOPT_TORCH_DEVICE"), *cand_subject = NULL;
-    char unsandboxed[sizeof(r->message) / 4] = "";
+    char notes[sizeof(r->message) / 4] = "";   /* said with the verdict, whatever it is */
     size_t total;
     int reuse = 0, cmp_reuse = 0;
 
@@ -1166,9 +1182,9 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
     setup_from_device(cand_run.device, &r->cand_setup);
     r->cand_setup_ms = r->cand_setup.total_ms;
     kopt__torch_sandbox_report(&cand_run, !o.no_sandbox, r->sandbox, sizeof(r->sandbox),
-                               unsandboxed, sizeof(unsandboxed));
-    if (unsandboxed[0])
-        kopt_log(ctx, KOPT_LOG_WARN, "%s", unsandboxed);
+                               notes, sizeof(notes));
+    if (notes[0])
+        kopt_log(ctx, KOPT_LOG_WARN, "%s", notes);
     if (guard) {
         char changed[1024];
         if (kopt__guard_end(guard, changed, sizeof(changed))) {
@@ -1208,14 +1224,11 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
             kopt_log(ctx, KOPT_LOG_INFO, "%s", note);
     }
     if (r->timer[0] && strncmp(r->timer, "libkopt", 7) != 0) {   /* said with the verdict */
-        size_t n = strlen(unsandboxed);
-        snprintf(unsandboxed + n, sizeof(unsandboxed) - n, "%sTIMER NOT PROTECTED: %s",
-                 n ? "; " : "", r->timer);
+        note_add(notes, sizeof(notes), "TIMER NOT PROTECTED: %s", r->timer);
     }
     if (r->census > 0 && r->kernels_launched == 0) {
-        size_t n = strlen(unsandboxed);
-        snprintf(unsandboxed + n, sizeof(unsandboxed) - n, "%sNO KERNEL: the checked call "
-                 "launched no kernel on the GPU", n ? "; " : "");
+        note_add(notes, sizeof(notes), "NO KERNEL: the checked call launched no kernel on the "
+                 "GPU");
     }
     for (int p = 0; p < nphases; p++) {
         char msg[1024];
@@ -1255,11 +1268,9 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
         if (r->timing.median_ms > 0 && r->has_compile)
             r->compile_speedup = r->compile_timing.median_ms / r->timing.median_ms;
         if (r->bracket[0].timed && 2 * r->bracket[0].exposed_runs > r->timing.n) {
-            size_t n = strlen(unsandboxed);     /* said with the verdict */
-            snprintf(unsandboxed + n, sizeof(unsandboxed) - n, "%sHOST-BOUND: %d of %d timed "
-                     "runs waited for the host (a synchronization in forward?): the time is "
-                     "the host's round trip, not the GPU's work", n ? "; " : "",
-                     r->bracket[0].exposed_runs, r->timing.n);
+            note_add(notes, sizeof(notes), "HOST-BOUND: %d of %d timed runs waited for the "
+                     "host (a synchronization in forward?): the time is the host's round "
+                     "trip, not the GPU's work", r->bracket[0].exposed_runs, r->timing.n);
         }
         if (kopt__speed_of_light(r, phases[0].cand, prob, o.suspect_margin))
             goto done;
@@ -1295,9 +1306,9 @@ done:
     kopt__worker_run_free(&cmp_run);
     kopt_compiled_free(comp);
     free(script);
-    if (unsandboxed[0]) {      /* said with the verdict, whatever it is */
+    if (notes[0]) {      /* said with the verdict, whatever it is */
         size_t n = strlen(r->message);
-        snprintf(r->message + n, sizeof(r->message) - n, " [%s]", unsandboxed);
+        snprintf(r->message + n, sizeof(r->message) - n, " [%s]", notes);
     }
     r->total_ms = kopt_now_ms() - t0;
     *out = r;

@@ -5,9 +5,9 @@
 # the seed is within 1000 of the first one it saw at that shape (the trials, the repeat and
 # the checked call, whose seed is the first + 998) and returns its last output, doing
 # nothing, in every timed round: every compared output is right, and the timed runs hold no
-# work. The worker reseeds PyTorch's generator from the OS after drawing every input set
-# (and the rounds' seeds come from the OS), so initial_seed() says nothing: this candidate
-# cannot tell the checked call and returns a stale output there: WRONG.
+# work. The worker reseeds PyTorch's generator with a hash of the seed after drawing every
+# input set (and the rounds' seeds come from the OS), so initial_seed() says nothing: the
+# candidate cannot tell the checked call and returns a stale output there: WRONG.
 # expect: WRONG
 import torch
 import torch.nn as nn
