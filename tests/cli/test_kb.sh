@@ -213,7 +213,10 @@ assert [c["sizes"] for c in d["checks"]] == ["main"] * 3 + ["check"] * 2, d["che
 assert all(c["mismatches"] == 0 for c in d["checks"])
 b = d["pytorch"]["brackets"]   # both timed by the same loop (on the CPU: no hold)
 assert set(b) == {"candidate", "eager"} and all(v["exposed_runs"] == 0 for v in b.values()), b
-' "$WORK/o.json"; then ok "eval: a correct ModelNew on the CPU (sizes overridden)"; else bad "eval good" "exit $rc $(cat "$WORK/e")"; fi
+assert d["pytorch"]["timer"].startswith("libkopt"), d["pytorch"]["timer"]   # the C clock
+for w in ("reference_setup_steps", "candidate_setup_steps"):   # a duration, not a clock reading
+    assert 0 <= d["wall_ms"][w]["exec"] < 600000, d["wall_ms"][w]
+' "$WORK/o.json"; then ok "eval: a correct ModelNew on the CPU (sizes overridden), timed by libkopt's clock"; else bad "eval good" "exit $rc $(cat "$WORK/e") $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["message"], d["wall_ms"], d["pytorch"].get("timer"))' "$WORK/o.json" 2>&1)"; fi
 "$K" eval "$P" "$WORK/wrong.py" $SZ --no-time > "$WORK/o" 2>&1; rc=$?
 if [ $rc = 1 ] && has "$WORK/o" "WRONG: out differs from the PyTorch reference"; then ok "eval: a wrong ModelNew is WRONG"; else bad "eval wrong" "exit $rc"; fi
 "$K" eval "$P" "$WORK/mutates.py" $SZ --no-time > "$WORK/o" 2>&1; rc=$?
