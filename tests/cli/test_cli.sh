@@ -80,6 +80,7 @@ run eval --help
 expect_rc 0
 expect_out "^usage: kopt eval PROBLEM"
 expect_out "exit codes"
+expect_out "SHAPE_SPECIFIC"
 end
 
 begin "unknown verb"
