@@ -26,6 +26,7 @@ one-element kernel, and the parent subtracts one value (the reference's) from ev
 On the CPU (KOPT_TORCH_DEVICE=cpu, the tests): a wall clock around the call, no flush, no hold.
 """
 import ctypes
+import json
 import math
 import time
 
@@ -120,19 +121,18 @@ class LibClock:
         buf = ctypes.create_string_buffer(1 << 16)
         if self.clock_census_end(buf, len(buf)) != 0:
             raise OSError(self.error())
-        import json
         return json.loads(buf.value.decode(errors="replace"))
 
 
 class Brackets:
-    """`n` brackets of one kind: libkopt's (protected) or torch's events / the wall clock
-    (the fallback). begin/end/read by mark; `series` as in clock.h."""
+    """`n` brackets of one kind: libkopt's (protected; it keeps the samples by `series`, as
+    in clock.h) or torch's events / the wall clock (the fallback, which keeps nothing: the
+    returned samples are the record). begin/end/read by mark."""
     WARMUP, OVERHEAD, TIMED = 0, 1, 2
 
     def __init__(self, torch, cuda, n, lib=None):
         self.torch, self.cuda, self.lib = torch, cuda, lib
         self.handle = None
-        self.kept = {1: [], 2: []}
         if lib is not None:
             self.handle = lib.clock_new(n, 1 if cuda else 0)
             if not self.handle:
@@ -171,11 +171,8 @@ class Brackets:
             if self.lib.clock_read(self.handle, m, series, ctypes.byref(self.ms_buf)) != 0:
                 raise RuntimeError("libkopt's clock: " + self.lib.error())
             return self.ms_buf.value
-        ms = self.pool[2 * m].elapsed_time(self.pool[2 * m + 1]) if self.cuda else \
+        return self.pool[2 * m].elapsed_time(self.pool[2 * m + 1]) if self.cuda else \
             self.t[2 * m + 1] - self.t[2 * m]
-        if series in self.kept:
-            self.kept[series].append(ms)
-        return ms
 
     def report(self, fd, phase):
         """libkopt writes the phase's kept samples on `fd` (the event pipe)."""

@@ -139,8 +139,8 @@ class Worker:
     def setup(self, job):
         t0 = time.time() * 1e3
         # the parent's clock is CLOCK_MONOTONIC (kopt_now_ms), as time.monotonic() on Linux
-        since_job = time.monotonic() * 1e3 - job.get("spawned_ms", 0)
         spawned = job.get("spawned_ms", 0)
+        since_job = time.monotonic() * 1e3 - spawned
         import torch  # noqa: the slow part of the start
         self.torch = torch
         self.manual_seed = torch.manual_seed   # kopt's own, whatever a candidate patches
