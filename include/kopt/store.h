@@ -24,6 +24,13 @@ kopt_status kopt_store_open(kopt_store **out, kopt_ctx *ctx, const char *path);
 void kopt_store_close(kopt_store *s);
 int kopt_store_schema_version(kopt_store *s);
 
+/* A group of writes that stand or fall together (an SQLite SAVEPOINT; groups nest): a
+ * process killed inside a group leaves none of its writes in the store. For writes that are
+ * not transactions of their own (the opt_* puts, not kopt_store_put_eval). _end keeps the
+ * writes when `commit` is nonzero, else drops them. */
+kopt_status kopt_store_group_begin(kopt_store *s, kopt_ctx *ctx);
+kopt_status kopt_store_group_end(kopt_store *s, kopt_ctx *ctx, int commit);
+
 /* Ceilings of a device by UUID; *found = 0 when none were stored. */
 kopt_status kopt_store_get_ceilings(kopt_store *s, kopt_ctx *ctx, const char *uuid,
                                     kopt_ceilings *out, int *found);

@@ -38,7 +38,8 @@ kopt_status kopt__search_load_tree(kopt_search *s, kopt_ctx *ctx)
     return rc;
 }
 
-/* The --start kernel as the root's first child, pending (kind "start"). */
+/* The --start kernel as the root's first child, pending (kind "start"); stored with the root
+ * by kopt_search_open. */
 static kopt_status add_start(kopt_search *s, kopt_ctx *ctx)
 {
     kopt_search_node *n = kopt__search_add(s);
@@ -52,7 +53,7 @@ static kopt_status add_start(kopt_search *s, kopt_ctx *ctx)
              name ? name + 1 : s->o.start_name ? s->o.start_name : "(--start)");
     snprintf(n->plan.kind, sizeof(n->plan.kind), "start");
     kopt_sha256_hex(n->source, strlen(n->source), n->hash);
-    return kopt__search_save(s, ctx, n->id);
+    return KOPT_OK;
 }
 
 kopt_status kopt_search_open(kopt_search **out, kopt_ctx *ctx, const kopt_problem *prob,
@@ -92,13 +93,19 @@ kopt_status kopt_search_open(kopt_search **out, kopt_ctx *ctx, const kopt_proble
         snprintf(root->kind, sizeof(root->kind), "root");
         snprintf(root->plan.text, sizeof(root->plan.text), "the reference");
         kopt_sha256_hex(root->source, strlen(root->source), root->hash);
-        if ((rc = kopt__search_save(s, ctx, 0)) != KOPT_OK)
-            goto fail;
         if (o->start_source && (rc = add_start(s, ctx)) != KOPT_OK)
             goto fail;
     }
     if ((rc = kopt__search_tool_open(s, ctx, fresh)) != KOPT_OK)
         goto fail;
+    if (fresh) {   /* the new tree stored whole (the root with the tool decision, the start) */
+        if ((rc = kopt__search_group_begin(s, ctx)) != KOPT_OK)
+            goto fail;
+        for (int i = 0; i < s->n && rc == KOPT_OK; i++)
+            rc = kopt__search_save(s, ctx, i);
+        if ((rc = kopt__search_group_end(s, ctx, rc)) != KOPT_OK)
+            goto fail;
+    }
     kopt__search_derive(s);
     *out = s;
     return KOPT_OK;
@@ -804,18 +811,21 @@ kopt_status kopt__search_evaluate(kopt_search *s, kopt_ctx *ctx, kopt_search_eva
     memset(&oc, 0, sizeof(oc));
     snprintf(tag, sizeof(tag), "n%d", i);
     if (n->arrived) {   /* evaluated in a batch a kill interrupted: backed up now */
-        if ((rc = kopt__search_settle(s, ctx, i)) != KOPT_OK)
+        if ((rc = kopt__search_group_begin(s, ctx)) != KOPT_OK)
             return rc;
-        kopt__search_derive(s);
-        kopt__search_remember(s, ctx, i);
-        return KOPT_OK;
+        if ((rc = kopt__search_settle(s, ctx, i)) == KOPT_OK) {
+            kopt__search_derive(s);
+            kopt__search_remember(s, ctx, i);
+        }
+        return kopt__search_group_end(s, ctx, rc);
     }
     if (kopt__search_reuse(s, i)) {   /* a twin proposed in the same batch was evaluated first */
         kopt__search_derive(s);
-        if ((rc = kopt__search_save(s, ctx, i)) != KOPT_OK)
+        if ((rc = kopt__search_group_begin(s, ctx)) != KOPT_OK)
             return rc;
-        kopt__search_remember(s, ctx, i);
-        return KOPT_OK;
+        if ((rc = kopt__search_save(s, ctx, i)) == KOPT_OK)
+            kopt__search_remember(s, ctx, i);
+        return kopt__search_group_end(s, ctx, rc);
     }
     if (strcmp(n->kind, "tune") == 0 && ev->tune)
         rc = ev->tune(ev->self, ctx, n->source, tag, s->o.tune_budget, &oc);
@@ -828,11 +838,14 @@ kopt_status kopt__search_evaluate(kopt_search *s, kopt_ctx *ctx, kopt_search_eva
     }
     kopt__search_apply(s, i, &oc);
     kopt_search_outcome_clear(&oc);
-    if ((rc = kopt__search_settle(s, ctx, i)) != KOPT_OK)
+    /* the outcome and its search-memory row together: none of the memory goes missing */
+    if ((rc = kopt__search_group_begin(s, ctx)) != KOPT_OK)
         return rc;
-    kopt__search_derive(s);
-    kopt__search_remember(s, ctx, i);
-    return KOPT_OK;
+    if ((rc = kopt__search_settle(s, ctx, i)) == KOPT_OK) {
+        kopt__search_derive(s);
+        kopt__search_remember(s, ctx, i);
+    }
+    return kopt__search_group_end(s, ctx, rc);
 }
 
 /* Hand the pending candidates not yet prepared to the evaluator at once (the live one
@@ -1118,13 +1131,19 @@ static int repair(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm)
     }
     if (!k)
         return 0;
-    if ((w = ask_all(s, ctx, llm, a, k)) == 0)
+    if ((w = ask_all(s, ctx, llm, a, k)) == 0) {
+        /* the round's repairs stored together: a resume asks for all of them again or none */
+        kopt_status rc = kopt__search_group_begin(s, ctx), crc;
         for (int j = 0; j < k; j++) {
             kopt_agent_plan plan = s->nodes[who[j]].plan;
-            add_child(s, ctx, who[j], "repair", s->nodes[who[j]].expansion,
-                      s->nodes[who[j]].proposal, &plan, s->nodes[who[j]].source, &a[j],
-                      strcmp(s->nodes[who[j]].kind, "tune") == 0);
+            crc = add_child(s, ctx, who[j], "repair", s->nodes[who[j]].expansion,
+                            s->nodes[who[j]].proposal, &plan, s->nodes[who[j]].source, &a[j],
+                            strcmp(s->nodes[who[j]].kind, "tune") == 0);
+            rc = rc != KOPT_OK ? rc : crc;
         }
+        if (kopt__search_group_end(s, ctx, rc) != KOPT_OK)
+            kopt_log(ctx, KOPT_LOG_WARN, "repairs not stored: %s", kopt_errmsg(ctx));
+    }
     ask_clear(a, k);
     kopt__search_derive(s);
     return w ? -1 : 1;
@@ -1220,10 +1239,18 @@ static int expand(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm, const int
     }
     ask_clear(pa, n);
     memset(pa, 0, (size_t)n * sizeof(*pa));
-    if ((w = ask_all(s, ctx, llm, ca, n)) == 0)
-        for (int q = 0; q < n; q++)
-            add_child(s, ctx, vs[q / k], "plan", e + q / k, q % k + 1, &plans[q],
-                      s->nodes[vs[q / k]].source, &ca[q], 0);
+    if ((w = ask_all(s, ctx, llm, ca, n)) == 0) {
+        /* the expansion's children stored together: a kill -9 between two of them would
+         * leave an expansion that a resume counts as done with a proposal missing */
+        kopt_status rc = kopt__search_group_begin(s, ctx), crc;
+        for (int q = 0; q < n; q++) {
+            crc = add_child(s, ctx, vs[q / k], "plan", e + q / k, q % k + 1, &plans[q],
+                            s->nodes[vs[q / k]].source, &ca[q], 0);
+            rc = rc != KOPT_OK ? rc : crc;
+        }
+        if (kopt__search_group_end(s, ctx, rc) != KOPT_OK)
+            kopt_log(ctx, KOPT_LOG_WARN, "an expansion not stored: %s", kopt_errmsg(ctx));
+    }
     ask_clear(ca, n);
     memset(ca, 0, (size_t)n * sizeof(*ca));
     kopt__search_derive(s);

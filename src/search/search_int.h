@@ -51,8 +51,9 @@ kopt_status kopt__search_load_tree(kopt_search *s, kopt_ctx *ctx);
 
 /* tools.c */
 /* Decide whether the tool is described and active (the root records it: a resume or a
- * replay describes it as the original did), load its description. `fresh`: the tree was
- * made by this open (its root is saved again with the decision). */
+ * replay describes it as the original did), load its description. `fresh`: the tree is
+ * being made by this open (the decision goes into its root, which the caller then stores:
+ * a root is never stored without it). */
 kopt_status kopt__search_tool_open(kopt_search *s, kopt_ctx *ctx, int fresh);
 void kopt__search_tool_close(kopt__search_tool *t);
 /* Answer the queries q[0..nq) of reply `turn` of conversation `key` (nasked: how many the
@@ -96,6 +97,13 @@ int kopt__search_node_from_json(kopt_search_node *n, const json_t *j);   /* 0 or
 void kopt__search_derive(kopt_search *s);
 /* Write node i to the store (nothing without one). */
 kopt_status kopt__search_save(kopt_search *s, kopt_ctx *ctx, int i);
+/* Writes that stand or fall together (kopt_store_group_begin; nothing without a store): what
+ * one decision of the search stores (the nodes of an expansion or of a round of repairs, a
+ * node's outcome and its search-memory row), so that a kill -9 leaves all of it or none and
+ * a resume makes the same decision again. _end commits when rc is KOPT_OK, else drops the
+ * writes; it gives rc, or the commit's error. */
+kopt_status kopt__search_group_begin(kopt_search *s, kopt_ctx *ctx);
+kopt_status kopt__search_group_end(kopt_search *s, kopt_ctx *ctx, kopt_status rc);
 int kopt__search_is_cheat(kopt_verdict v);
 /* Realized gain of node i over its parent (parent / node time), 0 when it failed. */
 double kopt__search_gain(const kopt_search *s, int i);

@@ -99,8 +99,6 @@ kopt_status kopt__search_tool_open(kopt_search *s, kopt_ctx *ctx, int fresh)
     if (!t->active)
         t->described = 0;
     snprintf(root->tools, sizeof(root->tools), "%s", t->described ? TOOL_NAME : "");
-    if (fresh)
-        return kopt__search_save(s, ctx, 0);
     return KOPT_OK;
 }
 

@@ -3,6 +3,7 @@
 #include "search_int.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,6 +241,38 @@ int kopt__search_node_from_json(kopt_search_node *n, const json_t *o)
     return n->source ? 0 : -1;
 }
 
+/* The kill tests' hook, KOPT_TEST_KILL_AFTER_SAVE=NODE[:K]: this process kills itself with
+ * SIGKILL right after its K-th (default 1st) write of node NODE, committed or still inside a
+ * group (a kill -9 at an exact point instead of after a sleep). Read once. */
+static void test_kill_after_save(int node)
+{
+    static int want = -2, times = 1, seen = 0;
+
+    if (want == -2) {
+        const char *e = getenv("KOPT_TEST_KILL_AFTER_SAVE");
+        want = -1;
+        if (e && e[0] && sscanf(e, "%d:%d", &want, &times) < 1)
+            want = -1;
+    }
+    if (want >= 0 && node == want && ++seen == times)
+        raise(SIGKILL);
+}
+
+kopt_status kopt__search_group_begin(kopt_search *s, kopt_ctx *ctx)
+{
+    return s->store ? kopt_store_group_begin(s->store, ctx) : KOPT_OK;
+}
+
+kopt_status kopt__search_group_end(kopt_search *s, kopt_ctx *ctx, kopt_status rc)
+{
+    kopt_status erc;
+
+    if (!s->store)
+        return rc;
+    erc = kopt_store_group_end(s->store, ctx, rc == KOPT_OK);
+    return rc != KOPT_OK ? rc : erc;
+}
+
 kopt_status kopt__search_save(kopt_search *s, kopt_ctx *ctx, int i)
 {
     const kopt_search_node *n = &s->nodes[i];
@@ -260,6 +293,7 @@ kopt_status kopt__search_save(kopt_search *s, kopt_ctx *ctx, int i)
                                      (n->failure[0] ? n->failure : kopt_verdict_name(n->verdict))
                                      : NULL, text, &n->where);
     free(text);
+    test_kill_after_save(i);
     return rc;
 }
 

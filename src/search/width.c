@@ -100,7 +100,10 @@ kopt_status kopt__search_evaluate_batch(kopt_search *s, kopt_ctx *ctx, kopt_sear
         rc = b.rc;
     if (rc != KOPT_OK)   /* what arrived stays stored, to be backed up by a resume */
         return rc;
-    /* the backup, in node order */
+    /* the backup, in node order, with the search-memory rows: stored together (a kill in
+     * it leaves the outcomes arrived, to be backed up by a resume as here) */
+    if ((rc = kopt__search_group_begin(s, ctx)) != KOPT_OK)
+        return rc;
     for (int i = 0; i < n && rc == KOPT_OK; i++)
         if (s->nodes[ids[i]].arrived)
             rc = kopt__search_settle(s, ctx, ids[i]);
@@ -108,5 +111,5 @@ kopt_status kopt__search_evaluate_batch(kopt_search *s, kopt_ctx *ctx, kopt_sear
     for (int i = 0; i < n; i++)
         if (s->nodes[ids[i]].state == KOPT_SEARCH_DONE)
             kopt__search_remember(s, ctx, ids[i]);
-    return rc;
+    return kopt__search_group_end(s, ctx, rc);
 }

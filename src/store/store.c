@@ -135,6 +135,28 @@ void kopt_store_close(kopt_store *s)
     free(s);
 }
 
+kopt_status kopt_store_group_begin(kopt_store *s, kopt_ctx *ctx)
+{
+    if (sqlite3_exec(s->db, "SAVEPOINT kopt_group", NULL, NULL, NULL) != SQLITE_OK)
+        return kopt__store_err(s, ctx, "begin a group of writes");
+    return KOPT_OK;
+}
+
+kopt_status kopt_store_group_end(kopt_store *s, kopt_ctx *ctx, int commit)
+{
+    if (commit && sqlite3_exec(s->db, "RELEASE kopt_group", NULL, NULL, NULL) == SQLITE_OK)
+        return KOPT_OK;
+    if (commit) {
+        kopt_status rc = kopt__store_err(s, ctx, "commit a group of writes");
+        sqlite3_exec(s->db, "ROLLBACK TO kopt_group", NULL, NULL, NULL);
+        sqlite3_exec(s->db, "RELEASE kopt_group", NULL, NULL, NULL);
+        return rc;
+    }
+    sqlite3_exec(s->db, "ROLLBACK TO kopt_group", NULL, NULL, NULL);
+    sqlite3_exec(s->db, "RELEASE kopt_group", NULL, NULL, NULL);
+    return KOPT_OK;
+}
+
 kopt_status kopt_store_get_ceilings(kopt_store *s, kopt_ctx *ctx, const char *uuid,
                                     kopt_ceilings *out, int *found)
 {

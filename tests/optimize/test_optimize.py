@@ -125,11 +125,30 @@ def test_replay(db, doc):
           "--replay rebuilds the same tree (signature %s)" % (rdoc.get("signature", "")[:12]))
 
 
+KILL_ARGS = ["--evaluator", "fake", "--llm", "LLM", "--iterations", "6"]
+
+
+def kill_args():
+    return [os.path.join(ROOT, "examples/softmax")] + [llm("softmax") if a == "LLM" else a
+                                                      for a in KILL_ARGS]
+
+
+def tree_rows(db):
+    """What a resume must rebuild beyond the signature: every node's row (with its place in
+    the expansions) and the search memory the tree wrote, in order."""
+    nodes = rows(db, "SELECT node, parent, state, verdict, source_hash, json_extract(node_json,"
+                 " '$.kind'), json_extract(node_json, '$.expansion'), json_extract(node_json, "
+                 "'$.proposal') FROM opt_nodes WHERE tree_id=1 ORDER BY node")
+    memory = rows(db, "SELECT node, plan_kind, verdict, round(realized_gain, 6) FROM opt_memory "
+                  "WHERE tree_id=1 ORDER BY id")
+    return nodes, memory
+
+
 def test_kill_resume():
-    args = [os.path.join(ROOT, "examples/softmax"), "--evaluator", "fake", "--llm",
-            llm("softmax"), "--iterations", "6"]
+    args = kill_args()
     ref_db = fresh_db("ref")
     _, ref = kopt(ref_db, *args, "--json")
+    test_kill_points(ref_db, ref)
     db = fresh_db("killed")
     log = os.path.join(TMP, "evals.log")
     env = dict(os.environ, KOPT_PROMPTS=os.path.join(ROOT, "prompts"), KOPT_SCRIPT_SLEEP="0.1",
@@ -156,6 +175,48 @@ def test_kill_resume():
     hashes = [l[1] for l in lines]
     check(len(hashes) > 0 and len(hashes) == len(set(hashes)),
           "no candidate evaluated twice across kills (%d evaluations)" % len(hashes))
+
+
+# kill -9 at exact points (KOPT_TEST_KILL_AFTER_SAVE=NODE[:K]: the process kills itself
+# right after its K-th write of node NODE), one kill a process, each resumed by the next:
+# the tree's creation (the root), an expansion with one of its two proposals written (the
+# second not yet), a round of two repairs with one written, a node's outcome written before
+# its search-memory row, an expansion of a later node. At each the store once kept half of
+# a decision (a resume then lost the expansion's second proposal); now each decision is
+# stored whole or not at all. The outcome killed before it was committed ("3:2") is the one
+# evaluation done again: an evaluation and the store's record of it cannot be one step.
+KILL_POINTS = ("0", "1", "3", "3:2", "13")
+KILL_AGAIN = ["n3"]
+
+
+def test_kill_points(ref_db, ref):
+    db = fresh_db("kill-points")
+    log = os.path.join(TMP, "evals-points.log")
+    killed = []
+    for i, point in enumerate(KILL_POINTS):
+        cmd = kill_args() if i == 0 else ["--resume", "1", "--evaluator", "fake", "--llm",
+                                          llm("softmax")]
+        p, _ = kopt(db, *cmd, env={"KOPT_TEST_KILL_AFTER_SAVE": point,
+                                   "KOPT_FAKE_EVAL_LOG": log})
+        if p.returncode == -signal.SIGKILL:
+            killed.append(point)
+    p, res = kopt(db, "--resume", "1", "--evaluator", "fake", "--llm", llm("softmax"), "--json",
+                  env={"KOPT_FAKE_EVAL_LOG": log})
+    check(len(killed) == len(KILL_POINTS), "kill -9 at exact points: killed at %s of %s" %
+          (",".join(killed), ",".join(KILL_POINTS)))
+    check(p.returncode == 0 and res.get("signature") == ref.get("signature"),
+          "kill -9 at exact points + --resume: the same final tree as an uninterrupted run")
+    got, want = tree_rows(db), tree_rows(ref_db)
+    check(got[0] == want[0], "kill -9 at exact points: the same node rows (expansions and "
+          "proposals included, %d of %d)" % (len(got[0]), len(want[0])))
+    check(got[1] == want[1], "kill -9 at exact points: the same search memory (%d rows of %d)"
+          % (len(got[1]), len(want[1])))
+    lines = [l.split() for l in open(log)] if os.path.exists(log) else []
+    again = sorted(set(l[0] for l in lines if lines.count(l) > 1))
+    check(len(lines) > 0 and again == KILL_AGAIN and
+          len(set(l[1] for l in lines)) == len(lines) - len(KILL_AGAIN),
+          "kill -9 at exact points: evaluated twice only what was killed before its outcome "
+          "was stored (%s; %d evaluations)" % (",".join(again) or "none", len(lines)))
 
 
 def test_propose_evaluate():
