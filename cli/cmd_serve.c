@@ -2,7 +2,9 @@
  * made) and runs the `kopt eval` commands sent to it on a Unix socket, with the client's
  * stdout and stderr, working folder and KOPT_* settings. Each evaluation is the ordinary
  * one-shot evaluation (fresh worker processes, fresh seeds, every check); only the
- * workers' start is done ahead, between evaluations. `kopt eval --server` (or
+ * workers' start is done ahead. The pool (src/eval/pool.c) keeps two evaluations' workers
+ * by default; an evaluation takes the ready ones and each is replaced the moment it is
+ * taken, so requests sent back to back find theirs ready. `kopt eval --server` (or
  * $KOPT_SERVER) sends an evaluation there. */
 #include "cli.h"
 #include "serve_proto.h"
@@ -24,6 +26,8 @@
 
 extern char **environ;
 
+#define SERVE_WORKERS 4   /* two evaluations: one runs while the next one's get ready */
+
 static volatile sig_atomic_t stop;
 
 static void on_signal(int sig)
@@ -38,10 +42,20 @@ static void help(FILE *f)
                "Serve `kopt eval` commands (sent with `kopt eval --server` or $KOPT_SERVER) with\n"
                "workers started ahead, so an evaluation does not wait for CUDA contexts.\n"
                "  --socket PATH     the Unix socket (default %s)\n"
-               "  --workers N       workers kept started (default 2: one evaluation)\n"
+               "  --workers N       workers kept in the pool, 1 to 8 (default %d: two evaluations'\n"
+               "                    reference and candidate workers)\n"
                "  --device N        the GPU the workers use (default 0)\n"
-               "  --idle-exit S     end after S seconds without a request (default: never)\n",
-            cli_serve_default_socket());
+               "  --idle-exit S     end after S seconds without a request (default: never)\n"
+               "The pool: each worker is a fresh process that makes its CUDA context, then its\n"
+               "output buffer (at the last evaluation's size), and waits. An evaluation takes\n"
+               "two: ready ones first (oldest first), one still starting only when none is\n"
+               "ready. Each worker taken is replaced at once, and the replacement gets ready\n"
+               "while that evaluation runs, so requests sent back to back find ready workers.\n"
+               "A worker is used once: every evaluation still runs in fresh processes, with\n"
+               "fresh seeds and every check. Each idle worker holds a CUDA context (GPU memory)\n"
+               "and its pinned buffer. Each request's line on stderr says how ready the\n"
+               "workers it took were, and the pool's state after it.\n",
+            cli_serve_default_socket(), SERVE_WORKERS);
 }
 
 /* Apply the client's KOPT_* / CUTLASS_PATH settings; the previous values go to `saved`. */
@@ -108,15 +122,23 @@ static void handle(int conn, kopt_eval_pool *pool)
     cli_eval_pool = pool;
     {
         struct timespec a, b;
+        kopt_eval_pool_stats s0, s1;
+        kopt_eval_pool_stats_get(pool, &s0);
         clock_gettime(CLOCK_MONOTONIC, &a);
         code = cmd_eval((int)n, argv);
         clock_gettime(CLOCK_MONOTONIC, &b);
+        kopt_eval_pool_stats_get(pool, &s1);
         fflush(stdout);
         fflush(stderr);
         dup2(saved_out, 1);
         dup2(saved_err, 2);
-        fprintf(stderr, "kopt serve: eval (%zu arguments) exit %d in %.0f ms\n", n - 1, code,
-                (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6);
+        fprintf(stderr, "kopt serve: eval (%zu arguments) exit %d in %.0f ms; workers taken: "
+                        "%ld (%ld ready, %ld context only, %ld starting); pool: %d idle, %d "
+                        "ready, %ld started in all\n", n - 1, code,
+                (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6,
+                s1.taken - s0.taken, s1.taken_ready - s0.taken_ready,
+                s1.taken_context - s0.taken_context, s1.taken_starting - s0.taken_starting,
+                s1.idle, s1.ready, s1.started);
     }
     cli_eval_pool = NULL;
     apply_env(saved, json_object());   /* back to the server's own settings */
@@ -151,7 +173,7 @@ int cmd_serve(int argc, char **argv)
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     const char *path = cli_serve_default_socket();
-    int workers = 2, device = 0, c, lfd = -1, code = 0;
+    int workers = SERVE_WORKERS, device = 0, c, lfd = -1, code = 0;
     double idle_exit = 0;
     kopt_ctx *ctx = cli_ctx(0);
     kopt_eval_pool *pool = NULL;
@@ -224,7 +246,9 @@ int cmd_serve(int argc, char **argv)
             continue;
         handle(conn, pool);
         close(conn);
-        /* replacements between evaluations, after the client has its answer */
+        /* the evaluation started its workers' replacements when it took them; here, after
+         * the client has its answer: any that ended or failed to start, and every idle
+         * worker's buffer at this evaluation's size */
         if (kopt_eval_pool_fill(pool, ctx) != KOPT_OK)
             cli_error(ctx);
         clock_gettime(CLOCK_MONOTONIC, &last);

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Run every test (unit, CLI, GPU) with CTest, then repeat the reason of each skipped test,
 # which CTest itself does not print (the GPU tests say "skipped: no GPU" without one).
-# Usage: scripts/test.sh [ctest args], e.g. -L unit, or -j 3 (tests side by side; the GPU
-# tests that time or profile still run alone: RUN_SERIAL)
+# Usage: scripts/test.sh [ctest args], e.g. -L unit, or -j 8 (tests side by side, the
+# longest first by their COST; the GPU tests that time or profile still run alone:
+# RUN_SERIAL). The KernelBench CLI tests also run their own independent steps side by
+# side, $KOPT_TEST_JOBS at a time (default: the number of cores; tests/lib/cases.sh).
 cd "$(dirname "$0")/.."
 ctest --test-dir build --output-on-failure "$@"
 rc=$?

@@ -7,7 +7,8 @@
  * as a search does while its model answers or its compiler works.
  * Build (bench/kb_session.sh evalcost does): cc -O2 -Iinclude -o build/session_cost
  *   bench/probe/session_cost.c -Lbuild -lkopt -Wl,-rpath,$PWD/build
- * Usage: session_cost PROBLEM CANDIDATE [N [GAP_MS]]
+ * Usage: session_cost PROBLEM CANDIDATE [N [GAP_MS [ONESHOT]]]  (ONESHOT: the one-shot
+ * evaluations, default N)
  */
 #include "kopt/kopt.h"
 
@@ -40,9 +41,10 @@ int main(int argc, char **argv)
     kopt_candidate *c = NULL;
     kopt_eval_session *s = NULL;
     int n = argc > 3 ? atoi(argv[3]) : 5, gap_ms = argc > 4 ? atoi(argv[4]) : 0, bad = 0;
+    int oneshot = argc > 5 ? atoi(argv[5]) : n;
 
     if (argc < 3) {
-        fprintf(stderr, "usage: session_cost PROBLEM CANDIDATE [N [GAP_MS]]\n");
+        fprintf(stderr, "usage: session_cost PROBLEM CANDIDATE [N [GAP_MS [ONESHOT]]]\n");
         return 2;
     }
     if (kopt_problem_load(&p, ctx, argv[1]) != KOPT_OK ||
@@ -55,7 +57,7 @@ int main(int argc, char **argv)
         bad |= one(ctx, s, p, c, "session", i);
         usleep((useconds_t)gap_ms * 1000);
     }
-    for (int i = 1; i <= n; i++) {
+    for (int i = 1; i <= oneshot; i++) {
         bad |= one(ctx, NULL, p, c, "one-shot", i);
         usleep((useconds_t)gap_ms * 1000);
     }

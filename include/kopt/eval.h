@@ -113,6 +113,32 @@ typedef struct kopt_worker_setup {
                                  * started ahead: kopt_eval_pool, kopt_eval_session_warm) */
 } kopt_worker_setup;
 
+/* A PyTorch reference's torch.compile baseline, as one evaluation measured it
+ * (docs/kernelbench.md, "Baselines and timing"): the key that says where it may be reused,
+ * and what it measured. The store keeps them across runs (kopt/store.h, torch_baselines);
+ * kopt_run_eval looks them up and passes them in opts.torch_baselines. */
+typedef struct kopt_torch_baseline {
+    /* the key: every field must equal the evaluation's own for the baseline to be reused */
+    char problem_hash[65];
+    char device[128];           /* NVML's UUID of the GPU ("name cc X.Y" without one), or
+                                 * "cpu" (KOPT_TORCH_DEVICE=cpu) */
+    char torch_version[64];     /* torch.__version__ as the reference's worker reported it */
+    char sizes[512];            /* the main sizes it was timed at: "K=V,K=V" */
+    char settings[256];         /* what else changes the number: kopt's version, the timing
+                                 * settings (warm-up, budget, repetitions, L2 flush,
+                                 * precision), torch.compile's mode, a digest of the
+                                 * TORCHINDUCTOR_* / TORCHDYNAMO_* / TORCH_COMPILE_*
+                                 * environment */
+    /* what was measured */
+    kopt_timing timing;         /* torch.compile's, with eager's event overhead removed */
+    double eager_ms;            /* eager's median in the same run (reuse checks it) */
+    double issue_ms, hold_ms;   /* its bracket (kopt_eval_result.bracket[2]) */
+    int exposed_runs;
+    char note[512];             /* said with it ("" for a trusted one) */
+    char measured_at[32];       /* UTC, "YYYY-MM-DDTHH:MM:SSZ" */
+    int64_t id;                 /* its row in the store; 0: not stored */
+} kopt_torch_baseline;
+
 typedef struct kopt_eval_result {
     kopt_verdict verdict;
     char message[2048];         /* why, in one paragraph */
@@ -164,6 +190,18 @@ typedef struct kopt_eval_result {
     kopt_timing compile_timing;
     double compile_speedup;     /* compile median / candidate median; 0 when unknown */
     char compile_note[512];     /* why the compile baseline is missing or not trusted */
+    /* where compile_timing came from: compile_fresh, measured by this evaluation (a trusted
+     * one is what the run stores); compile_cached, one of opts.torch_baselines, measured by
+     * an earlier run (compile_baseline.measured_at) with the same key and torch version. In
+     * a session, later candidates reuse the first's (ref_reused), keeping compile_cached.
+     * compile_baseline: its key and numbers (valid when has_compile; its torch_version also
+     * when not: what the reference's worker reported, "" if nothing) */
+    int compile_fresh, compile_cached;
+    kopt_torch_baseline compile_baseline;
+    /* KernelBench v3's baseline: the faster of eager and torch.compile (both timed, else
+     * 0), and the candidate's speedup over it (baseline_ms / its median; 0 when unknown) */
+    double baseline_ms, speedup_best;
+    int baseline_is_compile;    /* 1: torch.compile was the faster */
     /* how each PyTorch-worker subject was bracketed (candidate, eager, compile;
      * docs/kernelbench.md): the host's median time to queue one call (what the hold on the
      * GPU hides), the hold, and the timed runs whose e0 passed before the host was done */
@@ -236,9 +274,26 @@ typedef struct kopt_eval_opts {
                                  * meanwhile; 1: start them once their jobs are ready */
     struct kopt_eval_pool *pool;    /* workers started ahead (kopt_eval_pool_*), or NULL */
     int torch_compile;          /* PyTorch reference: also time torch.compile (default mode) */
+    /* torch.compile baselines measured before (the store's, newest first; kopt_run_eval
+     * passes them), or NULL. With torch_compile, the first whose key equals this
+     * evaluation's and whose torch version is the one the reference's worker reports, with
+     * eager's median now within KOPT_BASELINE_EAGER_DRIFT of then, is used and no
+     * torch.compile worker runs (result: compile_cached). While some have this
+     * evaluation's key, the worker is started only once the reference has run (its
+     * version known) and none of them fits: a baseline of another torch version is never
+     * used. Borrowed for the call (a session: for its life). */
+    const kopt_torch_baseline *torch_baselines;
+    int ntorch_baselines;
 } kopt_eval_opts;
+/* A cached torch.compile baseline is reused only while eager's median now is within this
+ * factor of eager's when it was measured (either way): else the conditions changed (clocks,
+ * load, another process on the device) and it is measured again. Not applied on the CPU
+ * build of PyTorch (KOPT_TORCH_DEVICE=cpu: the tests), whose wall-clock times move with the
+ * machine's load by far more. */
+#define KOPT_BASELINE_EAGER_DRIFT 1.5
 #define KOPT_EVAL_OPTS_INIT {1, 3, 0, NULL, 0, 0, 10.0, 25.0, 100.0, 10, 1000, 0, 0, NULL, NULL, \
-                             NULL, 1.10, 0, 120.0, 64.0, 65536.0, 0, 0.0, 0, NULL, 0.005, 0, NULL, 0}
+                             NULL, 1.10, 0, 120.0, 64.0, 65536.0, 0, 0.0, 0, NULL, 0.005, 0, NULL, \
+                             0, NULL, 0}
 #define KOPT_PRECISION_MIN_REPS 50
 enum { KOPT_SANITIZE_MEMCHECK = 1, KOPT_SANITIZE_RACECHECK = 2, KOPT_SANITIZE_INITCHECK = 4 };
 
@@ -264,15 +319,38 @@ void kopt_eval_result_free(kopt_eval_result *r);
  * Workers end when the thread that started them ends (Linux's parent-death signal belongs
  * to the thread): warm and run a session from threads that live as long as it does. */
 /* A pool of workers started ahead of their jobs, each making its CUDA context on `device`
- * while it waits (the slow part of a worker's start, ~0.2-0.3 s). A one-shot evaluation of
- * device code given the pool (opts.pool) takes its two workers from it instead of starting
- * them; kopt_eval_pool_fill starts replacements (call it between evaluations: a context
- * made while a kernel is timed would disturb the timing). Every evaluation still runs in
- * fresh processes: a worker is used once. For a long-lived caller such as `kopt serve`. */
+ * while it waits (the slow part of a worker's start, 0.2-0.5 s), then mapping and pinning
+ * an output buffer at the size the last evaluation needed. A one-shot evaluation of device
+ * code given the pool (opts.pool) takes its two workers from it instead of starting them:
+ * the readiest (buffer made, else context made, else the one started longest ago), never a
+ * starting one while a ready one is there, and each worker taken is replaced at once, so
+ * the replacements make their contexts while that evaluation runs (in other processes,
+ * which launch nothing before their own job). With `workers` = 4 (two evaluations'
+ * reference and candidate workers) requests sent back to back find theirs ready.
+ * kopt_eval_pool_fill drops workers that ended, starts any that are missing and gives the
+ * idle ones their buffer at the last evaluation's size (call it between evaluations).
+ * Every evaluation still runs in fresh processes: a worker is used once. For a long-lived
+ * caller such as `kopt serve`. */
 typedef struct kopt_eval_pool kopt_eval_pool;
+typedef struct kopt_eval_pool_stats {
+    int want;                 /* workers the pool keeps */
+    int idle;                 /* workers in it now */
+    int context;              /* of them, with their context made */
+    int ready;                /* of them, with their output buffer made too (at the last
+                               * evaluation's size, when one was noted) */
+    long started;             /* workers started since the pool was opened */
+    long taken;               /* handed to evaluations, of which: */
+    long taken_ready;         /*   ready */
+    long taken_context;       /*   context made, buffer still being made */
+    long taken_starting;      /*   still making its context (none was further): waited for */
+    long failed;              /* starts that failed */
+    long lost;                /* idle workers that ended on their own (dropped) */
+} kopt_eval_pool_stats;
 kopt_status kopt_eval_pool_open(kopt_eval_pool **out, kopt_ctx *ctx, int device, int workers);
 kopt_status kopt_eval_pool_fill(kopt_eval_pool *p, kopt_ctx *ctx);
 int kopt_eval_pool_idle(const kopt_eval_pool *p);
+/* The counts, and the idle workers' states as they have said so far (read without waiting). */
+void kopt_eval_pool_stats_get(kopt_eval_pool *p, kopt_eval_pool_stats *out);
 void kopt_eval_pool_close(kopt_eval_pool *p);
 
 typedef struct kopt_eval_session kopt_eval_session;

@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define KOPT_STORE_SCHEMA_VERSION 10
+#define KOPT_STORE_SCHEMA_VERSION 11
 
 typedef struct kopt_store kopt_store;
 
@@ -48,6 +48,19 @@ kopt_status kopt_store_put_eval_in_run(kopt_store *s, kopt_ctx *ctx, int64_t run
                                        const char *result_json, int64_t *id);
 /* Number of evaluations stored (for tests and reports). */
 kopt_status kopt_store_count_evals(kopt_store *s, kopt_ctx *ctx, int64_t *n);
+
+/* ---- torch.compile baselines (src/store/baselines.c; schema version 11) ----------------- */
+
+/* Record a baseline under its key (kopt_torch_baseline: problem, device, torch version,
+ * sizes, settings), replacing one stored with that key; run_id and eval_id: what measured
+ * it (0: none). *id (may be NULL) gets its row. */
+kopt_status kopt_store_torch_baseline_put(kopt_store *s, kopt_ctx *ctx,
+                                          const kopt_torch_baseline *b, int64_t run_id,
+                                          int64_t eval_id, int64_t *id);
+/* The baselines of a problem, newest first, at most `max`: *out is caller-owned (free()),
+ * *n its length (0 and NULL when none). */
+kopt_status kopt_store_torch_baselines(kopt_store *s, kopt_ctx *ctx, const char *problem_hash,
+                                       int max, kopt_torch_baseline **out, int *n);
 
 /* ---- profiles, findings, resolutions (src/store/findings.c; schema version 2) ---------- */
 

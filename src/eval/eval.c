@@ -776,6 +776,8 @@ struct kopt_eval_session {
     kopt_timing cmp_timing;
     char cmp_note[512];
     __typeof__(((kopt_eval_result *)0)->bracket[2]) cmp_bracket;
+    int cmp_base_cached;            /* it came from opts.torch_baselines (an earlier run) */
+    kopt_torch_baseline cmp_base;   /* its key and numbers (kopt_eval_result's) */
     /* the next candidate's PyTorch worker, started (torch importing) once the last
      * evaluation's timing was over, and the subject it was started for */
     kopt__worker_proc *ahead;
@@ -917,21 +919,27 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
     int nphases = 0, ncompared = 0, cpu = 0;
     char *script = NULL;
     kopt_device_info nvml;
-    double t0 = kopt_now_ms(), t1, tmo;
+    double t0 = kopt_now_ms(), t1, tmo, ts = t0;
     kopt_status rc = KOPT_OK;
     const char *devenv = getenv("KOPT_TORCH_DEVICE"), *cand_subject = NULL;
+    json_t *trace = json_object();     /* where the wall time went, step by step */
     char notes[sizeof(r->message) / 4] = "";   /* said with the verdict, whatever it is */
     size_t total;
     int reuse = 0, cmp_reuse = 0;
+    kopt__precision_job prec_job;      /* its own kernels' SASS, read while the workers run */
+    kopt_torch_baseline bkey;          /* the key of this evaluation's torch.compile baseline */
+    int cmp_defer = 0;                 /* its worker waits for the reference's torch version */
 
+    memset(&prec_job, 0, sizeof(prec_job));
+    memset(&bkey, 0, sizeof(bkey));
     memset(&ref, 0, sizeof(ref));
     memset(&ref_run, 0, sizeof(ref_run));
     memset(&cand_run, 0, sizeof(cand_run));
     memset(&cmp_run, 0, sizeof(cmp_run));
     memset(phases, 0, sizeof(phases));
     *out = NULL;
-    if (!r)
-        return kopt_seterr(ctx, KOPT_E_NOMEM, "result");
+    if (!r || !trace)
+        return free(r), json_decref(trace), kopt_seterr(ctx, KOPT_E_NOMEM, "result");
     if (opts)
         o = *opts;
     o.trials = o.trials < 1 ? 1 : o.trials > 16 ? 16 : o.trials;
@@ -962,8 +970,10 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
         if (rc != KOPT_OK)
             goto fail;
     }
+    trace_step(trace, "sizes", &ts);
     cpu = devenv && strcmp(devenv, "cpu") == 0;   /* tests: the CPU build of PyTorch */
     r->has_device = kopt_device_nvml(ctx, o.device, &nvml, NULL) == KOPT_OK;
+    trace_step(trace, "device_query", &ts);
     if (o.arch)
         snprintf(r->arch, sizeof(r->arch), "%s", o.arch);
     else if (r->has_device)
@@ -987,8 +997,11 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
         r->compile_cache_hit = comp->cache_hit;
         r->compile_log = strdup(comp->log ? comp->log : "");
         add_kernels(r, comp);
+        if (r->has_device)
+            kopt__binary_precision_start(&prec_job, comp->binary_path);
     }
     r->compile_ms = kopt_now_ms() - t1;
+    trace_step(trace, "compile_candidate", &ts);
     phases[0].label = "main";
     phases[nphases++].timed = !o.no_timing;
     if (r->check_sizes.n) {
@@ -1008,6 +1021,7 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
         }
         phases[p].slot = slot_bytes(phases[p].ref);
     }
+    trace_step(trace, "bind", &ts);
     if (!r->has_device && (!cpu || (cand && cand->host_mode))) {
         set_verdict(r, KOPT_VERDICT_SKIPPED, "no GPU here (%s): %s; the PyTorch reference, the "
                     "candidate and the baselines were not run", kopt_errmsg(ctx),
@@ -1030,6 +1044,7 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
         r->ceilings = *o.ceilings;
     else if (!cpu && r->has_device && get_ceilings(ctx, r, &o) != KOPT_OK)
         kopt_log(ctx, KOPT_LOG_WARN, "device ceilings not measured: %s", kopt_errmsg(ctx));
+    trace_step(trace, "ceilings", &ts);
     if (cand && !o.no_sandbox) {
         /* the store only for host-mode code, as before (never rolled back; kopt's own
          * commits excused): another process's WAL checkpoint can still change the file */
@@ -1039,6 +1054,7 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
             (cand->host_mode && (rc = kopt__guard_store(guard, ctx, o.db_path)) != KOPT_OK))
             goto fail;
     }
+    trace_step(trace, "guard", &ts);
 
     /* the workers start together (importing torch is the slow part); then each runs alone */
     cand_subject = cand && cand->torch_module ? "modelnew" : "host";
@@ -1049,6 +1065,13 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
      * references, and only the candidate's worker starts */
     reuse = S && cand && S->ref_run.result && S->ref_total == total;
     cmp_reuse = reuse && S->cmp_cached;
+    /* a torch.compile baseline an earlier run measured with this key (opts.torch_baselines,
+     * the store's): whether it is of this reference's torch version is known once the
+     * reference has run, so its worker is started then, only if none fits */
+    if (o.torch_compile && !o.no_timing && !cmp_reuse) {
+        kopt__torch_baseline_key(&bkey, prob, &r->sizes, &o, cpu, r->has_device ? &nvml : NULL);
+        cmp_defer = kopt__torch_baseline_candidates(&o, &bkey) > 0;
+    }
     if (!reuse && (rc = torch_start(ctx, torch_job(ctx, "reference", prob, phases, nphases, 1,
                                                    NULL, NULL, &o, script), total,
                                     &ref_proc)) != KOPT_OK)
@@ -1071,10 +1094,11 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
                                          total, &cand_proc)) != KOPT_OK) {
         goto fail;
     }
-    if (o.torch_compile && !o.no_timing && !cmp_reuse &&
+    if (o.torch_compile && !o.no_timing && !cmp_reuse && !cmp_defer &&
         (rc = torch_start(ctx, torch_job(ctx, "compile", prob, phases, 1, 1, NULL, NULL, &o,
                                          script), layout(phases, 1), &cmp_proc)) != KOPT_OK)
         goto fail;
+    trace_step(trace, "spawn", &ts);
     /* every worker set up (torch imported, context made, candidate loaded and load_inline
      * compiled) before the first is told to go: none is timed while another starts */
     if (ref_proc)
@@ -1083,6 +1107,7 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
         kopt__worker_ready(ctx, cmp_proc);
     if (cand_proc)
         kopt__worker_ready(ctx, cand_proc);
+    trace_step(trace, "workers_ready", &ts);
     if (reuse) {
         refp = &S->ref_run;
         r->ref_reused = 1;
@@ -1104,6 +1129,7 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
             refp = &S->ref_run;
         }
     }
+    trace_step(trace, "reference_run", &ts);
     kopt__device_from_json(refp->device, &r->device);
     setup_from_device(refp->device, &r->ref_setup);
     r->ref_setup_ms = r->ref_setup.total_ms;
@@ -1120,6 +1146,42 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
     if (r->ceilings.valid)
         kopt_ceilings_fill_spec(&r->ceilings, &r->device);
 
+    snprintf(r->compile_baseline.torch_version, sizeof(r->compile_baseline.torch_version), "%s",
+             json_string_value(json_object_get(refp->device, "torch")) ?: "");
+    if (cmp_defer) {    /* cached: taken if of this torch version, else measured now */
+        char why[512];
+        const kopt_torch_baseline *b =
+            kopt__torch_baseline_pick(&o, &bkey, r->compile_baseline.torch_version,
+                                      r->ref_timing.n ? r->ref_timing.median_ms : 0, why,
+                                      sizeof(why));
+        if (b) {
+            r->compile_cached = 1;
+            r->compile_baseline = *b;
+            r->compile_timing = b->timing;
+            r->has_compile = 1;
+            r->bracket[2].issue_ms = b->issue_ms;
+            r->bracket[2].hold_ms = b->hold_ms;
+            r->bracket[2].exposed_runs = b->exposed_runs;
+            r->bracket[2].timed = 1;
+            snprintf(r->compile_note, sizeof(r->compile_note), "%s", b->note);
+            if (S) {
+                S->cmp_cached = S->cmp_has = S->cmp_base_cached = 1;
+                S->cmp_timing = r->compile_timing;
+                S->cmp_bracket = r->bracket[2];
+                S->cmp_base = *b;
+                snprintf(S->cmp_note, sizeof(S->cmp_note), "%s", r->compile_note);
+            }
+        } else {
+            /* the reference is done and the candidate waits: nothing is timed while this
+             * worker starts */
+            kopt_log(ctx, KOPT_LOG_INFO, "torch.compile baseline: the cached one is not used "
+                     "(%s): timing it", why);
+            if ((rc = torch_start(ctx, torch_job(ctx, "compile", prob, phases, 1, 1, NULL, NULL,
+                                                 &o, script), layout(phases, 1),
+                                  &cmp_proc)) != KOPT_OK)
+                goto fail;
+        }
+    }
     if (cmp_proc) {     /* the torch.compile baseline: checked against eager, then timed */
         kopt_eval_result tmp;
         int bad = 0;
@@ -1147,20 +1209,38 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
             r->has_compile = r->compile_timing.n > 0;
         }
         free(tmp.checks);
+        r->compile_fresh = 1;
+        if (r->has_compile) {          /* under its key, as the run stores it */
+            kopt_torch_baseline *b = &r->compile_baseline;
+            snprintf(bkey.torch_version, sizeof(bkey.torch_version), "%s", b->torch_version);
+            *b = bkey;
+            b->timing = r->compile_timing;
+            b->eager_ms = r->ref_timing.n ? r->ref_timing.median_ms : 0;
+            b->issue_ms = r->bracket[2].issue_ms;
+            b->hold_ms = r->bracket[2].hold_ms;
+            b->exposed_runs = r->bracket[2].exposed_runs;
+            snprintf(b->note, sizeof(b->note), "%s", r->compile_note);
+            kopt__utc_now(b->measured_at, sizeof(b->measured_at));
+        }
         if (S) {                       /* the same for the session's next candidates */
             S->cmp_cached = 1;
             S->cmp_has = r->has_compile;
             S->cmp_timing = r->compile_timing;
             S->cmp_bracket = r->bracket[2];
+            S->cmp_base_cached = 0;
+            S->cmp_base = r->compile_baseline;
             snprintf(S->cmp_note, sizeof(S->cmp_note), "%s", r->compile_note);
         }
     } else if (cmp_reuse && o.torch_compile && !o.no_timing) {
         r->has_compile = S->cmp_has;
         r->compile_timing = S->cmp_timing;
         r->bracket[2] = S->cmp_bracket;
+        r->compile_cached = S->cmp_base_cached;
+        r->compile_baseline = S->cmp_base;
         snprintf(r->compile_note, sizeof(r->compile_note), "%s", S->cmp_note);
     }
 
+    trace_step(trace, "compile_baseline", &ts);
     if (!cand) {
         r->timing = r->ref_timing;
         r->time_ms = reuse ? 0 : timing_wall(refp);
@@ -1171,12 +1251,14 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
         r->ref_roofline = r->roofline;
         if (r->has_compile && r->timing.median_ms > 0)
             r->compile_speedup = r->compile_timing.median_ms / r->timing.median_ms;
+        kopt__torch_best_baseline(r);
         set_verdict(r, KOPT_VERDICT_OK, "PyTorch reference timed (no candidate given)");
         goto done;
     }
     kopt__worker_ready(ctx, cand_proc);
     rc = kopt__worker_finish(ctx, cand_proc, tmo, &cand_run);
     cand_proc = NULL;
+    trace_step(trace, "candidate_run", &ts);
     if (rc != KOPT_OK)
         goto fail;
     setup_from_device(cand_run.device, &r->cand_setup);
@@ -1216,12 +1298,11 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
         }
     }
     kopt__torch_census(r, &cand_run);
-    if (comp && comp->host_mode && r->has_device) {   /* its own kernels' SASS */
-        char note[256];
-        kopt__binary_precision(ctx, comp->binary_path, r->own_precision,
-                               sizeof(r->own_precision), note, sizeof(note));
-        if (note[0])
-            kopt_log(ctx, KOPT_LOG_INFO, "%s", note);
+    if (prec_job.started) {                          /* its own kernels' SASS */
+        kopt__binary_precision_wait(&prec_job);
+        snprintf(r->own_precision, sizeof(r->own_precision), "%s", prec_job.out);
+        if (prec_job.note[0])
+            kopt_log(ctx, KOPT_LOG_INFO, "%s", prec_job.note);
     }
     if (r->timer[0] && strncmp(r->timer, "libkopt", 7) != 0) {   /* said with the verdict */
         note_add(notes, sizeof(notes), "TIMER NOT PROTECTED: %s", r->timer);
@@ -1248,10 +1329,12 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
             goto done;
         }
     }
+    trace_step(trace, "integrity_checks", &ts);
     r->compare_ms = kopt_now_ms();
     for (int p = 0; p < nphases; p++)
         ncompared += compare_phase(r, &phases[p], cand_run.shm, refp->shm);
     r->compare_ms = kopt_now_ms() - r->compare_ms;
+    trace_step(trace, "compare", &ts);
     r->time_ms = (reuse ? 0 : timing_wall(refp)) + timing_wall(&cand_run);
     r->verify_ms = kopt_now_ms() - t1 - r->time_ms;
     if (ncompared) {
@@ -1267,6 +1350,7 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
             r->speedup = r->ref_timing.median_ms / r->timing.median_ms;
         if (r->timing.median_ms > 0 && r->has_compile)
             r->compile_speedup = r->compile_timing.median_ms / r->timing.median_ms;
+        kopt__torch_best_baseline(r);
         if (r->bracket[0].timed && 2 * r->bracket[0].exposed_runs > r->timing.n) {
             note_add(notes, sizeof(notes), "HOST-BOUND: %d of %d timed runs waited for the "
                      "host (a synchronization in forward?): the time is the host's round "
@@ -1282,6 +1366,8 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
 fail:
     set_verdict(r, KOPT_VERDICT_ERROR, "%s", kopt_errmsg(ctx));
 done:
+    kopt__binary_precision_wait(&prec_job);
+    trace_step(trace, "verdict", &ts);
     /* a session's next candidate will want a worker like this one's: start it now, after
      * every timing of this evaluation, so torch imports while the search works */
     if (S && cand && script && cand_subject && phases[0].ref && !S->ahead) {
@@ -1290,7 +1376,16 @@ done:
         if (job && kopt__worker_start_ahead(ctx, job, &S->ahead) == KOPT_OK)
             snprintf(S->ahead_subject, sizeof(S->ahead_subject), "%s", cand_subject);
         json_decref(job);
+        trace_step(trace, "start_next_worker", &ts);
     }
+    /* the workers' own steps (their clocks: they overlap the parent's waits) */
+    if (refp->result && json_object_get(refp->result, "trace"))
+        json_object_set(trace, r->ref_reused ? "reference_first_run" : "reference",
+                        json_object_get(refp->result, "trace"));
+    if (cand_run.result && json_object_get(cand_run.result, "trace"))
+        json_object_set(trace, "candidate", json_object_get(cand_run.result, "trace"));
+    if (cmp_run.result && json_object_get(cmp_run.result, "trace"))
+        json_object_set(trace, "compile", json_object_get(cmp_run.result, "trace"));
     for (int p = 0; p < 2; p++) {
         kopt_bound_free(phases[p].ref);
         kopt_bound_free(phases[p].cand);
@@ -1310,7 +1405,10 @@ done:
         size_t n = strlen(r->message);
         snprintf(r->message + n, sizeof(r->message) - n, " [%s]", notes);
     }
-    r->total_ms = kopt_now_ms() - t0;
+    trace_step(trace, "cleanup", &ts);
+    r->total_ms = ts - t0;        /* the parent's steps sum to it */
+    r->trace = json_dumps(trace, JSON_COMPACT | JSON_REAL_PRECISION(6));
+    json_decref(trace);
     *out = r;
     return KOPT_OK;
 }
@@ -1400,8 +1498,8 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
     /* A one-shot evaluation of device code starts its workers now: each makes its CUDA
      * context (the slow part of its start) while the candidates compile and bind here. */
     if (r->has_device && !S && !ref->host_mode && (!cand || !cand->host_mode)) {
-        ref_proc = kopt__eval_pool_take(o.pool, o.device);
-        cand_proc = cand ? kopt__eval_pool_take(o.pool, o.device) : NULL;
+        ref_proc = kopt__eval_pool_take(o.pool, ctx, o.device);
+        cand_proc = cand ? kopt__eval_pool_take(o.pool, ctx, o.device) : NULL;
         if (!o.no_prestart &&
             ((!ref_proc && kopt__worker_prestart(ctx, o.device, &ref_proc) != KOPT_OK) ||
              (cand && !cand_proc && kopt__worker_prestart(ctx, o.device, &cand_proc) != KOPT_OK)))

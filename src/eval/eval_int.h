@@ -4,6 +4,8 @@
 
 #include "kopt/eval.h"
 
+#include <pthread.h>
+
 /* Compare one tensor's output (`got`) with the reference (`want`) into *c. */
 void kopt__compare(const kopt_btensor *t, const void *got, const void *want, kopt_check *c);
 /* Median, mean, min, max, p10, p90 of n samples. */
@@ -65,9 +67,43 @@ void kopt__sass_precision(const char *sass, char *out, size_t n);
  * the CUDA toolkit); without cuobjdump, or when it fails, out is "" and note says why. */
 void kopt__binary_precision(kopt_ctx *ctx, const char *binary, char *out, size_t n,
                             char *note, size_t nn);
+/* The same in a thread of its own, started as soon as the binary exists (cuobjdump takes
+ * about a second and a half on a host-mode candidate: it runs while the workers start);
+ * _wait joins it (a job never started is a no-op) and fills out and note. */
+typedef struct kopt__precision_job {
+    pthread_t thread;
+    int started;
+    char binary[4096], out[16], note[256];
+} kopt__precision_job;
+void kopt__binary_precision_start(kopt__precision_job *j, const char *binary);
+void kopt__binary_precision_wait(kopt__precision_job *j);
 /* What the candidate's worker applied, as JSON into `report`; into `note` (or "") the
  * warning that the result must carry when the lockdown was asked for and not installed. */
 void kopt__torch_sandbox_report(const struct kopt__worker_run *run, int asked, char *report,
                                 size_t cap, char *note, size_t ncap);
+
+/* torch_baseline.c: the torch.compile baseline kept across runs (docs/kernelbench.md).
+ * The key of an evaluation's baseline (torch_version left ""): the problem, the device
+ * ("cpu" with `cpu`, else NVML's UUID, else its name and cc), the main sizes, and the
+ * settings that change the number (kopt's version, the timing options, torch.compile's mode
+ * and environment). */
+void kopt__torch_baseline_key(kopt_torch_baseline *key, const kopt_problem *prob,
+                              const kopt_vars *sizes, const kopt_eval_opts *o, int cpu,
+                              const kopt_device_info *nvml);
+/* How many of o->torch_baselines have `key` (any torch version) and a time. */
+int kopt__torch_baseline_candidates(const kopt_eval_opts *o, const kopt_torch_baseline *key);
+/* The first of o->torch_baselines with `key` and `torch_version` (as the reference's worker
+ * reported it), if eager's median then (b->eager_ms) and now (eager_ms) are within
+ * KOPT_BASELINE_EAGER_DRIFT (not compared on the CPU); else NULL, with why none was taken in `why`.
+ * Only the first of that version counts (the store gives the newest first). */
+const kopt_torch_baseline *kopt__torch_baseline_pick(const kopt_eval_opts *o,
+                                                     const kopt_torch_baseline *key,
+                                                     const char *torch_version,
+                                                     double eager_ms, char *why, size_t nwhy);
+/* KernelBench v3's baseline into r: baseline_ms, the faster of eager and torch.compile when
+ * both were timed (else 0), and speedup_best, it over r->timing's median (0 when unknown). */
+void kopt__torch_best_baseline(kopt_eval_result *r);
+/* Now, UTC, "YYYY-MM-DDTHH:MM:SSZ". */
+void kopt__utc_now(char *out, size_t n);
 
 #endif

@@ -1,61 +1,109 @@
 /* A pool of workers started ahead of their jobs (each makes its CUDA context while it
  * waits): a long-lived caller (kopt serve) hands them to one-shot evaluations, which then
- * skip the context's creation. Every evaluation still gets fresh worker processes. */
+ * skip the context's creation. Every evaluation still gets fresh worker processes.
+ *
+ * Each prestarted worker says when its context is made and when its output buffer is
+ * mapped ("idle" events, read here without waiting). An evaluation takes the readiest
+ * workers (buffer mapped at the last evaluation's size, else context made, else the one
+ * started longest ago), oldest first, and each worker taken is replaced at once, so that
+ * the replacements make their contexts while this evaluation runs and are ready for the one
+ * after the next: with two evaluations' workers (the default in kopt serve), requests sent
+ * back to back find theirs ready. */
 #include "worker_int.h"
 #include "kopt/eval.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #define POOL_MAX 8
+/* output buffers made ahead, all workers together: what two workers of 8 GB held before */
+#define POOL_BUFFERS_MAX ((size_t)16 << 30)
 
 struct kopt_eval_pool {
     int device, want, n;
     size_t shm_size;                  /* the last evaluation's buffer: made ahead at it */
-    kopt__worker_proc *idle[POOL_MAX];
+    kopt__worker_proc *idle[POOL_MAX];   /* oldest first */
+    kopt_eval_pool_stats st;
 };
 
 kopt_status kopt_eval_pool_open(kopt_eval_pool **out, kopt_ctx *ctx, int device, int workers)
 {
-    kopt_eval_pool *p = calloc(1, sizeof(*p));
+    kopt_eval_pool *p;
 
     *out = NULL;
-    if (!p)
-        return kopt_seterr(ctx, KOPT_E_NOMEM, "worker pool");
-    if (workers < 1 || workers > POOL_MAX) {
-        free(p);
+    if (workers < 1 || workers > POOL_MAX)
         return kopt_seterr(ctx, KOPT_E_INVALID, "a worker pool holds 1 to %d workers, not %d",
                            POOL_MAX, workers);
-    }
+    if (!(p = calloc(1, sizeof(*p))))
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "worker pool");
     p->device = device;
     p->want = workers;
     *out = p;
     return KOPT_OK;
 }
 
-kopt_status kopt_eval_pool_fill(kopt_eval_pool *p, kopt_ctx *ctx)
+/* Drop the workers that ended on their own (crashed, killed), keeping the others' order. */
+static void prune(kopt_eval_pool *p)
 {
-    for (int i = 0; i < p->n;)         /* one that ended (no GPU, killed) is dropped */
-        if (!kopt__worker_alive(p->idle[i])) {
+    int k = 0;
+
+    for (int i = 0; i < p->n; i++) {
+        if (kopt__worker_early_state(p->idle[i], 0) < 0) {
             kopt__worker_proc_release(p->idle[i]);
-            p->idle[i] = p->idle[--p->n];
+            p->st.lost++;
         } else {
-            i++;
+            p->idle[k++] = p->idle[i];
         }
+    }
+    p->n = k;
+}
+
+/* Start workers until the pool has its number, each given its output buffer at the last
+ * evaluation's size: the new ones only (`all` 0), or all of them (a no-op for those that
+ * have it; one of another size waits for its earlier buffer's faulting threads). */
+static kopt_status top_up(kopt_eval_pool *p, kopt_ctx *ctx, int all)
+{
+    int from = all ? 0 : p->n;
+
     while (p->n < p->want) {
         kopt_status rc = kopt__worker_prestart(ctx, p->device, &p->idle[p->n]);
-        if (rc != KOPT_OK)
+        if (rc != KOPT_OK) {
+            p->st.failed++;
             return rc;
+        }
+        p->st.started++;
         p->n++;
     }
-    for (int i = 0; p->shm_size && i < p->n; i++)
+    for (int i = from; p->shm_size && i < p->n; i++)
         if (kopt__worker_buffer(ctx, p->idle[i], p->shm_size) != KOPT_OK)
             return KOPT_E_IO;
     return KOPT_OK;
 }
 
+kopt_status kopt_eval_pool_fill(kopt_eval_pool *p, kopt_ctx *ctx)
+{
+    prune(p);
+    return top_up(p, ctx, 1);
+}
+
 int kopt_eval_pool_idle(const kopt_eval_pool *p)
 {
     return p ? p->n : 0;
+}
+
+void kopt_eval_pool_stats_get(kopt_eval_pool *p, kopt_eval_pool_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (!p)
+        return;
+    *out = p->st;
+    out->want = p->want;
+    out->idle = p->n;
+    for (int i = 0; i < p->n; i++) {
+        int s = kopt__worker_early_state(p->idle[i], p->shm_size);
+        out->context += s >= 1;
+        out->ready += s == 2;
+    }
 }
 
 void kopt_eval_pool_close(kopt_eval_pool *p)
@@ -67,15 +115,56 @@ void kopt_eval_pool_close(kopt_eval_pool *p)
     free(p);
 }
 
-void kopt__eval_pool_note_size(kopt_eval_pool *p, size_t shm_size)
+int kopt__eval_pool_pids(const kopt_eval_pool *p, int *pids, int max)
 {
-    if (p && shm_size <= ((size_t)8 << 30))   /* a buffer kept ahead, up to 8 GB */
-        p->shm_size = shm_size;
+    int n = 0;
+
+    for (int i = 0; p && i < p->n && n < max; i++)
+        pids[n++] = kopt__worker_pid(p->idle[i]);
+    return n;
 }
 
-kopt__worker_proc *kopt__eval_pool_take(kopt_eval_pool *p, int device)
+void kopt__eval_pool_note_size(kopt_eval_pool *p, size_t shm_size)
 {
-    if (!p || p->device != device || p->n == 0)
+    if (p)   /* too large to keep for every worker: none made ahead, each makes its own */
+        p->shm_size = shm_size <= POOL_BUFFERS_MAX / (size_t)p->want ? shm_size : 0;
+}
+
+kopt__worker_proc *kopt__eval_pool_take(kopt_eval_pool *p, kopt_ctx *ctx, int device)
+{
+    kopt__worker_proc *w;
+    int best = -1, best_state = -1;
+    kopt_ctx *scratch;
+
+    if (!p || p->device != device)
         return NULL;
-    return p->idle[--p->n];
+    prune(p);
+    for (int i = 0; i < p->n; i++) {   /* the readiest, the oldest of those */
+        int s = kopt__worker_early_state(p->idle[i], p->shm_size);
+        if (s > best_state) {
+            best = i;
+            best_state = s;
+        }
+    }
+    if (best < 0)
+        return NULL;
+    w = p->idle[best];
+    memmove(&p->idle[best], &p->idle[best + 1], (size_t)(p->n - best - 1) * sizeof(p->idle[0]));
+    p->n--;
+    p->st.taken++;
+    if (best_state == 2)
+        p->st.taken_ready++;
+    else if (best_state == 1)
+        p->st.taken_context++;
+    else
+        p->st.taken_starting++;
+    /* its replacement starts now, not after this evaluation: it makes its context while this
+     * one runs. A failure is the caller's evaluation's concern only in the log. */
+    if ((scratch = kopt_ctx_new())) {
+        if (top_up(p, scratch, 0) != KOPT_OK)
+            kopt_log(ctx, KOPT_LOG_WARN, "worker pool: no replacement started: %s",
+                     kopt_errmsg(scratch));
+        kopt_ctx_free(scratch);
+    }
+    return w;
 }

@@ -130,6 +130,22 @@ char *kopt_eval_result_json(const kopt_eval_result *r)
                                                                       : json_null(),
                             "compile_timing", timing_json(&r->compile_timing),
                             "compile_note", r->compile_note));
+    if (r->torch_ref) {         /* where the compile baseline came from; the faster of the two */
+        json_t *pt = json_object_get(root, "pytorch");
+        const kopt_torch_baseline *b = &r->compile_baseline;
+        json_object_set_new(pt, "compile_cached", json_boolean(r->compile_cached));
+        json_object_set_new(pt, "compile_measured_at", r->has_compile && b->measured_at[0]
+                            ? json_string(b->measured_at) : json_null());
+        json_object_set_new(pt, "torch_version", b->torch_version[0]
+                            ? json_string(b->torch_version) : json_null());
+        json_object_set_new(pt, "baseline_ms", r->baseline_ms > 0 ? num(r->baseline_ms)
+                                                                  : json_null());
+        json_object_set_new(pt, "baseline", r->baseline_ms > 0
+                            ? json_string(r->baseline_is_compile ? "compile" : "eager")
+                            : json_null());
+        json_object_set_new(pt, "speedup_best", r->speedup_best > 0 ? num(r->speedup_best)
+                                                                    : json_null());
+    }
     if (r->torch_ref) {
         static const char *const who[3] = {"candidate", "eager", "compile"};
         json_t *br = json_object();

@@ -140,6 +140,9 @@ static void handle_line(kopt__worker_run *out, const char *line)
     } else if (strcmp(kind, "error") == 0) {
         json_decref(out->error);
         out->error = json_incref(ev);
+    } else if (strcmp(kind, "idle") == 0) {
+        out->idle = json_is_true(json_object_get(ev, "context")) ? 1 : -1;
+        out->idle_shm = (size_t)json_integer_value(json_object_get(ev, "shm_size"));
     } else if (strcmp(kind, "clock") == 0) {
         if (!out->clock)
             out->clock = json_array();
@@ -295,6 +298,9 @@ kopt_status kopt__worker_buffer(kopt_ctx *ctx, kopt__worker_proc *w, size_t shm_
         size_t per = (shm_size / FAULT_THREADS + 4095) & ~(size_t)4095;
         if (m == MAP_FAILED)
             return kopt_seterr(ctx, KOPT_E_IO, "mmap %zu bytes: %s", shm_size, strerror(errno));
+        /* huge pages where the kernel gives them to shared memory (shmem_enabled "advise"
+         * or "always"): a GB-scale buffer is then faulted in 2 MB at a time */
+        (void)madvise(m, shm_size, MADV_HUGEPAGE);
         w->run.shm = (unsigned char *)m;
         w->run.shm_size = shm_size;
         for (size_t off = 0; off < shm_size && w->nfault < FAULT_THREADS; off += per) {
@@ -415,6 +421,32 @@ kopt_status kopt__worker_give(kopt_ctx *ctx, kopt__worker_proc *w, json_t *job, 
     return kopt__worker_send(ctx, w, job, shm_size);
 }
 
+/* Read what the event pipe has now (poll said so): 1 with the complete lines handled (the
+ * count in *lines), 0 when interrupted, -1 at EOF (w->eof set). */
+static int read_events(kopt__worker_proc *w, int *lines)
+{
+    char buf[8192];
+    ssize_t n = read(w->ev_r, buf, sizeof(buf));
+
+    *lines = 0;
+    if (n < 0 && errno == EINTR)
+        return 0;
+    if (n <= 0) {
+        w->eof = 1;
+        return -1;
+    }
+    kopt_buf_append(&w->acc, buf, (size_t)n);
+    for (char *nl; w->acc.ptr && (nl = memchr(w->acc.ptr, '\n', w->acc.len));) {
+        size_t len = (size_t)(nl - w->acc.ptr) + 1;
+        *nl = '\0';
+        handle_line(&w->run, w->acc.ptr);
+        memmove(w->acc.ptr, w->acc.ptr + len, w->acc.len - len + 1);
+        w->acc.len -= len;
+        (*lines)++;
+    }
+    return 1;
+}
+
 /* Read events until `until` returns true, EOF, or no event for timeout_s (then kill). */
 static void pump(kopt__worker_proc *w, double timeout_s, int (*until)(const kopt__worker_run *))
 {
@@ -422,9 +454,7 @@ static void pump(kopt__worker_proc *w, double timeout_s, int (*until)(const kopt
 
     while (!w->eof && !(until && until(&w->run))) {
         struct pollfd p = {w->ev_r, POLLIN, 0};
-        int wait_ms = (int)(deadline - kopt_now_ms()), r;
-        char buf[8192];
-        ssize_t n;
+        int wait_ms = (int)(deadline - kopt_now_ms()), r, lines;
         if (wait_ms <= 0) {
             w->run.timed_out = 1;
             kill(-w->pid, SIGKILL);
@@ -437,24 +467,53 @@ static void pump(kopt__worker_proc *w, double timeout_s, int (*until)(const kopt
             continue;
         if (r == 0)
             continue;
-        n = read(w->ev_r, buf, sizeof(buf));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            w->eof = 1;
+        if (read_events(w, &lines) < 0)
             break;
-        }
-        kopt_buf_append(&w->acc, buf, (size_t)n);
-        /* handle complete lines; any line is progress */
-        for (char *nl; w->acc.ptr && (nl = memchr(w->acc.ptr, '\n', w->acc.len));) {
-            size_t len = (size_t)(nl - w->acc.ptr) + 1;
-            *nl = '\0';
-            handle_line(&w->run, w->acc.ptr);
-            memmove(w->acc.ptr, w->acc.ptr + len, w->acc.len - len + 1);
-            w->acc.len -= len;
+        if (lines)                     /* any line is progress */
             deadline = kopt_now_ms() + timeout_s * 1e3;
-        }
     }
+}
+
+/* Read the events a worker has sent so far, without waiting. */
+static void drain(kopt__worker_proc *w)
+{
+    int lines;
+
+    while (!w->eof) {
+        struct pollfd p = {w->ev_r, POLLIN, 0};
+        int r = poll(&p, 1, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0 || read_events(w, &lines) < 0)
+            break;
+    }
+}
+
+int kopt__worker_early_context(kopt__worker_proc *w)
+{
+    if (!w)
+        return 0;
+    drain(w);
+    return w->run.idle;
+}
+
+/* A worker whose early context failed counts as still starting: its job's setup tries
+ * again, and reports why it cannot. */
+int kopt__worker_early_state(kopt__worker_proc *w, size_t shm_size)
+{
+    if (!w)
+        return -1;
+    drain(w);
+    if (w->eof)
+        return -1;
+    if (w->run.idle != 1)
+        return 0;
+    return !shm_size || w->run.idle_shm == shm_size ? 2 : 1;
+}
+
+int kopt__worker_pid(const kopt__worker_proc *w)
+{
+    return w ? (int)w->pid : -1;
 }
 
 static int said_hello(const kopt__worker_run *r)

@@ -256,3 +256,33 @@ void kopt__binary_precision(kopt_ctx *ctx, const char *binary, char *out, size_t
     free(text);
     free(tool);
 }
+
+static void *precision_thread(void *arg)
+{
+    kopt__precision_job *j = arg;
+    kopt_ctx *ctx = kopt_ctx_new();     /* a context of its own: errors stay in this thread */
+
+    if (!ctx) {
+        snprintf(j->note, sizeof(j->note), "no memory for cuobjdump's context");
+        return NULL;
+    }
+    kopt__binary_precision(ctx, j->binary, j->out, sizeof(j->out), j->note, sizeof(j->note));
+    kopt_ctx_free(ctx);
+    return NULL;
+}
+
+void kopt__binary_precision_start(kopt__precision_job *j, const char *binary)
+{
+    memset(j, 0, sizeof(*j));
+    snprintf(j->binary, sizeof(j->binary), "%s", binary);
+    j->started = pthread_create(&j->thread, NULL, precision_thread, j) == 0;
+    if (!j->started)
+        snprintf(j->note, sizeof(j->note), "cuobjdump's thread did not start");
+}
+
+void kopt__binary_precision_wait(kopt__precision_job *j)
+{
+    if (j->started)
+        pthread_join(j->thread, NULL);
+    j->started = 0;
+}

@@ -1290,6 +1290,14 @@ static kopt_status serve_next(worker *w, json_t *job)
     return rc;
 }
 
+/* An early worker waiting for its job: {"event": "idle", "context": made or not, "shm_size":
+ * its output buffer's size, mapped (and pinned, "pinned")}. Read by the parent's pool. */
+static void emit_idle(const worker *w)
+{
+    wk_emit(json_pack("{s:s, s:b, s:I, s:b}", "event", "idle", "context", w->pctx != NULL,
+                      "shm_size", (json_int_t)(w->shm ? w->shm_size : 0), "pinned", w->pinned));
+}
+
 int kopt_worker_main(void)
 {
     return kopt_worker_main_args(0, NULL);
@@ -1301,7 +1309,7 @@ int kopt_worker_main_args(int argc, char **argv)
     kopt_buf in = KOPT_BUF_INIT;
     json_t *job = NULL;
     kopt_status rc;
-    int got;
+    int got, early = 0;
 
     /* "--compile-helper": NVRTC calls for a parent that compiles on several threads
      * (src/cuda/compile_procs.c), not an evaluation */
@@ -1316,6 +1324,7 @@ int kopt_worker_main_args(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         if (strncmp(argv[i], "--early-device=", 15) == 0) {
             double t0 = kopt_now_ms();
+            early = 1;
             if (make_context(&w, atoi(argv[i] + 15)) == KOPT_OK)
                 w.early_ms = kopt_now_ms() - t0;
             else
@@ -1323,10 +1332,14 @@ int kopt_worker_main_args(int argc, char **argv)
         }
     /* the job is the first line; what follows it (the "go") stays in `in`. An early
      * worker may first get {"op": "buffer", "shm_size": N} lines: it maps and pins its
-     * output buffer while it waits */
+     * output buffer while it waits. Each step done, it says so ("idle": its context made
+     * or not, its buffer's size), so that a pool hands out the ready ones first */
+    if (early)
+        emit_idle(&w);
     while ((got = take_job(&w, &in, &job)) > 0 &&
            strcmp(json_string_value(json_object_get(job, "op")) ?: "", "buffer") == 0) {
         map_buffer(&w, (size_t)json_integer_value(json_object_get(job, "shm_size")));
+        emit_idle(&w);
         json_decref(job);
         job = NULL;
     }

@@ -6,6 +6,8 @@
  * one line of JSON on stdin (then "go" on a second line once the GPU is free), a pipe for events on fd 3 (one JSON object per line), and a shared
  * memory file on fd 4 into which the worker copies the outputs of each run. The worker's
  * own stdout/stderr go to a log file. Events:
+ *   {"event":"idle","context":b,"shm_size":n}  an early worker (--early-device) waiting for
+ *                                              its job: context made, buffer mapped (pool.c)
  *   {"event":"hello","device":{...}}           once the context is up
  *   {"event":"progress","phase":p,"what":"..."} a heartbeat after each synchronized step
  *   {"event":"result",...}                      the end: kernels, per-phase timings
@@ -46,6 +48,9 @@ typedef struct kopt__worker_run {
     int shm_borrowed;        /* a serving worker's buffer: the proc unmaps it, not the run */
     double wall_ms;
     char last_progress[128];
+    int idle;                /* an early worker's last "idle" event: 1 its context made,
+                              * -1 not (no GPU: its job's setup tries again), 0 none yet */
+    size_t idle_shm;         /* the output buffer it had mapped then */
 } kopt__worker_run;
 
 /* Two-step use, so two workers can set up (process, context, modules) side by side while
@@ -77,12 +82,24 @@ kopt_status kopt__worker_collect(kopt_ctx *ctx, kopt__worker_proc *w, double tim
 /* Free a proc without waiting for its process's end: one still exiting is reaped later
  * (by the next worker start or release). */
 void kopt__worker_proc_release(kopt__worker_proc *w);
-/* An idle prestarted worker of the pool for `device`, or NULL (pool.c). */
+/* A prestarted worker's state, read without waiting: -1 ended, 0 still making its context
+ * (or that failed), 1 context made, 2 context made and output buffer mapped at shm_size
+ * (0: any size). */
+int kopt__worker_early_state(kopt__worker_proc *w, size_t shm_size);
+/* What its last "idle" event said, read without waiting: 1 context made, -1 it failed (no
+ * GPU), 0 no "idle" event yet. */
+int kopt__worker_early_context(kopt__worker_proc *w);
+int kopt__worker_pid(const kopt__worker_proc *w);
+/* A prestarted worker of the pool for `device`, or NULL (pool.c): the readiest (context
+ * made and buffer mapped, else context made, else the longest starting), oldest first. A
+ * replacement is started at once (its failure is logged on ctx, not returned). */
 struct kopt_eval_pool;
-kopt__worker_proc *kopt__eval_pool_take(struct kopt_eval_pool *p, int device);
+kopt__worker_proc *kopt__eval_pool_take(struct kopt_eval_pool *p, kopt_ctx *ctx, int device);
 /* The output buffer size the last evaluation needed: the pool's next workers get theirs
  * made ahead at that size (most evaluations of a loop are of one problem). */
 void kopt__eval_pool_note_size(struct kopt_eval_pool *p, size_t shm_size);
+/* The idle workers' process ids, oldest first (at most max; tests). */
+int kopt__eval_pool_pids(const struct kopt_eval_pool *p, int *pids, int max);
 kopt_status kopt__worker_finish(kopt_ctx *ctx, kopt__worker_proc *w, double timeout_s,
                                 kopt__worker_run *out);
 void kopt__worker_proc_free(kopt__worker_proc *w);

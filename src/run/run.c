@@ -336,6 +336,43 @@ void kopt__run_set_parent(kopt_run *run, kopt_ctx *ctx, int64_t parent)
         kopt_log(ctx, KOPT_LOG_WARN, "run's parent not stored: %s", kopt_errmsg(ctx));
 }
 
+/* ---- torch.compile baselines (docs/kernelbench.md) -------------------------------------- */
+
+kopt_torch_baseline *kopt__run_load_baselines(kopt_run *run, kopt_ctx *ctx,
+                                              const kopt_problem *prob, kopt_eval_opts *o)
+{
+    kopt_torch_baseline *v = NULL;
+    int n = 0;
+
+    if (!run->store || !prob->ref_torch || !o->torch_compile || o->no_timing ||
+        o->torch_baselines)
+        return NULL;
+    if (kopt_store_torch_baselines(run->store, ctx, prob->hash, KOPT__RUN_MAX_BASELINES, &v,
+                                   &n) != KOPT_OK) {
+        kopt_log(ctx, KOPT_LOG_WARN, "torch.compile baselines not read: %s", kopt_errmsg(ctx));
+        return NULL;
+    }
+    o->torch_baselines = v;
+    o->ntorch_baselines = n;
+    return v;
+}
+
+/* A torch.compile baseline this evaluation measured and trusted (its outputs agreed with
+ * eager's, it was timed, with eager), stored under its key when the evaluation's verdict is
+ * OK: a candidate that failed any check never leaves a baseline behind for later runs. */
+static void store_baseline(kopt_run *run, kopt_ctx *ctx, kopt_eval_result *r)
+{
+    kopt_torch_baseline *b = &r->compile_baseline;
+
+    if (!run->store || !r->torch_ref || !r->compile_fresh || !r->has_compile ||
+        r->verdict != KOPT_VERDICT_OK || !b->torch_version[0] || !b->device[0] ||
+        !(b->eager_ms > 0) || !(b->timing.median_ms > 0))
+        return;
+    if (kopt_store_torch_baseline_put(run->store, ctx, b, run->id, r->eval_id, &b->id) !=
+        KOPT_OK)
+        kopt_log(ctx, KOPT_LOG_WARN, "torch.compile baseline not stored: %s", kopt_errmsg(ctx));
+}
+
 void kopt__run_store_eval(kopt_run *run, kopt_ctx *ctx, const kopt_problem *prob,
                           const kopt_candidate *cand, kopt_eval_result *r, const char *tag)
 {
@@ -355,6 +392,7 @@ void kopt__run_store_eval(kopt_run *run, kopt_ctx *ctx, const kopt_problem *prob
         kopt_log(ctx, KOPT_LOG_WARN, "evaluation not stored: %s", kopt_errmsg(ctx));
     free(js);
     kopt_candidate_free(ref);
+    store_baseline(run, ctx, r);
 }
 
 /* ---- stored runs ------------------------------------------------------------------------- */

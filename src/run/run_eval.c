@@ -27,14 +27,19 @@ kopt_status kopt_run_eval(kopt_run *run, kopt_ctx *ctx, const kopt_problem *prob
                           const char *tag, kopt_eval_result **out)
 {
     kopt_eval_opts o;
+    kopt_torch_baseline *baselines;    /* the store's torch.compile baselines, or NULL */
     kopt_status rc;
 
     *out = NULL;
     if (!run)
         return kopt_seterr(ctx, KOPT_E_INVALID, "evaluation: no run");
     o = with_run(run, ctx, opts);
-    if ((rc = kopt_eval_run(out, ctx, prob, cand, &o)) != KOPT_OK)
+    baselines = kopt__run_load_baselines(run, ctx, prob, &o);
+    if ((rc = kopt_eval_run(out, ctx, prob, cand, &o)) != KOPT_OK) {
+        free(baselines);
         return kopt__run_fail(run, KOPT_RUN_FAULT_KOPT, rc);
+    }
+    free(baselines);
     kopt__run_note_result(run, ctx, o.device, *out);
     kopt__run_store_eval(run, ctx, prob, cand, *out, tag);
     return KOPT_OK;
@@ -46,6 +51,8 @@ struct kopt_run_session {
     kopt_eval_session *session;
     int device;
     int store;
+    kopt_torch_baseline *baselines;  /* the store's torch.compile baselines (the session's
+                                      * options borrow them), or NULL */
 };
 
 kopt_status kopt_run_session_open(kopt_run_session **out, kopt_run *run, kopt_ctx *ctx,
@@ -66,7 +73,9 @@ kopt_status kopt_run_session_open(kopt_run_session **out, kopt_run *run, kopt_ct
     s->prob = prob;
     s->device = o.device;
     s->store = store;
+    s->baselines = kopt__run_load_baselines(run, ctx, prob, &o);
     if ((rc = kopt_eval_session_open(&s->session, ctx, prob, &o)) != KOPT_OK) {
+        free(s->baselines);
         free(s);
         return kopt__run_fail(run, KOPT_RUN_FAULT_KOPT, rc);
     }
@@ -120,5 +129,6 @@ void kopt_run_session_close(kopt_run_session *s)
     if (!s)
         return;
     kopt_eval_session_close(s->session);
+    free(s->baselines);
     free(s);
 }

@@ -22,6 +22,8 @@ typedef struct many {
     kopt_status *rc;
     char (*msg)[1024];
     int *gpu;
+    kopt_torch_baseline **baselines;   /* per job: the store's torch.compile baselines */
+    int *nbaselines;
     kopt_run_eval_done_fn done;
     void *user;
     kopt_ctx *ctx;                     /* the caller's */
@@ -39,6 +41,8 @@ static kopt_status one(void *user, kopt_ctx *ctx, int device, uint64_t job)
         if (m->gpus[k] == device && m->ceil[k].valid)
             o.ceilings = &m->ceil[k];
     m->gpu[i] = device;
+    o.torch_baselines = m->baselines[i];
+    o.ntorch_baselines = m->nbaselines[i];
     m->rc[i] = kopt_eval_run(&m->res[i], ctx, m->jobs[i].prob, m->jobs[i].cand, &o);
     if (m->rc[i] != KOPT_OK)
         snprintf(m->msg[i], sizeof(m->msg[i]), "%s", kopt_errmsg(ctx));
@@ -91,10 +95,17 @@ kopt_status kopt_run_eval_many(kopt_run *run, kopt_ctx *ctx, const kopt_run_eval
     m.rc = calloc((size_t)(n > 0 ? n : 1), sizeof(*m.rc));
     m.msg = calloc((size_t)(n > 0 ? n : 1), sizeof(*m.msg));
     m.gpu = calloc((size_t)(n > 0 ? n : 1), sizeof(*m.gpu));
+    m.baselines = calloc((size_t)(n > 0 ? n : 1), sizeof(*m.baselines));
+    m.nbaselines = calloc((size_t)(n > 0 ? n : 1), sizeof(*m.nbaselines));
     sj = calloc((size_t)(n > 0 ? n : 1), sizeof(*sj));
-    if (!m.ceil || !m.res || !m.rc || !m.msg || !m.gpu || !sj) {
+    if (!m.ceil || !m.res || !m.rc || !m.msg || !m.gpu || !m.baselines || !m.nbaselines || !sj) {
         rc = kopt_seterr(ctx, KOPT_E_NOMEM, "eval many");
         goto cleanup;
+    }
+    for (int i = 0; i < n; i++) {      /* read here: the run's store is this thread's */
+        kopt_eval_opts o = m.opts;
+        m.baselines[i] = kopt__run_load_baselines(run, ctx, jobs[i].prob, &o);
+        m.nbaselines[i] = m.baselines[i] ? o.ntorch_baselines : 0;
     }
     if ((rc = kopt_scale_pool_create(&pool, ctx)) != KOPT_OK)
         goto cleanup;
@@ -121,6 +132,10 @@ cleanup:
     free(m.rc);
     free(m.msg);
     free(m.gpu);
+    for (int i = 0; m.baselines && i < n; i++)
+        free(m.baselines[i]);
+    free(m.baselines);
+    free(m.nbaselines);
     free(sj);
     return rc;
 }

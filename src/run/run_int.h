@@ -32,9 +32,17 @@ const kopt_ceilings *kopt__run_known_ceilings(kopt_run *run, kopt_ctx *ctx, int 
 /* After an evaluation on GPU `device`: ceilings it measured (kept and stored once) and the
  * device's full properties (the environment). */
 void kopt__run_note_result(kopt_run *run, kopt_ctx *ctx, int device, const kopt_eval_result *r);
-/* Store an evaluation linked to the run (a warning when it fails; r->eval_id set). */
+/* Store an evaluation linked to the run (a warning when it fails; r->eval_id set), and the
+ * torch.compile baseline it measured, when fresh and trusted and its verdict is OK. */
 void kopt__run_store_eval(kopt_run *run, kopt_ctx *ctx, const kopt_problem *prob,
                           const kopt_candidate *cand, kopt_eval_result *r, const char *tag);
+/* The store's torch.compile baselines of `prob` (newest first) put into o->torch_baselines
+ * when the evaluation will time torch.compile (a PyTorch reference, o->torch_compile, timing
+ * on) and the caller gave none; returns them (the caller frees them once the evaluation, or
+ * the session, is over), or NULL. kopt__run_store_eval stores a fresh, trusted one. */
+#define KOPT__RUN_MAX_BASELINES 64
+kopt_torch_baseline *kopt__run_load_baselines(kopt_run *run, kopt_ctx *ctx,
+                                              const kopt_problem *prob, kopt_eval_opts *o);
 /* Note `parent` as the run's parent (the run a resumed or replayed one came from). */
 void kopt__run_set_parent(kopt_run *run, kopt_ctx *ctx, int64_t parent);
 /* A stored run's row as a JSON object (run_doc.c; kopt_run_list_json, documents). */

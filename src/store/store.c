@@ -32,6 +32,8 @@ static const char *const migrations[] = {
     KOPT__STORE_SCALE_SCHEMA,
     /* 9 -> 10: the GPU that evaluated each search node (kopt optimize --gpus; opt.c) */
     KOPT__STORE_OPT_GPU_SCHEMA,
+    /* 10 -> 11: torch.compile baselines kept across runs (baselines.c) */
+    KOPT__STORE_BASELINES_SCHEMA,
 };
 
 kopt_status kopt__store_err(kopt_store *s, kopt_ctx *ctx, const char *what)

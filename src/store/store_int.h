@@ -169,4 +169,17 @@ char *kopt__store_dup_col(sqlite3_stmt *st, int col);
     "ALTER TABLE opt_nodes ADD COLUMN device_name TEXT;"                                       \
     "ALTER TABLE opt_nodes ADD COLUMN host TEXT;"
 
+/* Migration 10 -> 11 (baselines.c): the torch.compile baselines of PyTorch references, kept
+ * across runs (docs/kernelbench.md): one row per key (problem, device, torch version, main
+ * sizes, the settings that change the number), its timing as JSON (kopt_timing and the
+ * bracket), eager's median in the same run, its note, when it was measured, and the run and
+ * evaluation that measured it. A key measured again replaces its row. */
+#define KOPT__STORE_BASELINES_SCHEMA                                                           \
+    "CREATE TABLE torch_baselines (id INTEGER PRIMARY KEY AUTOINCREMENT,"                      \
+    "  problem_hash TEXT NOT NULL, device TEXT NOT NULL, torch_version TEXT NOT NULL,"        \
+    "  sizes TEXT NOT NULL, settings TEXT NOT NULL, median_ms REAL NOT NULL,"                 \
+    "  eager_ms REAL, timing_json TEXT NOT NULL, note TEXT, measured_at TEXT NOT NULL,"       \
+    "  run_id INTEGER REFERENCES runs(id), eval_id INTEGER,"                                   \
+    "  UNIQUE (problem_hash, device, torch_version, sizes, settings));"
+
 #endif

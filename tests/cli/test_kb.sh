@@ -5,17 +5,26 @@
 # wrong, input-mutating), and kopt bench (its metrics, --json, the stored suite, --resume
 # after kill -9, --optimize with a scripted model). The "no PyTorch" message is checked
 # with a stub torch package, so it runs everywhere; the rest prints "skipped: no torch" where PyTorch is not installed.
+# Each kopt command here starts PyTorch workers of its own (seconds each) and nothing is
+# timed against a bound (no verdict here depends on a timing), so the steps that do not
+# need each other run side by side, $KOPT_TEST_JOBS at a time (default: the number of
+# cores; tests/lib/cases.sh): first the imports, then the evaluations and suites, each
+# step with its own store, scratch folder and log; the logs are printed in a fixed order.
 # usage: test_kb.sh /path/to/kopt /path/to/repo
 set -u
 K=$1; REPO=$2
+# shellcheck source=tests/lib/cases.sh
+source "$REPO/tests/lib/cases.sh"        # run_jobs, jobs_default
+JOBS=$(jobs_default)
 # which path the GPU-dependent cases take (said where they run)
 if "$K" devices > /dev/null 2>&1; then export KOPT_TEST_GPU=1; else export KOPT_TEST_GPU=0; fi
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ktest-kb-XXXXXX") || exit 1
 trap 'rm -rf "$WORK"' EXIT
 export KOPT_DB=$WORK/kopt.db KOPT_CACHE_DIR=$WORK/cache KOPT_TORCH_WORKER=$REPO/libexec/kopt_torch_worker.py
 passed=0; failed=0; skipped=0
-ok() { echo "ok   $1"; passed=$((passed + 1)); }
-bad() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
+# in a step, each result is also counted in the step's tally file (read back by report)
+ok() { echo "ok   $1"; passed=$((passed + 1)); [ -z "${TALLY:-}" ] || echo ok >> "$TALLY"; }
+bad() { echo "FAIL $1: $2"; failed=$((failed + 1)); [ -z "${TALLY:-}" ] || echo FAIL >> "$TALLY"; }
 has() { grep -q -- "$2" "$1" || { echo "  missing '$2' in:"; sed 's/^/    /' "$1" | head -20; return 1; }; }
 
 # -- no PyTorch: a stub package that cannot be imported
@@ -33,10 +42,17 @@ if ! python3 -c 'import torch' >/dev/null 2>&1; then
   [ $failed = 0 ]; exit $?
 fi
 
+# ---- the steps --------------------------------------------------------------------------
+# s_NAME runs in the background (step NAME) in a subshell: its store is $KOPT_DB =
+# $WORK/db/NAME.db, its scratch folder $D, its output the log $WORK/log/NAME; it reads only
+# what the files below and the import steps wrote. A step that did not reach its end (its
+# .end file) is reported as a failure.
+
 # -- import the repo's own problems
-"$K" kb import "$REPO/bench/kernelbench/problems" --out "$WORK/p" > "$WORK/o" 2>&1; rc=$?
-if [ $rc = 0 ] && has "$WORK/o" "6 of 6 file(s) imported into $WORK/p; 6 with check sizes" && has "$WORK/o" "1_matmul_relu  (work counts: bytes 6815744, flops 805306368)" &&
-   has "$WORK/o" "2_row_softmax  (work counts: bytes 67108864; no FLOP count)" &&
+s_import() {
+"$K" kb import "$REPO/bench/kernelbench/problems" --out "$WORK/p" > "$D/o" 2>&1; rc=$?
+if [ $rc = 0 ] && has "$D/o" "6 of 6 file(s) imported into $WORK/p; 6 with check sizes" && has "$D/o" "1_matmul_relu  (work counts: bytes 6815744, flops 805306368)" &&
+   has "$D/o" "2_row_softmax  (work counts: bytes 67108864; no FLOP count)" &&
    python3 - "$WORK/p" <<'PY'
 import json, sys
 d = sys.argv[1]
@@ -57,7 +73,7 @@ then ok "import: sizes, inputs, parameters, outputs, work counts"; else bad "imp
 # -- check sizes at import: every one of the repo's problems takes its shapes from its
 # globals, so each gets a smaller, odd set that differs from the main one, and the shapes
 # are written so that they follow it (height and width, equal at the main sizes, apart)
-if has "$WORK/o" "check sizes rows=2047 cols=1023 (main rows=4096 cols=2048)" && python3 - "$WORK/p" <<'PY'
+if has "$D/o" "check sizes rows=2047 cols=1023 (main rows=4096 cols=2048)" && python3 - "$WORK/p" <<'PY'
 import json, os, sys
 d = sys.argv[1]
 for name in sorted(os.listdir(d)):
@@ -85,8 +101,10 @@ assert conv["tensors"][-1]["shape"] == ["batch_size", "out_channels", "height", 
 assert json.load(open(d + "/4_row_sum/problem.json"))["check_sizes"].get("reduce_dim") is None
 PY
 then ok "import: check sizes for every problem, odd, smaller, with shapes that follow them"
-else bad "import check sizes" "$(grep -A1 imported "$WORK/o" | head -12)"; fi
-"$K" kb import "$REPO/bench/kernelbench/problems/1_matmul_relu.py" --out "$WORK/p1" --json > "$WORK/o.json" 2> "$WORK/e"; rc=$?
+else bad "import check sizes" "$(grep -A1 imported "$D/o" | head -12)"; fi
+}
+s_import_json() {
+"$K" kb import "$REPO/bench/kernelbench/problems/1_matmul_relu.py" --out "$WORK/p1" --json > "$D/o.json" 2> "$D/e"; rc=$?
 if [ $rc = 0 ] && python3 -c '
 import json, sys
 d = json.loads(open(sys.argv[1]).readline())
@@ -94,8 +112,9 @@ assert d["sizes"] == {"M": 1024, "K": 512, "N": 768}, d
 c = d["check_sizes"]
 assert sorted(c) == ["K", "M", "N"] and all(v % 2 for v in c.values()), d
 assert "check_sizes_error" not in d, d
-' "$WORK/o.json"; then ok "import --json: the check sizes in each file's line"
-else bad "import --json check sizes" "exit $rc $(cat "$WORK/o.json")"; fi
+' "$D/o.json"; then ok "import --json: the check sizes in each file's line"
+else bad "import --json check sizes" "exit $rc $(cat "$D/o.json")"; fi
+}
 
 # -- a problem whose shapes are literals (or that has no globals) gets none, and says why
 mkdir -p "$WORK/lit"
@@ -120,17 +139,20 @@ def get_inputs():
 def get_init_inputs():
     return []
 PY
-"$K" kb import "$WORK/lit" --out "$WORK/litout" > "$WORK/o" 2>&1; rc=$?
-"$K" kb import "$WORK/lit/literal.py" --out "$WORK/litout" --json > "$WORK/o.json" 2> "$WORK/e"
-if [ $rc = 0 ] && has "$WORK/o" "2 of 2 file(s) imported into $WORK/litout; 0 with check sizes" &&
-   has "$WORK/o" "no check sizes: no tensor's shape follows the integer globals (batch): the shapes are literals" &&
-   has "$WORK/o" "no check sizes: the module has no integer globals" &&
-   ! grep -q check_sizes "$WORK/litout/literal/problem.json" && python3 -c '
+s_literal() {   # the folder (text) and the one file (--json), side by side, each its own --out
+"$K" kb import "$WORK/lit" --out "$WORK/litout" > "$D/o" 2>&1 & p1=$!
+"$K" kb import "$WORK/lit/literal.py" --out "$WORK/litout_json" --json > "$D/o.json" 2> "$D/e" & p2=$!
+wait $p1; rc=$?; wait $p2
+if [ $rc = 0 ] && has "$D/o" "2 of 2 file(s) imported into $WORK/litout; 0 with check sizes" &&
+   has "$D/o" "no check sizes: no tensor's shape follows the integer globals (batch): the shapes are literals" &&
+   has "$D/o" "no check sizes: the module has no integer globals" &&
+   ! grep -q check_sizes "$WORK/litout/literal/problem.json" "$WORK/litout_json/literal/problem.json" && python3 -c '
 import json, sys
 d = json.loads(open(sys.argv[1]).readline())
 assert d["check_sizes"] is None and "literals" in d["check_sizes_error"], d
-' "$WORK/o.json"; then ok "import: literal shapes get no check sizes, and the reason"
+' "$D/o.json"; then ok "import: literal shapes get no check sizes, and the reason"
 else bad "import literal shapes" "exit $rc"; fi
+}
 
 # -- constructs the importer cannot map: named with the file
 mkdir -p "$WORK/badkb"
@@ -172,16 +194,19 @@ def get_inputs():
 def get_init_inputs():
     return []
 PY
-"$K" kb import "$WORK/badkb" --out "$WORK/badout" > "$WORK/o" 2>&1; rc=$?
-if [ $rc = 1 ] && has "$WORK/o" "no_inputs.py: no get_inputs" && has "$WORK/o" "dict_out.py: forward returns dict" &&
-   has "$WORK/o" "bool_in.py: get_inputs() item 1 (flag) is a bool" &&
-   has "$WORK/o" "complex_in.py: get_inputs() item 0 (x) has dtype torch.complex64" &&
-   has "$WORK/o" "0 of 4 file(s) imported"; then
+s_errors() {
+"$K" kb import "$WORK/badkb" --out "$WORK/badout" > "$D/o" 2>&1; rc=$?
+if [ $rc = 1 ] && has "$D/o" "no_inputs.py: no get_inputs" && has "$D/o" "dict_out.py: forward returns dict" &&
+   has "$D/o" "bool_in.py: get_inputs() item 1 (flag) is a bool" &&
+   has "$D/o" "complex_in.py: get_inputs() item 0 (x) has dtype torch.complex64" &&
+   has "$D/o" "0 of 4 file(s) imported"; then
   ok "import: unmappable constructs named with their file"; else bad "import errors" "exit $rc"; fi
+}
 
-# -- kopt eval on the CPU build: ModelNew against the PyTorch reference, small sizes
+# -- kopt eval on the CPU build: ModelNew against the PyTorch reference, small sizes (on
+# the problem s_import wrote)
 export KOPT_TORCH_DEVICE=cpu
-P=$WORK/p/3_scale_add; SZ="--size batch=64 --size width=96 --trials 2"
+P=$WORK/p/3_scale_add; SZ="--size batch=64 --size width=96 --trials 2 --no-compile"
 cat > "$WORK/good.py" <<'PY'
 import torch
 class ModelNew(torch.nn.Module):
@@ -201,7 +226,8 @@ class ModelNew(torch.nn.Module):
         z.add_(alpha * x)
         return z.clone()
 PY
-"$K" eval "$P" "$WORK/good.py" $SZ --reps 3:5 --budget-ms 5 --json > "$WORK/o.json" 2> "$WORK/e"; rc=$?
+s_eval_good() {
+"$K" eval "$P" "$WORK/good.py" $SZ --reps 3:5 --budget-ms 5 --json > "$D/o.json" 2> "$D/e"; rc=$?
 if [ $rc = 0 ] && python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -216,21 +242,35 @@ assert set(b) == {"candidate", "eager"} and all(v["exposed_runs"] == 0 for v in 
 assert d["pytorch"]["timer"].startswith("libkopt"), d["pytorch"]["timer"]   # the C clock
 for w in ("reference_setup_steps", "candidate_setup_steps"):   # a duration, not a clock reading
     assert 0 <= d["wall_ms"][w]["exec"] < 600000, d["wall_ms"][w]
-' "$WORK/o.json"; then ok "eval: a correct ModelNew on the CPU (sizes overridden), timed by libkopt's clock"; else bad "eval good" "exit $rc $(cat "$WORK/e") $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["message"], d["wall_ms"], d["pytorch"].get("timer"))' "$WORK/o.json" 2>&1)"; fi
-"$K" eval "$P" "$WORK/wrong.py" $SZ --no-time > "$WORK/o" 2>&1; rc=$?
-if [ $rc = 1 ] && has "$WORK/o" "WRONG: out differs from the PyTorch reference"; then ok "eval: a wrong ModelNew is WRONG"; else bad "eval wrong" "exit $rc"; fi
-"$K" eval "$P" "$WORK/mutates.py" $SZ --no-time > "$WORK/o" 2>&1; rc=$?
-if [ $rc = 12 ] && has "$WORK/o" "INPUT_MUTATED: the candidate changed its input 'z'"; then ok "eval: writing an input is caught"; else bad "eval mutates" "exit $rc"; fi
+t = d["trace"]   # every second accounted for: the parent steps sum to the total
+assert abs(sum(t["parent"].values()) - d["wall_ms"]["total"]) < 1, (t["parent"], d["wall_ms"])
+for s in ("workers_ready", "reference_run", "candidate_run", "compare"):
+    assert s in t["parent"], t["parent"]
+for w in ("reference", "candidate"):   # and each worker, from import torch to the checked call
+    for s in ("import_torch", "trial_run", "output_transfer", "timed_runs", "checked_call"):
+        assert t[w].get(s, -1) >= 0, (w, t[w])
+' "$D/o.json"; then ok "eval: a correct ModelNew on the CPU (sizes overridden), timed by libkopt's clock, every step traced"; else bad "eval good" "exit $rc $(cat "$D/e") $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["message"], d["wall_ms"], d["pytorch"].get("timer"))' "$D/o.json" 2>&1)"; fi
+}
+s_eval_wrong() {
+"$K" eval "$P" "$WORK/wrong.py" $SZ --no-time > "$D/o" 2>&1; rc=$?
+if [ $rc = 1 ] && has "$D/o" "WRONG: out differs from the PyTorch reference"; then ok "eval: a wrong ModelNew is WRONG"; else bad "eval wrong" "exit $rc"; fi
+}
+s_eval_mutates() {
+"$K" eval "$P" "$WORK/mutates.py" $SZ --no-time > "$D/o" 2>&1; rc=$?
+if [ $rc = 12 ] && has "$D/o" "INPUT_MUTATED: the candidate changed its input 'z'"; then ok "eval: writing an input is caught"; else bad "eval mutates" "exit $rc"; fi
+}
+s_eval_native() {
 if [ "$KOPT_TEST_GPU" = 1 ]; then
   # a GPU is here: the kopt-native candidate runs against the reference on the GPU's PyTorch
-  KOPT_TORCH_DEVICE= "$K" eval "$P" "$REPO/bench/kernelbench/candidates/3_scale_add.cu" $SZ --no-time > "$WORK/o" 2>&1; rc=$?
-  if [ $rc = 0 ] && has "$WORK/o" "OK: correct"; then echo "  (host-mode .cu: a GPU is here, run against the reference on it)"; ok "eval: a kopt-native candidate is OK on the GPU"
-  else bad "eval native on the GPU" "exit $rc $(tail -3 "$WORK/o")"; fi
+  KOPT_TORCH_DEVICE= "$K" eval "$P" "$REPO/bench/kernelbench/candidates/3_scale_add.cu" $SZ --no-time > "$D/o" 2>&1; rc=$?
+  if [ $rc = 0 ] && has "$D/o" "OK: correct"; then echo "  (host-mode .cu: a GPU is here, run against the reference on it)"; ok "eval: a kopt-native candidate is OK on the GPU"
+  else bad "eval native on the GPU" "exit $rc $(tail -3 "$D/o")"; fi
 else
-  "$K" eval "$P" "$REPO/bench/kernelbench/candidates/3_scale_add.cu" $SZ --no-time > "$WORK/o" 2>&1; rc=$?
-  if [ $rc = 0 ] && has "$WORK/o" "SKIPPED: no GPU here"; then echo "  (host-mode .cu on the CPU: compiled, then skipped: no GPU)"; ok "eval: a kopt-native candidate compiles and says skipped"
+  "$K" eval "$P" "$REPO/bench/kernelbench/candidates/3_scale_add.cu" $SZ --no-time > "$D/o" 2>&1; rc=$?
+  if [ $rc = 0 ] && has "$D/o" "SKIPPED: no GPU here"; then echo "  (host-mode .cu on the CPU: compiled, then skipped: no GPU)"; ok "eval: a kopt-native candidate compiles and says skipped"
   else bad "eval native without GPU" "exit $rc"; fi
 fi
+}
 
 # -- kopt bench: a tiny suite (3 problems: one correct candidate, one wrong, one missing)
 mkdir -p "$WORK/kb3" "$WORK/c3"
@@ -248,18 +288,19 @@ def get_init_inputs():
     return []
 PY
 done
-"$K" kb import "$WORK/kb3" --out "$WORK/s3" > /dev/null 2>&1
+s_import_kb3() { "$K" kb import "$WORK/kb3" --out "$WORK/s3" > /dev/null 2>&1; }
 printf 'import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return torch.tanh(x)\n' > "$WORK/c3/t1.py"
 printf 'import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return torch.tanh(x)\n' > "$WORK/c3/t2.py"
-"$K" bench "$WORK/s3" --candidates "$WORK/c3" --no-compile --trials 1 --reps 3:5 --budget-ms 5 > "$WORK/o" 2>&1; rc=$?
-if [ $rc = 0 ] && has "$WORK/o" "^t1 .* OK" && has "$WORK/o" "^t2 .* WRONG" && has "$WORK/o" "^t3 .* MISSING" &&
-   has "$WORK/o" "3 problem(s), 1 correct (correctness rate 33.3%)" && has "$WORK/o" "fast_0 0.333" &&
-   has "$WORK/o" "over the 1 correct and timed problem(s)"; then
-  ok "bench: verdicts, correctness rate, fast_0"; else bad "bench" "exit $rc"; fi
-suite=$(sed -n 's/^suite \([0-9]*\):.*/\1/p' "$WORK/o")
 nevals() { python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select count(*) from evaluations').fetchone()[0])" "$KOPT_DB"; }
+s_bench() {
+"$K" bench "$WORK/s3" --candidates "$WORK/c3" --no-compile --trials 1 --reps 3:5 --budget-ms 5 > "$D/o" 2>&1; rc=$?
+if [ $rc = 0 ] && has "$D/o" "^t1 .* OK" && has "$D/o" "^t2 .* WRONG" && has "$D/o" "^t3 .* MISSING" &&
+   has "$D/o" "3 problem(s), 1 correct (correctness rate 33.3%)" && has "$D/o" "fast_0 0.333" &&
+   has "$D/o" "over the 1 correct and timed problem(s)"; then
+  ok "bench: verdicts, correctness rate, fast_0"; else bad "bench" "exit $rc"; fi
+suite=$(sed -n 's/^suite \([0-9]*\):.*/\1/p' "$D/o")
 evals_before=$(nevals)
-"$K" bench --resume "$suite" --json > "$WORK/o.json" 2> "$WORK/e"; rc=$?
+"$K" bench --resume "$suite" --json > "$D/o.json" 2> "$D/e"; rc=$?
 if [ $rc = 0 ] && python3 -c '
 import json, sys, math
 d = json.load(open(sys.argv[1]))
@@ -271,36 +312,41 @@ assert e["fast_p"]["fast_0"] == 1 / 3 and d["vs_compile"] is None
 # the speed-of-light guard: no device, so no bound; every row says which times it flagged
 assert d["speed_of_light"] == {"rows_with_bound": 0, "times_below_bound": 0}, d["speed_of_light"]
 assert all(r["sol_flags"] == [] for r in d["rows"]), d["rows"]
-' "$WORK/o.json" && [ "$(nevals)" = "$evals_before" ]; then
+' "$D/o.json" && [ "$(nevals)" = "$evals_before" ]; then
   ok "bench --resume of a finished suite: the stored rows, no evaluation again, --json metrics"
-else bad "bench resume json" "exit $rc $(head -5 "$WORK/e")"; fi
+else bad "bench resume json" "exit $rc $(head -5 "$D/e")"; fi
 
-# -- kill -9 in the middle, then --resume: the rows done are kept, the rest evaluated
-printf 'import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return 3 * torch.tanh(x)\n' > "$WORK/c3/t3.py"
-"$K" bench "$WORK/s3" --candidates "$WORK/c3" --no-compile --trials 1 --reps 3:5 --budget-ms 5 > "$WORK/k" 2>&1 &
+# -- kill -9 in the middle, then --resume: the rows done are kept, the rest evaluated (a
+# candidates folder of its own: the one above stays as s_bench read it)
+cp -r "$WORK/c3" "$D/c3"
+printf 'import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return 3 * torch.tanh(x)\n' > "$D/c3/t3.py"
+"$K" bench "$WORK/s3" --candidates "$D/c3" --no-compile --trials 1 --reps 3:5 --budget-ms 5 > "$D/k" 2>&1 &
 pid=$!
 for _ in $(seq 1 600); do
   n=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select count(*) from bench_rows where suite_id>$suite').fetchone()[0])" "$KOPT_DB" 2>/dev/null || echo 0)
   [ "$n" -ge 1 ] && break; sleep 0.1
 done
 kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
-s2=$(sed -n 's/^suite \([0-9]*\):.*/\1/p' "$WORK/k")
+s2=$(sed -n 's/^suite \([0-9]*\):.*/\1/p' "$D/k")
 before=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select count(*) from bench_rows where suite_id=$s2').fetchone()[0])" "$KOPT_DB")
-"$K" bench --resume "$s2" --trials 1 --reps 3:5 --budget-ms 5 > "$WORK/o" 2>&1; rc=$?
-if [ $rc = 0 ] && [ "$before" -ge 1 ] && [ "$before" -lt 3 ] && has "$WORK/o" "(resumed)" &&
-   has "$WORK/o" "^t3 .* OK" && has "$WORK/o" "3 problem(s), 2 correct"; then
+"$K" bench --resume "$s2" --trials 1 --reps 3:5 --budget-ms 5 > "$D/o" 2>&1; rc=$?
+if [ $rc = 0 ] && [ "$before" -ge 1 ] && [ "$before" -lt 3 ] && has "$D/o" "(resumed)" &&
+   has "$D/o" "^t3 .* OK" && has "$D/o" "3 problem(s), 2 correct"; then
   ok "bench: killed with kill -9 after $before row(s), resumed to the end"
 else bad "bench kill -9 resume" "exit $rc, rows before $before"; fi
+}
 
-if [ "$KOPT_TEST_GPU" = 1 ]; then echo "  (bench --optimize: a GPU is here: its rows run)"; fi
 # -- kopt bench --optimize: kopt optimize per problem (a scripted command: LLM, the scripted
-# evaluator for the search), then its best kernel evaluated as the row's candidate
+# evaluator for the search), then its best kernel evaluated as the row's candidate (each
+# run in a folder of its own, where it writes its runs' files)
 LLM="command:python3 $REPO/tests/optimize/scripted_llm.py $REPO/tests/optimize/kb_tanh"
 OPT="--optimize --evaluator fake --no-compile --trials 1 --reps 3:5 --budget-ms 5"
-(cd "$WORK" && KOPT_PROMPTS=$REPO/prompts "$K" bench "$WORK/s3" $OPT --iterations 1 --llm "$LLM") > "$WORK/o" 2>&1; rc=$?
-so=$(sed -n 's/^suite \([0-9]*\):.*/\1/p' "$WORK/o")
-(cd "$WORK" && "$K" bench --resume "$so" --json) > "$WORK/o.json" 2> "$WORK/e"; rc2=$?
-if [ $rc = 0 ] && [ $rc2 = 0 ] && has "$WORK/o" "kopt optimize's best per problem (1 iteration(s)" && python3 -c '
+s_optimize() {
+if [ "$KOPT_TEST_GPU" = 1 ]; then echo "  (bench --optimize: a GPU is here: its rows run)"; fi
+(cd "$D" && KOPT_PROMPTS=$REPO/prompts "$K" bench "$WORK/s3" $OPT --iterations 1 --llm "$LLM") > "$D/o" 2>&1; rc=$?
+so=$(sed -n 's/^suite \([0-9]*\):.*/\1/p' "$D/o")
+(cd "$D" && "$K" bench --resume "$so" --json) > "$D/o.json" 2> "$D/e"; rc2=$?
+if [ $rc = 0 ] && [ $rc2 = 0 ] && has "$D/o" "kopt optimize's best per problem (1 iteration(s)" && python3 -c '
 import json, os, sys
 d = json.load(open(sys.argv[1]))
 assert d["options"]["optimize"]["iterations"] == 1, d["options"]
@@ -316,13 +362,16 @@ for r in d["rows"]:
         assert r["verdict"] and r.get("message"), r
     else:
         assert r["verdict"] == "SKIPPED", r
-' "$WORK/o.json" "$WORK"; then
+' "$D/o.json" "$D"; then
   ok "bench --optimize: a tree per problem, its best kernel the row's candidate; resumed without a model"
-else bad "bench --optimize" "exit $rc/$rc2 $(tail -5 "$WORK/o") $(head -3 "$WORK/e")"; fi
-(cd "$WORK" && KOPT_PROMPTS=$REPO/prompts "$K" bench "$WORK/s3" $OPT --iterations 0 --llm "$LLM") > "$WORK/o" 2>&1; rc=$?
-if [ $rc = 0 ] && has "$WORK/o" "^t1 .* OK" && has "$WORK/o" "3 problem(s), 3 correct"; then
+else bad "bench --optimize" "exit $rc/$rc2 $(tail -5 "$D/o") $(head -3 "$D/e")"; fi
+}
+s_optimize0() {
+(cd "$D" && KOPT_PROMPTS=$REPO/prompts "$K" bench "$WORK/s3" $OPT --iterations 0 --llm "$LLM") > "$D/o" 2>&1; rc=$?
+if [ $rc = 0 ] && has "$D/o" "^t1 .* OK" && has "$D/o" "3 problem(s), 3 correct"; then
   ok "bench --optimize: nothing better found, the reference is kept (OK against itself)"
 else bad "bench --optimize fallback" "exit $rc"; fi
+}
 
 # -- shapes it was not written for: a ModelNew that hard-codes the benchmark's shape (divides
 # by the literal column count) is right at the main sizes and wrong at the imported check
@@ -344,27 +393,37 @@ def get_init_inputs():
 PY
 done
 cp "$WORK/lit/literal.py" "$WORK/kbs/literal.py"
-"$K" kb import "$WORK/kbs" --out "$WORK/ps" > "$WORK/o" 2>&1; rc=$?
+s_import_kbs() { "$K" kb import "$WORK/kbs" --out "$WORK/ps" > "$D/o" 2>&1; }
 printf 'import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x.sum(dim=1) / 48\n' > "$WORK/cs/mean_a.py"
 printf 'import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x.sum(dim=1) / x.shape[1]\n' > "$WORK/cs/mean_b.py"
 printf 'import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x + x\n' > "$WORK/cs/literal.py"
 SO="--trials 1 --reps 3:5 --budget-ms 5"
-"$K" eval "$WORK/ps/mean_a" "$WORK/cs/mean_a.py" $SO --no-time > "$WORK/o" 2>&1; rc=$?
-if [ $rc = 18 ] && has "$WORK/o" "SHAPE_SPECIFIC: out differs from the PyTorch reference at the check sizes" &&
-   has "$WORK/o" "written for one shape"; then ok "eval: a ModelNew hard-coding the main shape is SHAPE_SPECIFIC at the check sizes (exit 18)"
-else bad "eval shape-specific" "exit $rc $(tail -3 "$WORK/o")"; fi
-"$K" eval "$WORK/ps/mean_a" "$WORK/cs/mean_a.py" $SO --no-time --no-check-sizes > "$WORK/o" 2>&1; rc=$?
-if [ $rc = 0 ] && has "$WORK/o" "OK: correct"; then ok "eval --no-check-sizes: the same candidate is OK (KernelBench's rule)"
-else bad "eval --no-check-sizes" "exit $rc $(tail -3 "$WORK/o")"; fi
-"$K" eval "$WORK/ps/mean_b" "$WORK/cs/mean_b.py" $SO --no-time > "$WORK/o" 2>&1; rc=$?
-if [ $rc = 0 ] && has "$WORK/o" "OK: correct"; then ok "eval: a ModelNew that takes its shape from the input is OK at both size sets"
-else bad "eval honest at check sizes" "exit $rc $(tail -3 "$WORK/o")"; fi
-"$K" bench "$WORK/ps" --candidates "$WORK/cs" --no-compile $SO > "$WORK/o" 2>&1; rc=$?
-"$K" bench "$WORK/ps" --candidates "$WORK/cs" --no-compile $SO --json > "$WORK/o.json" 2> "$WORK/e"; rc2=$?
-if [ $rc = 0 ] && [ $rc2 = 0 ] && has "$WORK/o" "verdict  *shapes  *cand ms" &&
-   has "$WORK/o" "^mean_a .* SHAPE_SPECIFIC  *FAILED " && has "$WORK/o" "^mean_b .* OK  *ok " &&
-   has "$WORK/o" "^literal .* OK  *none " && has "$WORK/o" "3 problem(s), 2 correct" &&
-   has "$WORK/o" "1 row(s) correct at the benchmark's sizes but wrong at the problem's check sizes" && python3 -c '
+s_shape_a() {
+"$K" eval "$WORK/ps/mean_a" "$WORK/cs/mean_a.py" $SO --no-time > "$D/o" 2>&1; rc=$?
+if [ $rc = 18 ] && has "$D/o" "SHAPE_SPECIFIC: out differs from the PyTorch reference at the check sizes" &&
+   has "$D/o" "written for one shape"; then ok "eval: a ModelNew hard-coding the main shape is SHAPE_SPECIFIC at the check sizes (exit 18)"
+else bad "eval shape-specific" "exit $rc $(tail -3 "$D/o")"; fi
+}
+s_shape_a_nocheck() {
+"$K" eval "$WORK/ps/mean_a" "$WORK/cs/mean_a.py" $SO --no-time --no-check-sizes > "$D/o" 2>&1; rc=$?
+if [ $rc = 0 ] && has "$D/o" "OK: correct"; then ok "eval --no-check-sizes: the same candidate is OK (KernelBench's rule)"
+else bad "eval --no-check-sizes" "exit $rc $(tail -3 "$D/o")"; fi
+}
+s_shape_b() {
+"$K" eval "$WORK/ps/mean_b" "$WORK/cs/mean_b.py" $SO --no-time > "$D/o" 2>&1; rc=$?
+if [ $rc = 0 ] && has "$D/o" "OK: correct"; then ok "eval: a ModelNew that takes its shape from the input is OK at both size sets"
+else bad "eval honest at check sizes" "exit $rc $(tail -3 "$D/o")"; fi
+}
+# the suite run once: its text as it ran, its --json from the store (--resume of the
+# finished suite prints the stored rows: the same JSON, without evaluating them again)
+s_shape_bench() {
+"$K" bench "$WORK/ps" --candidates "$WORK/cs" --no-compile $SO > "$D/o" 2>&1; rc=$?
+sb=$(sed -n 's/^suite \([0-9]*\):.*/\1/p' "$D/o")
+"$K" bench --resume "$sb" --json > "$D/o.json" 2> "$D/e"; rc2=$?
+if [ $rc = 0 ] && [ $rc2 = 0 ] && has "$D/o" "verdict  *shapes  *cand ms" &&
+   has "$D/o" "^mean_a .* SHAPE_SPECIFIC  *FAILED " && has "$D/o" "^mean_b .* OK  *ok " &&
+   has "$D/o" "^literal .* OK  *none " && has "$D/o" "3 problem(s), 2 correct" &&
+   has "$D/o" "1 row(s) correct at the benchmark's sizes but wrong at the problem's check sizes" && python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
 rows = [(r["problem"], r["verdict"], r["shape_check"]) for r in d["rows"]]
@@ -372,22 +431,57 @@ assert rows == [("literal", "OK", "none"), ("mean_a", "SHAPE_SPECIFIC", "failed"
                 ("mean_b", "OK", "ok")], rows
 assert d["vs_eager"]["correct"] == 2 and d["shape_specific"] == 1, d
 assert d["options"]["no_check_sizes"] is False, d["options"]
-' "$WORK/o.json"; then ok "bench: SHAPE_SPECIFIC is a failure, with a shapes column and shape_check in --json"
-else bad "bench shape check" "exit $rc/$rc2 $(head -8 "$WORK/o") $(head -3 "$WORK/e")"; fi
-"$K" bench "$WORK/ps" --candidates "$WORK/cs" --no-compile $SO --no-check-sizes > "$WORK/o" 2>&1; rc=$?
-s4=$(sed -n 's/^suite \([0-9]*\):.*/\1/p' "$WORK/o")
-"$K" bench --resume "$s4" --json > "$WORK/o.json" 2> "$WORK/e"; rc2=$?
-if [ $rc = 0 ] && [ $rc2 = 0 ] && has "$WORK/o" "^--no-check-sizes: candidates are checked at the benchmark's sizes only" &&
-   has "$WORK/o" "^mean_a .* OK  *skipped " && has "$WORK/o" "3 problem(s), 3 correct" && python3 -c '
+' "$D/o.json"; then ok "bench: SHAPE_SPECIFIC is a failure, with a shapes column and shape_check in --json"
+else bad "bench shape check" "exit $rc/$rc2 $(head -8 "$D/o") $(head -3 "$D/e")"; fi
+}
+s_shape_nocheck() {
+"$K" bench "$WORK/ps" --candidates "$WORK/cs" --no-compile $SO --no-check-sizes > "$D/o" 2>&1; rc=$?
+s4=$(sed -n 's/^suite \([0-9]*\):.*/\1/p' "$D/o")
+"$K" bench --resume "$s4" --json > "$D/o.json" 2> "$D/e"; rc2=$?
+if [ $rc = 0 ] && [ $rc2 = 0 ] && has "$D/o" "^--no-check-sizes: candidates are checked at the benchmark's sizes only" &&
+   has "$D/o" "^mean_a .* OK  *skipped " && has "$D/o" "3 problem(s), 3 correct" && python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert [r["shape_check"] for r in d["rows"]] == ["none", "skipped", "skipped"], d["rows"]
 assert d["options"]["no_check_sizes"] is True, d["options"]
-' "$WORK/o.json"; then ok "bench --no-check-sizes: KernelBench's rule (the shape-specific candidate counts as correct), stored with the suite"
-else bad "bench --no-check-sizes" "exit $rc/$rc2 $(head -8 "$WORK/o")"; fi
-"$K" bench --help > "$WORK/o" 2>&1
-if has "$WORK/o" "no-check-sizes  do not run candidates at the problems' check sizes" && has "$WORK/o" "SHAPE_SPECIFIC"; then
+' "$D/o.json"; then ok "bench --no-check-sizes: KernelBench's rule (the shape-specific candidate counts as correct), stored with the suite"
+else bad "bench --no-check-sizes" "exit $rc/$rc2 $(head -8 "$D/o")"; fi
+}
+s_help() {
+"$K" bench --help > "$D/o" 2>&1
+if has "$D/o" "no-check-sizes  do not run candidates at the problems' check sizes" && has "$D/o" "SHAPE_SPECIFIC"; then
   ok "bench --help: check sizes, SHAPE_SPECIFIC and --no-check-sizes"; else bad "bench --help" "missing text"; fi
+}
+
+# ---- running them -----------------------------------------------------------------------
+step() {   # NAME: s_NAME in the background's subshell, into $WORK/log/NAME
+  local t0=$SECONDS
+  mkdir -p "$WORK/s/$1" "$WORK/db"
+  ( D=$WORK/s/$1 TALLY=$WORK/log/$1.tally; export KOPT_DB=$WORK/db/$1.db; : > "$TALLY"
+    "s_$1"; echo $((SECONDS - t0)) > "$WORK/log/$1.end" ) > "$WORK/log/$1" 2>&1 < /dev/null
+}
+report() {   # NAME...: their logs in this order; each result counted; a step cut short fails
+  local n
+  for n in "$@"; do
+    cat "$WORK/log/$n"
+    if [ -e "$WORK/log/$n.end" ]; then
+      passed=$((passed + $(grep -c '^ok$' "$WORK/log/$n.tally")))
+      failed=$((failed + $(grep -c '^FAIL$' "$WORK/log/$n.tally")))
+    else
+      bad "step $n" "did not reach its end ($(wc -l < "$WORK/log/$n.tally") result(s) before)"
+    fi
+  done
+}
+mkdir -p "$WORK/log"
+t_all=$SECONDS
+# the imports (the problems the other steps read), then the rest, the longest first
+run_jobs "$JOBS" step import import_kb3 import_kbs import_json literal errors
+run_jobs "$JOBS" step bench optimize shape_bench shape_nocheck optimize0 eval_good eval_native \
+  eval_wrong eval_mutates shape_a shape_a_nocheck shape_b help
+report import import_json literal errors eval_good eval_wrong eval_mutates eval_native \
+  import_kb3 bench optimize optimize0 import_kbs shape_a shape_a_nocheck shape_b shape_bench \
+  shape_nocheck help
+echo "      $((SECONDS - t_all)) s for the steps after the stub import ($JOBS at a time)"
 
 echo "ktest: $passed passed, $failed failed"
 [ $failed = 0 ]

@@ -13,6 +13,18 @@ S=$T/serve.sock
 "$K" serve --socket "$S" --idle-exit 120 2> "$T/serve.err" & SP=$!
 for _ in $(seq 50); do [ -S "$S" ] && break; sleep 0.1; done
 [ -S "$S" ] && ok "kopt serve listens" || { bad "no socket: $(cat "$T/serve.err")"; exit 1; }
+for _ in $(seq 50); do grep -q "listening on" "$T/serve.err" && break; sleep 0.1; done
+grep -q "listening on $S (4 workers started ahead" "$T/serve.err" && ok "the pool: 4 workers by default" \
+  || bad "default pool: $(cat "$T/serve.err")"
+"$K" serve --help > "$T/help.txt" 2>&1
+grep -q "default 4: two evaluations'" "$T/help.txt" && grep -q "replaced at once" "$T/help.txt" &&
+  grep -q "ready ones first" "$T/help.txt" && grep -q "fresh processes" "$T/help.txt" \
+  && ok "kopt serve --help describes the pool" || bad "serve --help: $(cat "$T/help.txt")"
+for w in 0 9; do
+  "$K" serve --socket "$T/w$w.sock" --workers $w > /dev/null 2> "$T/w.err"; c=$?
+  [ $c = 2 ] && grep -q "1 to 8 workers" "$T/w.err" && ok "--workers $w refused (exit 2)" \
+    || bad "--workers $w: exit $c, $(cat "$T/w.err")"
+done
 
 mkdir -p "$T/client" && cd "$T/client" || exit 1
 KOPT_DB=$T/client/served.db "$K" eval --server="$S" --json "$EX/softmax" "$EX/softmax/fast.cu" > served.json 2> served.err; sc=$?
@@ -43,6 +55,8 @@ s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b'not json\
 grep -q '"exit": 2' badreq.txt && ok "a malformed request is refused (exit 2)" || bad "malformed request: $(cat badreq.txt)"
 KOPT_DB=$T/client/served.db "$K" eval --server="$S" "$EX/vector_add" > again.out 2>&1; c=$?
 [ $c = $lc ] && ok "the server goes on after a bad request" || bad "after a bad request: exit $c"
+grep -q "kopt serve: eval ([0-9]* arguments) exit $sc in [0-9]* ms; workers taken: [0-9]* (.*); pool: 4 idle, [0-9]* ready, [0-9]* started in all" "$T/serve.err" \
+  && ok "each request's line says the workers it took and the pool after" || bad "serve log: $(cat "$T/serve.err")"
 kill -TERM $SP; wait $SP; [ ! -e "$S" ] && ok "SIGTERM stops it and removes the socket" || bad "socket left behind"
 grep -q "listening on $S" "$T/serve.err" || bad "serve did not say where it listens"
 [ $fail = 0 ] && echo "ktest: serve passed" || echo "ktest: serve FAILED"

@@ -23,11 +23,13 @@ set -u
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=tests/gpu/lib.sh
 source "$REPO/tests/gpu/lib.sh" "$1"     # K, TMP (removed at exit); no GPU: exit 77
+# shellcheck source=tests/lib/cases.sh
+source "$REPO/tests/lib/cases.sh"        # hdr, has_needs, in_list, run_jobs
 DIR=$REPO/tests/kb_adversarial
 PY=${KOPT_PYTHON:-python3}
 JOBS=${KOPT_KBADV_JOBS:-4}
 BATCH=8192 WIDTH=6144    # hardcoded_shape.py's WIDTH is this width
-SZ="--size batch=$BATCH --size width=$WIDTH --trials 2 --budget-ms 20 --reps 10:200 --timeout 30"
+SZ="--size batch=$BATCH --size width=$WIDTH --trials 2 --budget-ms 20 --reps 10:200 --timeout 30 --no-compile"
 WORK=$TMP
 passed=0 failed=0 skipped=0
 ok() { echo "ok    $1"; passed=$((passed + 1)); }
@@ -84,20 +86,6 @@ fi
 sed 's/^/      /' "$WORK/fixup.log"
 
 # ---- the cases --------------------------------------------------------------------------
-hdr() {   # FILE KEY: the value of the file's first "# KEY:" or "// KEY:" line
-  sed -n "s@^\(#\|//\) $2: *@@p" "$1" | head -1
-}
-has_needs() {   # WHAT...: 0 when every need is met
-  local n
-  for n in $1; do
-    case $n in
-      program:*) command -v "${n#program:}" >/dev/null 2>&1 || return 1 ;;
-      gpus:*) "$PY" -c "import sys, torch; sys.exit(0 if torch.cuda.device_count() >= ${n#gpus:} else 1)" \
-                >/dev/null 2>&1 || return 1 ;;
-      *) "$PY" -c "import $n" >/dev/null 2>&1 || return 1 ;;
-    esac
-  done
-}
 run_case() {   # FILE: evaluates it on its own copies into $WORK/case/NAME/
   local f=$1 name d args t0
   name=$(basename "$f"); name=${name%.*}
@@ -119,11 +107,6 @@ d = json.load(open(sys.argv[1]))
 t, r, c = d.get("timing") or {}, d.get("roofline") or {}, d.get("census") or {}
 print(d["verdict"]); print(" ".join(str(d.get("message", "")).split()))
 print(t.get("median_ms")); print(r.get("bound_ms")); print(c.get("own_kernels"))' "$1"
-}
-in_list() {   # VALUE "A|B|C"
-  local IFS='|' w
-  for w in $2; do [ "$1" = "$w" ] && return 0; done
-  return 1
 }
 has_text() {   # MESSAGE "A|B": one of them in the message, any case
   local IFS='|' w msg
@@ -193,11 +176,7 @@ for f in "$DIR"/*.py "$DIR"/*.cu; do
 done
 t_all=$SECONDS
 [ -e "$first" ] && run_case "$first"
-for f in "${parallel[@]}"; do
-  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
-  run_case "$f" &
-done
-wait
+run_jobs "$JOBS" run_case "${parallel[@]}"
 for f in "${serial[@]}"; do run_case "$f"; done
 for f in "${all[@]}"; do judge "$f"; done
 echo "      ${#all[@]} candidate(s) in $((SECONDS - t_all)) s ($JOBS at a time where timing does not decide)"
