@@ -1065,6 +1065,20 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
      * references, and only the candidate's worker starts */
     reuse = S && cand && S->ref_run.result && S->ref_total == total;
     cmp_reuse = reuse && S->cmp_cached;
+    {   /* every worker's output buffer lives in host memory until the comparison */
+        size_t avail = kopt__host_available_bytes(), two = (reuse ? 0 : total) + (cand ? total : 0);
+        size_t three = two + (o.torch_compile && !o.no_timing && !cmp_reuse ? layout(phases, 1) : 0);
+        if (avail && three > two && (double)three > 0.8 * (double)avail) {
+            snprintf(r->compile_note, sizeof(r->compile_note), "torch.compile baseline not "
+                     "timed: its output buffer beside the other workers' would take %.3g GB of "
+                     "the host's %.3g GB available", (double)three / 1e9, (double)avail / 1e9);
+            o.torch_compile = 0;
+        }
+        if (avail && (double)two > 0.9 * (double)avail)
+            kopt_log(ctx, KOPT_LOG_WARN, "the workers' output buffers need %.3g GB of host "
+                     "memory and %.3g GB are available: the evaluation may be killed for memory",
+                     (double)two / 1e9, (double)avail / 1e9);
+    }
     /* a torch.compile baseline an earlier run measured with this key (opts.torch_baselines,
      * the store's): whether it is of this reference's torch version is known once the
      * reference has run, so its worker is started then, only if none fits */

@@ -70,6 +70,9 @@ void kopt__binary_precision(kopt_ctx *ctx, const char *binary, char *out, size_t
 /* The same in a thread of its own, started as soon as the binary exists (cuobjdump takes
  * about a second and a half on a host-mode candidate: it runs while the workers start);
  * _wait joins it (a job never started is a no-op) and fills out and note. */
+/* The host's available memory in bytes: $KOPT_HOST_MEMORY_GB when set, else MemAvailable of
+ * /proc/meminfo; 0 when unknown. */
+size_t kopt__host_available_bytes(void);
 typedef struct kopt__precision_job {
     pthread_t thread;
     int started;

@@ -5,7 +5,8 @@
  * (CUPTI activity) are told apart into the candidate's own and libraries', and their names
  * say the lowest precision a library kernel ran at; a host-mode candidate's own SASS
  * (cuobjdump -sass of its shared object) says the lowest its own kernels compute at
- * (docs/integrity.md, "The PyTorch path").
+ * (docs/integrity.md, "The PyTorch path"). Also: the host memory the workers' output
+ * buffers may take (MemAvailable, or $KOPT_HOST_MEMORY_GB).
  */
 #include "eval_int.h"
 #include "worker_int.h"
@@ -285,4 +286,22 @@ void kopt__binary_precision_wait(kopt__precision_job *j)
     if (j->started)
         pthread_join(j->thread, NULL);
     j->started = 0;
+}
+
+size_t kopt__host_available_bytes(void)
+{
+    const char *env = getenv("KOPT_HOST_MEMORY_GB");   /* what kopt may assume, if set */
+    FILE *f;
+    char line[256];
+    unsigned long long kb = 0;
+
+    if (env && env[0] && atof(env) > 0)
+        return (size_t)(atof(env) * 1e9);
+    if (!(f = fopen("/proc/meminfo", "r")))
+        return 0;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+            break;
+    fclose(f);
+    return (size_t)kb * 1024;
 }

@@ -142,5 +142,16 @@ assert p["compile_cached"] is False and "compile" not in p["brackets"], p
 ' "$WORK/5.json"; then ok "eval --no-compile: compile_ms and the best baseline are null"
 else bad "--no-compile" "exit $rc $(tail -3 "$WORK/5.err")"; fi
 
+# -- 6. no room in host memory for the compile worker's output buffer: not timed, said so
+KOPT_HOST_MEMORY_GB=0.000001 "$K" eval "$P" "$WORK/good.py" $OPTS --size rows=48 --json > "$WORK/6.json" 2> "$WORK/6.err"; rc=$?
+if [ $rc = 0 ] && has "$WORK/6.err" "may be killed for memory" && python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+p = d["pytorch"]
+assert d["verdict"] == "OK" and p["compile_ms"] is None, p
+assert "not timed: its output buffer" in p["compile_note"], p
+' "$WORK/6.json"; then ok "eval: no compile worker where its output buffer would not fit in host memory (said in compile_note)"
+else bad "host memory" "exit $rc $(tail -3 "$WORK/6.err")"; fi
+
 echo "ktest: $passed passed, $failed failed"
 [ $failed = 0 ]
