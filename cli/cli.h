@@ -5,6 +5,8 @@
 
 #include "kopt/kopt.h"
 
+#include <stdio.h>
+
 /* Exit codes (docs/cli.md). Verdicts map through kopt_verdict_exit_code(). */
 #define KOPT_EXIT_USAGE 2
 #define KOPT_EXIT_INVALID 9
@@ -31,6 +33,40 @@ int cmd_kb(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 /* Workers started ahead, for kopt eval run inside kopt serve (NULL otherwise). */
 extern kopt_eval_pool *cli_eval_pool;
+/* kopt serve's evaluation sessions (cli/serve_session.c; `kopt eval --server --session`):
+ * set while kopt serve runs a request (NULL otherwise). A session is found by its name and
+ * its plan (cli_serve_session_key); the table holds at most `max`, the least recently used
+ * closed to make room, and those idle `idle_s` seconds or more are closed. */
+#define CLI_SERVE_MAX_SESSIONS 16
+typedef struct cli_serve_sessions cli_serve_sessions;
+typedef struct serve_session serve_session;
+extern cli_serve_sessions *cli_eval_sessions;
+cli_serve_sessions *cli_serve_sessions_new(int max, double idle_s);
+/* Close the sessions idle too long (each said on `log`, unless NULL); how many. */
+int cli_serve_sessions_expire(cli_serve_sessions *t, FILE *log);
+void cli_serve_sessions_free(cli_serve_sessions *t);
+int cli_serve_sessions_count(const cli_serve_sessions *t);
+/* What the requests since the last clear did with the table ("; session ..." parts). */
+const char *cli_serve_sessions_note(cli_serve_sessions *t);
+void cli_serve_sessions_note_clear(cli_serve_sessions *t);
+/* Everything the session's reference run depends on, as text (caller frees): the problem's
+ * hash and real path, every option, the sizes, the store, the KOPT_* settings. */
+char *cli_serve_session_key(const kopt_problem *prob, const kopt_eval_opts *o,
+                            const char *db_path);
+/* The session of this name and plan (marked used), or NULL. */
+serve_session *cli_serve_session_find(cli_serve_sessions *t, const char *name, const char *key);
+/* Open one (its first evaluation runs the reference), taking *key and *prob (set to NULL);
+ * the least recently used is closed first when the table is full. */
+kopt_status cli_serve_session_open(cli_serve_sessions *t, kopt_ctx *ctx, kopt_run *run,
+                                   const char *name, char **key, kopt_problem **prob,
+                                   const kopt_eval_opts *opts, serve_session **out);
+/* Evaluate a candidate in it, noted and stored through `run`; a kopt error closes it. */
+kopt_status cli_serve_session_eval(cli_serve_sessions *t, serve_session *e, kopt_ctx *ctx,
+                                   kopt_run *run, const kopt_candidate *cand,
+                                   kopt_eval_result **out);
+const kopt_problem *cli_serve_session_problem(const serve_session *e);
+const char *cli_serve_session_name(const serve_session *e);
+int cli_serve_session_evaluations(const serve_session *e);
 
 /* A context whose log goes to stderr at warning level (info with verbose). */
 kopt_ctx *cli_ctx(int verbose);

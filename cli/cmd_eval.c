@@ -70,6 +70,12 @@ static void help(FILE *f)
         "                    still accepted)\n"
         "  --json            print the result as JSON\n"
         "  --server[=PATH]   run it in `kopt serve` (workers started ahead; $KOPT_SERVER)\n"
+        "  --session[=NAME]  with --server: evaluate in the server's session NAME (default\n"
+        "                    \"default\"), opened by the first such request with this problem\n"
+        "                    and these options: the reference runs once, at one seed fixed\n"
+        "                    for the session, and its outputs, time and torch.compile\n"
+        "                    baseline serve every later candidate (for a search loop, not a\n"
+        "                    final verdict: that is a one-shot kopt eval, on fresh inputs)\n"
         "  -v, --verbose     log progress to stderr\n"
         "\n"
         "exit codes: 0 OK (or SKIPPED: no GPU), 1 WRONG, 2 usage, 3 COMPILE_ERROR, 4 CRASH,\n"
@@ -142,7 +148,8 @@ static void print_timing(const char *label, const kopt_timing *t)
            t->p90_ms, t->n, t->warmup_runs, t->overhead_ms);
 }
 
-static void print_text(const kopt_problem *p, const char *cand_path, const kopt_eval_result *r)
+static void print_text(const kopt_problem *p, const char *cand_path, const kopt_eval_result *r,
+                       const char *session_line)
 {
     printf("problem    %s (%s)\n", p->name, p->path);
     printf("candidate  %s\n", cand_path ? cand_path : "(the reference)");
@@ -275,6 +282,8 @@ static void print_text(const kopt_problem *p, const char *cand_path, const kopt_
         printf("worker log (tail):\n%s\n", r->worker_log);
     if (r->eval_id)
         printf("stored     evaluation #%lld\n", (long long)r->eval_id);
+    if (session_line)
+        printf("session    %s\n", session_line);
     printf("verdict    %s: %s\n", kopt_verdict_name(r->verdict), r->message);
 }
 
@@ -330,6 +339,7 @@ int cmd_eval(int argc, char **argv)
         {"sanitize", optional_argument, NULL, 'Z'}, {"limits", required_argument, NULL, 'L'},
         {"no-sandbox", no_argument, NULL, 'B'}, {"energy", optional_argument, NULL, 'E'},
         {"compile", no_argument, NULL, 'C'}, {"no-compile", no_argument, NULL, 'c'},
+        {"session", optional_argument, NULL, 'Q'},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     kopt_eval_opts eo = KOPT_EVAL_OPTS_INIT;
@@ -339,7 +349,10 @@ int cmd_eval(int argc, char **argv)
     kopt_problem *prob = NULL;
     kopt_candidate *cand = NULL;
     kopt_eval_result *res = NULL;
-    const char *cand_path = NULL;
+    const char *cand_path = NULL, *session_name = NULL;
+    serve_session *session = NULL;      /* --session: the server's session it ran in */
+    const kopt_problem *P;              /* the problem evaluated: prob, or the session's */
+    char *session_key = NULL;
     int json = 0, verbose = 0, no_store = 0, c, li = 0, code = 0;
     kopt_ctx *ctx = cli_ctx(0);
     char *end;
@@ -384,6 +397,17 @@ int cmd_eval(int argc, char **argv)
         case 'E': eo.energy_s = optarg ? strtod(optarg, &end) : 1.0;
             if ((optarg && *end) || eo.energy_s <= 0 || eo.energy_s > 60) goto bad_number;
             break;
+        case 'Q':
+            session_name = optarg ? optarg : "default";
+            if (!session_name[0] || strlen(session_name) > 64 ||
+                strspn(session_name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                     "0123456789._-") != strlen(session_name)) {
+                fprintf(stderr, "kopt eval: bad session name '%s' (letters, digits, '.', '_', "
+                                "'-'; 64 at most)\n", session_name);
+                code = KOPT_EXIT_USAGE;
+                goto done;
+            }
+            break;
         case 'j': json = 1; break;
         case 'v': verbose = 1; break;
         case 'h': help(stdout); goto done;
@@ -404,20 +428,45 @@ bad_number:
         code = KOPT_EXIT_USAGE;
         goto done;
     }
+    if (session_name && !cli_eval_sessions) {
+        fprintf(stderr, "kopt eval: --session evaluates in a session that `kopt serve` keeps "
+                        "between requests: give --server[=PATH] (or $KOPT_SERVER) with a "
+                        "kopt serve running; a one-shot kopt eval has no session to keep\n");
+        code = KOPT_EXIT_USAGE;
+        goto done;
+    }
+    if (session_name && argc - optind < 2) {
+        fprintf(stderr, "kopt eval: --session evaluates candidates: give one after the "
+                        "problem (the session runs the reference with the first)\n");
+        code = KOPT_EXIT_USAGE;
+        goto done;
+    }
     if (kopt_problem_load(&prob, ctx, argv[optind]) != KOPT_OK) {
         cli_error(ctx);
         code = KOPT_EXIT_INVALID;
         goto done;
     }
+    eo.sizes = sizes.n ? &sizes : NULL;
+    if (session_name) {                 /* the session of this name and plan, if open */
+        if (!(session_key = cli_serve_session_key(prob, &eo, ro.db_path))) {
+            fprintf(stderr, "kopt eval: out of memory\n");
+            code = KOPT_EXIT_ERROR;
+            goto done;
+        }
+        if ((session = cli_serve_session_find(cli_eval_sessions, session_name, session_key))) {
+            kopt_problem_free(prob);    /* the session's own copy is the one it evaluates */
+            prob = NULL;
+        }
+    }
+    P = session ? cli_serve_session_problem(session) : prob;
     if (optind + 1 < argc) {
         cand_path = argv[optind + 1];
-        if (kopt_candidate_load(&cand, ctx, cand_path, prob) != KOPT_OK) {
+        if (kopt_candidate_load(&cand, ctx, cand_path, P) != KOPT_OK) {
             cli_error(ctx);
             code = KOPT_EXIT_INVALID;
             goto done;
         }
     }
-    eo.sizes = sizes.n ? &sizes : NULL;
     /* the run: its store (a store that cannot be opened only warns), the environment */
     ro.kind = KOPT_RUN_EVAL;
     ro.db_optional = 1;
@@ -425,19 +474,48 @@ bad_number:
     ro.device = eo.device;
     ro.cache_dir = eo.cache_dir;
     if (kopt_run_open(&run, ctx, &ro) != KOPT_OK ||
-        kopt_run_eval(run, ctx, prob, cand, &eo, NULL, &res) != KOPT_OK) {
+        (session_name && !session &&
+         cli_serve_session_open(cli_eval_sessions, ctx, run, session_name, &session_key, &prob,
+                                &eo, &session) != KOPT_OK) ||
+        (session ? cli_serve_session_eval(cli_eval_sessions, session, ctx, run, cand, &res)
+                 : kopt_run_eval(run, ctx, prob, cand, &eo, NULL, &res)) != KOPT_OK) {
         cli_error(ctx);
         code = KOPT_EXIT_ERROR;
         goto done;
     }
     kopt_run_finish(run, ctx, res->verdict == KOPT_VERDICT_SKIPPED ? KOPT_RUN_SKIPPED
                                                                     : KOPT_RUN_OK, NULL);
-    if (json)
+    if (session) {                      /* which session, and what it reused */
+        const char *name = cli_serve_session_name(session);
+        int k = cli_serve_session_evaluations(session);
+        if (json) {
+            char *text = kopt_eval_result_json(res);
+            json_t *doc = text ? json_loads(text, 0, NULL) : NULL;
+            free(text);
+            json_object_set_new(doc, "session",
+                                json_pack("{s:s, s:i, s:b}", "name", name, "evaluations", k,
+                                          "reference_reused", res->ref_reused));
+            cli_print_text(doc ? json_dumps(doc, JSON_INDENT(2)) : NULL);
+            json_decref(doc);
+        } else {
+            char line[256];
+            if (res->ref_reused)
+                snprintf(line, sizeof(line), "%s, evaluation %d: the reference's outputs and "
+                         "time from its first run, seed %llu fixed for the session", name, k,
+                         (unsigned long long)res->seed);
+            else
+                snprintf(line, sizeof(line), "%s, evaluation %d: the reference ran, seed %llu "
+                         "fixed for the session", name, k, (unsigned long long)res->seed);
+            print_text(P, cand_path, res, line);
+        }
+    } else if (json) {
         cli_print_text(kopt_eval_result_json(res));
-    else
-        print_text(prob, cand_path, res);
+    } else {
+        print_text(prob, cand_path, res, NULL);
+    }
     code = kopt_verdict_exit_code(res->verdict);
 done:
+    free(session_key);
     kopt_eval_result_free(res);
     kopt_run_close(run);
     kopt_candidate_free(cand);

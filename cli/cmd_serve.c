@@ -27,6 +27,8 @@
 extern char **environ;
 
 #define SERVE_WORKERS 4   /* two evaluations: one runs while the next one's get ready */
+#define SERVE_SESSIONS 2  /* evaluation sessions kept open (kopt eval --session) */
+#define SERVE_SESSION_IDLE 600.0
 
 static volatile sig_atomic_t stop;
 
@@ -39,6 +41,7 @@ static void on_signal(int sig)
 static void help(FILE *f)
 {
     fprintf(f, "usage: kopt serve [--socket PATH] [--workers N] [--device N] [--idle-exit S]\n"
+               "                  [--sessions N] [--session-idle S]\n"
                "Serve `kopt eval` commands (sent with `kopt eval --server` or $KOPT_SERVER) with\n"
                "workers started ahead, so an evaluation does not wait for CUDA contexts.\n"
                "  --socket PATH     the Unix socket (default %s)\n"
@@ -46,6 +49,8 @@ static void help(FILE *f)
                "                    reference and candidate workers)\n"
                "  --device N        the GPU the workers use (default 0)\n"
                "  --idle-exit S     end after S seconds without a request (default: never)\n"
+               "  --sessions N      evaluation sessions kept open, 1 to %d (default %d)\n"
+               "  --session-idle S  close a session unused for S seconds (default %.0f)\n"
                "The pool: each worker is a fresh process that makes its CUDA context, then its\n"
                "output buffer (at the last evaluation's size), and waits. An evaluation takes\n"
                "two: ready ones first (oldest first), one still starting only when none is\n"
@@ -54,8 +59,20 @@ static void help(FILE *f)
                "A worker is used once: every evaluation still runs in fresh processes, with\n"
                "fresh seeds and every check. Each idle worker holds a CUDA context (GPU memory)\n"
                "and its pinned buffer. Each request's line on stderr says how ready the\n"
-               "workers it took were, and the pool's state after it.\n",
-            cli_serve_default_socket(), SERVE_WORKERS);
+               "workers it took were, and the pool's state after it.\n"
+               "Sessions (`kopt eval --server --session[=NAME]`): the first request of a name\n"
+               "opens an evaluation session (as kopt tune and kopt optimize use): one seed for\n"
+               "the session, the reference run once, its outputs, time and torch.compile\n"
+               "baseline reused by every later candidate, the next candidate's worker started\n"
+               "ahead, every check still made on each candidate. A session serves the requests\n"
+               "with its name and its plan: the same problem file (hash and path), options\n"
+               "(sizes, check sizes, trials, seed, timing, --no-compile, ...), store and KOPT_*\n"
+               "settings; a request that differs opens a session of its own. Each open session\n"
+               "holds its workers and the reference's outputs: past --sessions the least\n"
+               "recently used is closed, and one idle --session-idle seconds is closed.\n"
+               "Requests without --session are the one-shot evaluations above.\n",
+            cli_serve_default_socket(), SERVE_WORKERS, CLI_SERVE_MAX_SESSIONS, SERVE_SESSIONS,
+            SERVE_SESSION_IDLE);
 }
 
 /* Apply the client's KOPT_* / CUTLASS_PATH settings; the previous values go to `saved`. */
@@ -75,7 +92,7 @@ static void apply_env(json_t *env, json_t *saved)
 }
 
 /* One request: run `kopt eval ARGS` as the client would have, answer its exit code. */
-static void handle(int conn, kopt_eval_pool *pool)
+static void handle(int conn, kopt_eval_pool *pool, cli_serve_sessions *sessions)
 {
     int fds[2] = {-1, -1}, saved_out = -1, saved_err = -1, cwd = -1, code = KOPT_EXIT_ERROR;
     json_t *req = NULL, *saved = json_object(), *args;
@@ -120,6 +137,8 @@ static void handle(int conn, kopt_eval_pool *pool)
     dup2(fds[0], 1);
     dup2(fds[1], 2);
     cli_eval_pool = pool;
+    cli_eval_sessions = sessions;
+    cli_serve_sessions_note_clear(sessions);
     {
         struct timespec a, b;
         kopt_eval_pool_stats s0, s1;
@@ -134,13 +153,14 @@ static void handle(int conn, kopt_eval_pool *pool)
         dup2(saved_err, 2);
         fprintf(stderr, "kopt serve: eval (%zu arguments) exit %d in %.0f ms; workers taken: "
                         "%ld (%ld ready, %ld context only, %ld starting); pool: %d idle, %d "
-                        "ready, %ld started in all\n", n - 1, code,
+                        "ready, %ld started in all%s\n", n - 1, code,
                 (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6,
                 s1.taken - s0.taken, s1.taken_ready - s0.taken_ready,
                 s1.taken_context - s0.taken_context, s1.taken_starting - s0.taken_starting,
-                s1.idle, s1.ready, s1.started);
+                s1.idle, s1.ready, s1.started, cli_serve_sessions_note(sessions));
     }
     cli_eval_pool = NULL;
+    cli_eval_sessions = NULL;
     apply_env(saved, json_object());   /* back to the server's own settings */
     if (fchdir(cwd) != 0)
         perror("kopt serve: fchdir");
@@ -170,11 +190,15 @@ int cmd_serve(int argc, char **argv)
     static const struct option opts[] = {
         {"socket", required_argument, NULL, 's'}, {"workers", required_argument, NULL, 'w'},
         {"device", required_argument, NULL, 'd'}, {"idle-exit", required_argument, NULL, 'i'},
+        {"sessions", required_argument, NULL, 'S'},
+        {"session-idle", required_argument, NULL, 'I'},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     const char *path = cli_serve_default_socket();
-    int workers = SERVE_WORKERS, device = 0, c, lfd = -1, code = 0;
-    double idle_exit = 0;
+    int workers = SERVE_WORKERS, device = 0, c, lfd = -1, code = 0, nsessions = SERVE_SESSIONS;
+    double idle_exit = 0, session_idle = SERVE_SESSION_IDLE;
+    cli_serve_sessions *sessions = NULL;
+    char *end;
     kopt_ctx *ctx = cli_ctx(0);
     kopt_eval_pool *pool = NULL;
     struct sockaddr_un addr;
@@ -187,6 +211,23 @@ int cmd_serve(int argc, char **argv)
         case 'w': workers = atoi(optarg); break;
         case 'd': device = atoi(optarg); break;
         case 'i': idle_exit = atof(optarg); break;
+        case 'S':
+            nsessions = (int)strtol(optarg, &end, 10);
+            if (*end || nsessions < 1 || nsessions > CLI_SERVE_MAX_SESSIONS) {
+                fprintf(stderr, "kopt serve: --sessions %s: 1 to %d sessions\n", optarg,
+                        CLI_SERVE_MAX_SESSIONS);
+                kopt_ctx_free(ctx);
+                return KOPT_EXIT_USAGE;
+            }
+            break;
+        case 'I':
+            session_idle = strtod(optarg, &end);
+            if (*end || !(session_idle > 0)) {
+                fprintf(stderr, "kopt serve: --session-idle %s: seconds, more than 0\n", optarg);
+                kopt_ctx_free(ctx);
+                return KOPT_EXIT_USAGE;
+            }
+            break;
         case 'h': help(stdout); kopt_ctx_free(ctx); return 0;
         default: help(stderr); kopt_ctx_free(ctx); return KOPT_EXIT_USAGE;
         }
@@ -196,7 +237,13 @@ int cmd_serve(int argc, char **argv)
         kopt_ctx_free(ctx);
         return KOPT_EXIT_USAGE;
     }
+    if (!(sessions = cli_serve_sessions_new(nsessions, session_idle))) {
+        fprintf(stderr, "kopt serve: out of memory\n");
+        kopt_ctx_free(ctx);
+        return KOPT_EXIT_ERROR;
+    }
     if (kopt_eval_pool_open(&pool, ctx, device, workers) != KOPT_OK) {
+        cli_serve_sessions_free(sessions);
         cli_error(ctx);
         kopt_ctx_free(ctx);
         return KOPT_EXIT_USAGE;
@@ -237,6 +284,7 @@ int cmd_serve(int argc, char **argv)
         struct timespec now;
         int r = poll(&p, 1, 1000), conn;
         clock_gettime(CLOCK_MONOTONIC, &now);
+        cli_serve_sessions_expire(sessions, stderr);   /* idle sessions end their workers */
         if (r <= 0) {
             if (idle_exit > 0 && (double)(now.tv_sec - last.tv_sec) >= idle_exit)
                 break;
@@ -244,7 +292,7 @@ int cmd_serve(int argc, char **argv)
         }
         if ((conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) < 0)
             continue;
-        handle(conn, pool);
+        handle(conn, pool, sessions);
         close(conn);
         /* the evaluation started its workers' replacements when it took them; here, after
          * the client has its answer: any that ended or failed to start, and every idle
@@ -258,6 +306,7 @@ done:
     if (lfd >= 0)
         close(lfd);
     unlink(path);
+    cli_serve_sessions_free(sessions);   /* their workers end before the pool's */
     kopt_eval_pool_close(pool);
     kopt_ctx_free(ctx);
     return code;

@@ -149,6 +149,13 @@ kopt_status kopt_run_session_eval(kopt_run_session *s, kopt_ctx *ctx,
                                   const kopt_candidate *cand, const char *tag,
                                   kopt_eval_result **out);
 kopt_eval_session *kopt_run_session_eval_session(kopt_run_session *s);   /* borrowed */
+/* A session that outlives the run it was opened with (kopt serve keeps sessions across
+ * requests, each request a run of its own): its next evaluations are noted and stored
+ * through `run` (the store its host-mode candidates may not touch is then run's, the
+ * ceilings those run knows unless the session has its own). NULL detaches it (before that
+ * run is closed); kopt_run_session_eval then fails until a run is attached. The store's
+ * torch.compile baselines stay those read when the session was opened. */
+void kopt_run_session_attach(kopt_run_session *s, kopt_ctx *ctx, kopt_run *run);
 /* For a session on one GPU of several, used from a thread of its own (kopt optimize
  * --gpus): evaluate without touching the run or the store (give the session its ceilings
  * when it is opened), then, on the run's thread, commit the result: noted and (with

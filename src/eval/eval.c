@@ -1902,6 +1902,21 @@ kopt_status kopt_eval_session_run(kopt_eval_session *s, kopt_ctx *ctx,
     return eval_core(out, ctx, s->prob, cand, &s->opts, s);
 }
 
+/* The session's options after the run it was opened with is gone (kopt_run_session_attach):
+ * the store its host-mode candidates may not touch, and the device's ceilings (the
+ * session's own copy once it has them, else `ceilings`, borrowed like the open's). */
+void kopt__eval_session_rebind(kopt_eval_session *s, const char *db_path,
+                               const kopt_ceilings *ceilings)
+{
+    if (!s)
+        return;
+    s->opts.db_path = db_path;
+    if (s->asked_ceilings)
+        s->opts.ceilings = s->ceilings.valid ? &s->ceilings : NULL;
+    else
+        s->opts.ceilings = ceilings && ceilings->valid ? ceilings : NULL;
+}
+
 void kopt_eval_session_counts(const kopt_eval_session *s, int *runs, int *workers)
 {
     if (runs)

@@ -108,5 +108,9 @@ const kopt_torch_baseline *kopt__torch_baseline_pick(const kopt_eval_opts *o,
 void kopt__torch_best_baseline(kopt_eval_result *r);
 /* Now, UTC, "YYYY-MM-DDTHH:MM:SSZ". */
 void kopt__utc_now(char *out, size_t n);
+/* A session's store path and ceilings set again (kopt_run_session_attach: what it borrowed
+ * from the run it was opened with is gone). */
+void kopt__eval_session_rebind(kopt_eval_session *s, const char *db_path,
+                               const kopt_ceilings *ceilings);
 
 #endif

@@ -5,6 +5,7 @@
  * on the run's thread).
  */
 #include "run_int.h"
+#include "eval/eval_int.h"
 
 #include <stdlib.h>
 
@@ -90,8 +91,9 @@ kopt_status kopt_run_session_eval(kopt_run_session *s, kopt_ctx *ctx,
     kopt_status rc;
 
     *out = NULL;
-    if (!s)
-        return kopt_seterr(ctx, KOPT_E_INVALID, "evaluation session: none");
+    if (!s || !s->run)
+        return kopt_seterr(ctx, KOPT_E_INVALID, "evaluation session: %s", s ? "no run attached"
+                                                                            : "none");
     if ((rc = kopt_eval_session_run(s->session, ctx, cand, out)) != KOPT_OK)
         return kopt__run_fail(s->run, KOPT_RUN_FAULT_KOPT, rc);
     kopt__run_note_result(s->run, ctx, s->device, *out);
@@ -117,6 +119,15 @@ void kopt_run_session_commit(kopt_run_session *s, kopt_ctx *ctx, const kopt_cand
     kopt__run_note_result(s->run, ctx, s->device, r);
     if (s->store)
         kopt__run_store_eval(s->run, ctx, s->prob, cand, r, tag);
+}
+
+void kopt_run_session_attach(kopt_run_session *s, kopt_ctx *ctx, kopt_run *run)
+{
+    if (!s)
+        return;
+    s->run = run;
+    kopt__eval_session_rebind(s->session, run ? run->db_path : NULL,
+                              run ? kopt__run_known_ceilings(run, ctx, s->device) : NULL);
 }
 
 kopt_eval_session *kopt_run_session_eval_session(kopt_run_session *s)
