@@ -872,6 +872,17 @@ static kopt_status torch_start(kopt_ctx *ctx, json_t *job, size_t total, kopt__w
     return rc;
 }
 
+/* A PyTorch worker that could not page-lock its output buffer copied through pageable
+ * memory (GB-scale outputs: several times slower): said, not silent. */
+static void pin_warning(kopt_ctx *ctx, json_t *dev, const char *who)
+{
+    const char *e = json_string_value(json_object_get(dev, "pin_error"));
+
+    if (e && e[0])
+        kopt_log(ctx, KOPT_LOG_WARN, "the %s worker's output buffer was not page-locked "
+                 "(%s): its outputs were copied through pageable memory", who, e);
+}
+
 /* The verdict of a subject whose worker did not give a result. */
 static void torch_failure(kopt_eval_result *r, const kopt__worker_run *run, const char *who,
                           const kopt_eval_opts *o)
@@ -1146,6 +1157,8 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
     trace_step(trace, "reference_run", &ts);
     kopt__device_from_json(refp->device, &r->device);
     setup_from_device(refp->device, &r->ref_setup);
+    if (!reuse)
+        pin_warning(ctx, refp->device, "reference");
     r->ref_setup_ms = r->ref_setup.total_ms;
     if (phases[0].ref->has_work) {
         r->has_work = 1;
@@ -1276,6 +1289,7 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
     if (rc != KOPT_OK)
         goto fail;
     setup_from_device(cand_run.device, &r->cand_setup);
+    pin_warning(ctx, cand_run.device, "candidate");
     r->cand_setup_ms = r->cand_setup.total_ms;
     kopt__torch_sandbox_report(&cand_run, !o.no_sandbox, r->sandbox, sizeof(r->sandbox),
                                notes, sizeof(notes));
