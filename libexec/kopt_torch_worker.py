@@ -7,12 +7,20 @@ Two uses:
   kopt_torch_worker.py worker      one job, the protocol of kopt's C worker (src/eval/worker_int.h):
                                    the job as a JSON line on stdin, then a "go" line; events as
                                    JSON lines on fd 3; every run's outputs copied into the shared
-                                   buffer on fd 4 at the offsets the job gives
+                                   buffer on fd 4 at the offsets the job gives, or, when the
+                                   job streams (job["stream"], below), compared run by run
+                                   by the reference's worker
   kopt_torch_worker.py import SRC OUT [--atol A] [--rtol R] [--prefix P] [--device D]
                                    KernelBench problem files (a file or a folder) -> kopt
                                    problem folders (docs/kernelbench.md); one JSON line per file
                                    on stdout
-The parent compares the outputs; this process never sees another subject's outputs. A
+The parent compares the outputs, or has the reference's worker compare them on the GPU
+(kopt_torch_compare.py): a streaming subject copies each run's outputs into its export buffer
+(two slots: trial 0's stays for the repeat), says {"event": "outputs", "phase", "run",
+"offset"} and waits for "next" on stdin (the parent stops it while the reference reads);
+the streaming reference copies nothing, and after its result takes commands on stdin
+({"op": "open" | "compare" | "repeat" | "close"}) and answers each with a "compared" event.
+A candidate's process never sees another subject's outputs. A
 candidate's worker locks itself down (kopt_torch_sandbox.py) once the candidate is built and
 before it first runs: docs/kernelbench.md, "The sandbox", says what runs before and after.
 """
@@ -178,11 +186,24 @@ class Worker:
         if spawned > 0:
             info["exec_ms"] = since_job
         self.shm = None
+        self.export = None       # the GPU export buffer of a streaming subject
+        self.streaming = job.get("stream") or None
         size = int(job.get("shm_size", 0))
         if size:
             self.shm = mmap.mmap(SHM_FD, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
             self.shm_t = torch.frombuffer(self.shm, dtype=torch.uint8, count=size)
         ts = self.step("output_buffer_map", ts)
+        if self.streaming and self.streaming.get("export") and self.cuda:
+            import kopt_torch_compare
+            torch.zeros(1, device=self.device)     # the context current for the driver calls
+            try:
+                self.export = kopt_torch_compare.Export(torch, self.device,
+                                                        int(self.streaming["export"]))
+            except (OSError, ValueError) as e:
+                raise WorkerError("harness", "the export buffer for the comparison on the GPU: "
+                                  "%s" % e)
+            info["export"] = {"handle": self.export.handle, "bytes": self.export.nbytes}
+            ts = self.step("export_buffer", ts)
         if self.shm is not None and self.cuda:
             info["pin_error"] = self.pin_outputs(size)
             t2 = ts
@@ -454,10 +475,24 @@ class Worker:
                                   "must be computed on the problem's device)"
                                   % (s["name"], o.device, self.device))
             n = s["bytes"]
-            if n:
+            if n and self.export is not None:
+                src = o.detach().contiguous().reshape(-1).view(torch.uint8)
+                self.export.tensor[offset:offset + n].copy_(src)
+            elif n and self.shm is not None:
                 src = o.detach().contiguous().reshape(-1).view(torch.uint8)
                 self.shm_t[offset:offset + n].copy_(src)
             offset += n
+
+    def hand_over(self, run, offset):
+        """A streaming subject: the run's outputs are in the export buffer; the parent has the
+        reference compare them (this process stopped meanwhile), then says "next"."""
+        if not self.streaming or self.subject == "reference":
+            return
+        self.sync()
+        self.emit({"event": "outputs", "phase": self.phase, "run": run, "offset": offset})
+        line = sys.stdin.readline()
+        if line.strip() != "next":
+            raise WorkerError("harness", "the parent went away while the outputs were compared")
 
     def input_sums(self, inputs):
         """A digest of each input tensor (the parent compares the candidate's with the
@@ -495,6 +530,8 @@ class Worker:
             ts = self.step("guard_checks", ts)
             self.copy_outputs(outs, int(tr["offset"]))
             ts = self.step("output_transfer", ts)
+            self.hand_over(i, int(tr["offset"]))
+            ts = self.step("compare_wait", ts)
             if tr.get("check_inputs"):
                 sums["trial %d" % i] = self.input_sums(inputs)
                 self.step("input_digests", ts)
@@ -574,6 +611,8 @@ class Worker:
         ts = self.step("guard_checks", ts)
         self.copy_outputs(outs, int(tm["offset"]))
         ts = self.step("output_transfer", ts)
+        self.hand_over(len(ph["trials"]), int(tm["offset"]))
+        ts = self.step("compare_wait", ts)
         po["input_sums"]["timed"] = self.input_sums(sets[0])
         self.step("input_digests", ts)
         po.update(fields)
@@ -619,6 +658,7 @@ class Worker:
                 raise WorkerError("launch" if self.subject == "modelnew" else "harness",
                                   "building the %s failed: %s: %s"
                                   % (self.subject, type(e).__name__, e))
+        self.built = built
         ts = time.monotonic()
         self.lock_candidate(job, built)
         self.step("warmup_and_lockdown", ts)
@@ -634,6 +674,87 @@ class Worker:
             if isinstance(ph.get("timing"), dict):
                 self.timing(ph, ph["timing"], po)
         return phases
+
+
+    # -- the streaming reference's comparisons
+    def serve_compares(self, job):
+        """After its result, a streaming reference compares subjects' outputs with its own,
+        one command line at a time, until EOF: "open" a subject's export buffer, "compare"
+        one run's outputs (this worker runs the reference again on that run's inputs: its
+        seed from this worker's own job), "repeat" (a subject's two slots with each other:
+        two runs on trial 0's inputs), "close"."""
+        import kopt_torch_compare as kc
+        torch = self.torch
+        peer = None
+        if self.cuda:
+            torch.cuda.empty_cache()       # the subjects' room on the device
+        for line in sys.stdin:
+            t0 = time.monotonic()
+            try:
+                cmd = json.loads(line)
+                op = cmd.get("op")
+            except ValueError:
+                continue
+            ev = {"event": "compared", "op": op}
+            try:
+                if op == "open":
+                    if peer is not None:
+                        peer.close()
+                    peer = kc.Peer(torch, self.device, cmd)
+                elif op == "close":
+                    if peer is not None:
+                        peer.close()
+                    peer = None
+                elif op in ("compare", "repeat"):
+                    if peer is None:
+                        raise ValueError("no subject's buffer is open")
+                    ev["checks"] = self.compare_run(kc, peer, job, cmd)
+                else:
+                    raise ValueError("unknown command %r" % op)
+            except Exception as e:   # said to the parent: the evaluation is an ERROR
+                ev["error"] = ("%s: %s" % (type(e).__name__, e))[:2000]
+            if self.cuda:
+                torch.cuda.empty_cache()
+            ev["ms"] = (time.monotonic() - t0) * 1e3
+            self.emit(ev)
+        if peer is not None:
+            peer.close()
+
+    def compare_run(self, kc, peer, job, cmd):
+        """One run's outputs in the subject's buffer at cmd["offset"] against the reference's
+        own for the same inputs ("compare"), or against the subject's at cmd["against"]
+        ("repeat"); per output: the tolerance the parent gives."""
+        torch = self.torch
+        p = int(cmd["phase"])
+        ph = job["phases"][p]
+        self.phase = p
+        self.use_subject(self.built[p], ph)
+        specs = [t for t in self.tensors if t["role"] in (ROLE_OUTPUT, ROLE_INOUT)]
+        tols = cmd.get("tolerances") or []
+        if len(tols) != len(specs):
+            raise ValueError("%d tolerances for %d outputs" % (len(tols), len(specs)))
+        if cmd["op"] == "compare":
+            run = int(cmd["run"])
+            trials = ph["trials"]
+            seed = int(trials[run]["seed"]) if run < len(trials) else int(ph["timing"]["seed"])
+            with torch.no_grad():
+                want = as_outputs(torch, self.run_once(self.inputs(seed)), "reference")
+            self.sync()
+        checks = []
+        off = int(cmd["offset"])
+        against = int(cmd.get("against", 0))
+        for i, (s, tol) in enumerate(zip(specs, tols)):
+            dt = torch_dtype(torch, s["dtype"])
+            got = peer.view(off, int(s["bytes"]), dt, s["shape"])
+            w = want[i] if cmd["op"] == "compare" else \
+                peer.view(against, int(s["bytes"]), dt, s["shape"])
+            c = kc.compare(torch, got, w.detach(), DTYPES[int(s["dtype"])], float(tol[0]),
+                           float(tol[1]))
+            c["tensor"] = s["name"]
+            checks.append(c)
+            off += int(s["bytes"])
+            against += int(s["bytes"])
+        return checks
 
 
 def round_seed():
@@ -705,6 +826,8 @@ def worker_main():
         if w.sandbox and w.sandbox.report is not None:
             ev["sandbox"] = w.sandbox.report
         w.emit(ev)
+        if w.streaming and w.subject == "reference":
+            w.serve_compares(job)
         return 0
     except WorkerError as e:
         ev = {"event": "error", "kind": e.kind, "message": str(e)[:4000]}

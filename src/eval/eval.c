@@ -89,12 +89,16 @@ typedef struct phase_plan {
     uint64_t timing_seed;
     size_t slot;               /* bytes of the compared tensors of one run */
     size_t base;               /* offset of this phase in shm */
+    int stream;                /* its runs handed over one at a time (torch_stream.c): two
+                                * slots, trial 0's kept for the repeat */
 } phase_plan;
 
 /* Layout of a phase in the output buffer: the output slots of trial 0..n-1, of the repeat
  * of trial 0 (same inputs: the determinism check), and of the last timed run. */
 static size_t out_at(const phase_plan *ph, int run)   /* run: trial, n = repeat, n+1 = timed */
 {
+    if (ph->stream)
+        return run == 0 ? 0 : ph->slot;
     return ph->base + (size_t)run * ph->slot;
 }
 
@@ -158,6 +162,21 @@ static json_t *phase_json(const phase_plan *ph, const kopt_bound *b, const kopt_
 static size_t phase_size(const phase_plan *ph)
 {
     return ph->slot * (size_t)(ph->ntrials + 2);
+}
+
+/* Streaming (the PyTorch path's comparison on the GPU): every phase in the same two
+ * slots; returns their size (the subjects' export buffer). */
+static size_t layout_stream(phase_plan *phases, int nphases)
+{
+    size_t slot = 0;
+    for (int p = 0; p < nphases; p++)
+        if (phases[p].slot > slot)
+            slot = phases[p].slot;
+    for (int p = 0; p < nphases; p++) {
+        phases[p].stream = 1;
+        phases[p].base = 0;
+    }
+    return 2 * slot;
 }
 
 /* Lay out the phases in the output buffer; return its size. */
@@ -413,7 +432,7 @@ static void energy_from_run(kopt_ctx *ctx, const kopt__worker_run *run, int phas
 /* Compare every run's outputs with the reference's; append checks to r. Returns the
  * number of failing checks. */
 static int compare_phase(kopt_eval_result *r, const phase_plan *ph, const unsigned char *got,
-                         const unsigned char *want)
+                         const unsigned char *want, const kopt__stream_phase *sp)
 {
     int failing = 0;
 
@@ -421,6 +440,13 @@ static int compare_phase(kopt_eval_result *r, const phase_plan *ph, const unsign
         size_t off;
         if (run == ph->ntrials || (run == ph->ntrials + 1 && !ph->timed))
             continue;   /* the repeat is compared with trial 0 (check_repeat) */
+        if (sp) {       /* compared by the reference's worker as it came */
+            for (int k = 0; k < sp->nout; k++) {
+                r->checks[r->nchecks] = sp->checks[run * sp->nout + k];
+                failing += r->checks[r->nchecks++].mismatches > 0;
+            }
+            continue;
+        }
         off = out_at(ph, run);
         for (int i = 0; i < ph->ref->ntensors; i++) {
             const kopt_btensor *t = &ph->ref->tensors[i];
@@ -447,9 +473,19 @@ static int compare_phase(kopt_eval_result *r, const phase_plan *ph, const unsign
 
 /* Two runs of the candidate on the same inputs must agree within tolerance (RACE).
  * Returns 1 and fills *c with the first differing tensor when they do not. */
-static int check_repeat(const phase_plan *ph, const unsigned char *got, kopt_check *c)
+static int check_repeat(const phase_plan *ph, const unsigned char *got, kopt_check *c,
+                        const kopt__stream_phase *sp)
 {
     size_t a = out_at(ph, 0), b = out_at(ph, ph->ntrials);
+
+    if (sp) {
+        for (int k = 0; k < sp->nout; k++)
+            if (sp->checks[ph->ntrials * sp->nout + k].mismatches) {
+                *c = sp->checks[ph->ntrials * sp->nout + k];
+                return 1;
+            }
+        return 0;
+    }
 
     for (int i = 0; i < ph->ref->ntensors; i++) {
         const kopt_btensor *t = &ph->ref->tensors[i];
@@ -768,6 +804,9 @@ struct kopt_eval_session {
     int has_nvml;
     kopt__worker_run ref_run;       /* the reference's outputs at the seed (result != NULL) */
     size_t ref_total;               /* the output layout they fill */
+    kopt__worker_proc *ref_proc;    /* a streaming PyTorch reference's worker, kept up to
+                                     * compare the session's candidates (torch_stream.c) */
+    int ref_stream;                 /* ref_run is a streaming reference's (no outputs) */
     kopt__worker_proc *cand;        /* the serving candidate worker, or NULL */
     size_t cand_total;
     int runs, workers;
@@ -780,8 +819,9 @@ struct kopt_eval_session {
     kopt_torch_baseline cmp_base;   /* its key and numbers (kopt_eval_result's) */
     /* the next candidate's PyTorch worker, started (torch importing) once the last
      * evaluation's timing was over, and the subject it was started for */
-    kopt__worker_proc *ahead;
-    char ahead_subject[16];
+#define KOPT_AHEAD 2
+    kopt__worker_proc *ahead[KOPT_AHEAD];   /* oldest first: the next candidate takes [0] */
+    char ahead_subject[KOPT_AHEAD][16];
     /* workers started by kopt_eval_session_warm, each making its CUDA context: the first
      * run's reference and serving candidate workers */
     kopt__worker_proc *pre_ref, *pre_cand;
@@ -914,6 +954,71 @@ static void note_add(char *notes, size_t cap, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Whether the PyTorch path compares on the GPU (torch_stream.c): on a GPU, unless the two
+ * export slots would take over a quarter of its memory; $KOPT_TORCH_COMPARE "host" or
+ * "stream" decides (tests: "stream" with the CPU build of PyTorch, through the subjects'
+ * shared buffers). */
+static int torch_stream_mode(int cpu, int has_device, const kopt_device_info *nvml,
+                             size_t export_bytes)
+{
+    const char *e = getenv("KOPT_TORCH_COMPARE");
+
+    if (e && strcmp(e, "host") == 0)
+        return 0;
+    if (e && strcmp(e, "stream") == 0)
+        return 1;
+    if (cpu || !has_device)
+        return 0;
+    return !(nvml->total_mem > 0 && (double)export_bytes > 0.25 * (double)nvml->total_mem);
+}
+
+/* A worker job of the PyTorch path, streaming: the reference compares, a subject exports
+ * `export` bytes on the GPU (0: through its shared buffer). Takes `job`. */
+static json_t *torch_streaming(json_t *job, int stream, int is_ref, size_t export)
+{
+    if (job && stream)
+        json_object_set_new(job, "stream", is_ref ? json_pack("{s:b}", "reference", 1)
+                                                  : json_pack("{s:I}", "export",
+                                                              (json_int_t)export));
+    return job;
+}
+
+/* The streamed checks of a subject, one per phase, backed by one allocation. */
+static kopt__stream_phase *stream_phases(const phase_plan *phases, int nphases)
+{
+    kopt__stream_phase *sp = calloc((size_t)nphases, sizeof(*sp));
+
+    if (!sp)
+        return NULL;
+    for (int p = 0; p < nphases; p++) {
+        sp[p].b = phases[p].ref;
+        sp[p].label = phases[p].label;
+        sp[p].ntrials = phases[p].ntrials;
+        sp[p].timed = phases[p].timed;
+        sp[p].seeds = phases[p].seeds;
+        sp[p].timing_seed = phases[p].timing_seed;
+        sp[p].slot = phases[p].slot;
+        for (int i = 0; i < phases[p].ref->ntensors; i++)
+            sp[p].nout += phases[p].ref->tensors[i].role == KOPT_ROLE_OUTPUT ||
+                          phases[p].ref->tensors[i].role == KOPT_ROLE_INOUT;
+        if (!(sp[p].checks = calloc((size_t)(sp[p].ntrials + 2) * (size_t)(sp[p].nout + 1),
+                                    sizeof(kopt_check)))) {
+            for (int q = 0; q < p; q++)
+                free(sp[q].checks);
+            free(sp);
+            return NULL;
+        }
+    }
+    return sp;
+}
+
+static void stream_phases_free(kopt__stream_phase *sp, int nphases)
+{
+    for (int p = 0; sp && p < nphases; p++)
+        free(sp[p].checks);
+    free(sp);
+}
+
 static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_problem *prob,
                               const kopt_candidate *cand, const kopt_eval_opts *opts,
                               kopt_eval_session *S)
@@ -940,6 +1045,10 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
     kopt__precision_job prec_job;      /* its own kernels' SASS, read while the workers run */
     kopt_torch_baseline bkey;          /* the key of this evaluation's torch.compile baseline */
     int cmp_defer = 0;                 /* its worker waits for the reference's torch version */
+    int stream = 0;                    /* compared on the GPU by the reference's worker */
+    kopt__stream_phase *cand_sp = NULL, *cmp_sp = NULL;   /* the streamed checks */
+    kopt__worker_proc *refw = NULL;    /* the streaming reference's worker (borrowed) */
+    size_t cand_shm = 0, cmp_total = 0, cmp_shm = 0;
 
     memset(&prec_job, 0, sizeof(prec_job));
     memset(&bkey, 0, sizeof(bkey));
@@ -1071,14 +1180,40 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
     cand_subject = cand && cand->torch_module ? "modelnew" : "host";
     t1 = kopt_now_ms();
     total = layout(phases, nphases);
+    /* GB-scale outputs stay on the GPU: each subject's runs are compared there, one at a
+     * time, by the reference's worker (torch_stream.c) */
+    {
+        size_t two = 0;
+        for (int p = 0; p < nphases; p++)
+            two = phases[p].slot > two ? phases[p].slot : two;
+        stream = torch_stream_mode(cpu, r->has_device, &nvml, 2 * two);
+    }
+    if (stream) {
+        total = layout_stream(phases, nphases);
+        cmp_total = 2 * phases[0].slot;
+        cand_shm = cpu ? total : 0;    /* the CPU build: the subject's shared buffer */
+        cmp_shm = cpu ? cmp_total : 0;
+        if (!(cand_sp = stream_phases(phases, nphases)) || !(cmp_sp = stream_phases(phases, 1))) {
+            rc = kopt_seterr(ctx, KOPT_E_NOMEM, "checks");
+            goto fail;
+        }
+    } else {
+        cand_shm = total;
+        cmp_shm = cmp_total = layout(phases, 1);
+        total = layout(phases, nphases);
+    }
     /* in a session (tuning, optimize) the seed is the same every time: the reference's
      * outputs and times from its first run serve every later candidate, as for CUDA
-     * references, and only the candidate's worker starts */
-    reuse = S && cand && S->ref_run.result && S->ref_total == total;
+     * references, and only the candidate's worker starts (a streaming reference's worker
+     * stays up to compare them) */
+    reuse = S && cand && S->ref_run.result && S->ref_total == total && S->ref_stream == stream &&
+            (!stream || kopt__worker_alive(S->ref_proc));
     cmp_reuse = reuse && S->cmp_cached;
-    {   /* every worker's output buffer lives in host memory until the comparison */
+    if (stream && !cpu) {
+        /* the outputs never reach this host: its memory bounds nothing */
+    } else {   /* every worker's output buffer lives in host memory until the comparison */
         size_t avail = kopt__host_available_bytes(), two = (reuse ? 0 : total) + (cand ? total : 0);
-        size_t three = two + (o.torch_compile && !o.no_timing && !cmp_reuse ? layout(phases, 1) : 0);
+        size_t three = two + (o.torch_compile && !o.no_timing && !cmp_reuse ? cmp_total : 0);
         if (avail && three > two && (double)three > 0.8 * (double)avail) {
             snprintf(r->compile_note, sizeof(r->compile_note), "torch.compile baseline not "
                      "timed: its output buffer beside the other workers' would take %.3g GB of "
@@ -1097,31 +1232,40 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
         kopt__torch_baseline_key(&bkey, prob, &r->sizes, &o, cpu, r->has_device ? &nvml : NULL);
         cmp_defer = kopt__torch_baseline_candidates(&o, &bkey) > 0;
     }
-    if (!reuse && (rc = torch_start(ctx, torch_job(ctx, "reference", prob, phases, nphases, 1,
-                                                   NULL, NULL, &o, script), total,
-                                    &ref_proc)) != KOPT_OK)
+    if (!reuse && (rc = torch_start(ctx, torch_streaming(torch_job(ctx, "reference", prob, phases,
+                                                                   nphases, 1, NULL, NULL, &o,
+                                                                   script), stream, 1, 0),
+                                    stream ? 0 : total, &ref_proc)) != KOPT_OK)
         goto fail;
-    if (cand && S && S->ahead && strcmp(S->ahead_subject, cand_subject) == 0 &&
-        kopt__worker_alive(S->ahead)) {
+    if (cand && S && S->ahead[0] && strcmp(S->ahead_subject[0], cand_subject) == 0 &&
+        kopt__worker_alive(S->ahead[0])) {
         /* the worker the last evaluation started for this one: torch imported already */
-        json_t *job = torch_job(ctx, cand_subject, prob, phases, nphases, 0, cand, comp, &o,
-                                script);
-        cand_proc = S->ahead;
-        S->ahead = NULL;
+        json_t *job = torch_streaming(torch_job(ctx, cand_subject, prob, phases, nphases, 0, cand,
+                                                comp, &o, script), stream, 0,
+                                      cpu ? 0 : total);
+        cand_proc = S->ahead[0];
+        memmove(&S->ahead[0], &S->ahead[1], sizeof(S->ahead[0]) * (KOPT_AHEAD - 1));
+        memmove(&S->ahead_subject[0], &S->ahead_subject[1],
+                sizeof(S->ahead_subject[0]) * (KOPT_AHEAD - 1));
+        S->ahead[KOPT_AHEAD - 1] = NULL;
         r->worker_ahead = 1;
-        rc = job ? kopt__worker_give(ctx, cand_proc, job, total)
+        rc = job ? kopt__worker_give(ctx, cand_proc, job, cand_shm)
                  : kopt_seterr(ctx, KOPT_E_NOMEM, "job");
         json_decref(job);
         if (rc != KOPT_OK)
             goto fail;
-    } else if (cand && (rc = torch_start(ctx, torch_job(ctx, cand_subject, prob, phases, nphases,
-                                                        0, cand, comp, &o, script),
-                                         total, &cand_proc)) != KOPT_OK) {
+    } else if (cand && (rc = torch_start(ctx, torch_streaming(torch_job(ctx, cand_subject, prob,
+                                                                        phases, nphases, 0, cand,
+                                                                        comp, &o, script),
+                                                              stream, 0, cpu ? 0 : total),
+                                         cand_shm, &cand_proc)) != KOPT_OK) {
         goto fail;
     }
     if (o.torch_compile && !o.no_timing && !cmp_reuse && !cmp_defer &&
-        (rc = torch_start(ctx, torch_job(ctx, "compile", prob, phases, 1, 1, NULL, NULL, &o,
-                                         script), layout(phases, 1), &cmp_proc)) != KOPT_OK)
+        (rc = torch_start(ctx, torch_streaming(torch_job(ctx, "compile", prob, phases, 1, 1, NULL,
+                                                         NULL, &o, script), stream, 0,
+                                               cpu ? 0 : cmp_total),
+                          cmp_shm, &cmp_proc)) != KOPT_OK)
         goto fail;
     trace_step(trace, "spawn", &ts);
     /* every worker set up (torch imported, context made, candidate loaded and load_inline
@@ -1136,19 +1280,28 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
     if (reuse) {
         refp = &S->ref_run;
         r->ref_reused = 1;
+        refw = S->ref_proc;
     } else {
-        if ((rc = kopt__worker_finish(ctx, ref_proc, tmo, &ref_run)) != KOPT_OK)
+        /* a streaming reference stays up after its result, to compare */
+        if ((rc = stream ? kopt__worker_collect(ctx, ref_proc, tmo, &ref_run)
+                         : kopt__worker_finish(ctx, ref_proc, tmo, &ref_run)) != KOPT_OK)
             goto fail;
-        ref_proc = NULL;
+        if (!stream)
+            ref_proc = NULL;
         kopt__torch_clock_apply(&ref_run, NULL, 0);
         if (!ref_run.result) {
             reference_failed(r, &ref_run, &o, "PyTorch reference");
             goto done;
         }
+        refw = ref_proc;
         if (S) {                       /* kept for the session's next candidates */
             kopt__worker_run_free(&S->ref_run);
             S->ref_run = ref_run;
             S->ref_total = total;
+            S->ref_stream = stream;
+            kopt__worker_proc_release(S->ref_proc);
+            S->ref_proc = ref_proc;    /* NULL when not streaming */
+            ref_proc = NULL;
             S->cmp_cached = 0;
             memset(&ref_run, 0, sizeof(ref_run));
             refp = &S->ref_run;
@@ -1203,9 +1356,10 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
              * worker starts */
             kopt_log(ctx, KOPT_LOG_INFO, "torch.compile baseline: the cached one is not used "
                      "(%s): timing it", why);
-            if ((rc = torch_start(ctx, torch_job(ctx, "compile", prob, phases, 1, 1, NULL, NULL,
-                                                 &o, script), layout(phases, 1),
-                                  &cmp_proc)) != KOPT_OK)
+            if ((rc = torch_start(ctx, torch_streaming(torch_job(ctx, "compile", prob, phases, 1,
+                                                                 1, NULL, NULL, &o, script),
+                                                       stream, 0, cpu ? 0 : cmp_total),
+                                  cmp_shm, &cmp_proc)) != KOPT_OK)
                 goto fail;
         }
     }
@@ -1215,8 +1369,14 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
         memset(&tmp, 0, sizeof(tmp));
         tmp.checks = calloc((size_t)(o.trials + 3) * (size_t)(prob->ntensors + 1) + 1,
                             sizeof(*tmp.checks));
+        double cmp_ms = 0;
+        char why[256];
         kopt__worker_ready(ctx, cmp_proc);
-        rc = kopt__worker_finish(ctx, cmp_proc, tmo, &cmp_run);
+        if (stream)
+            rc = kopt__torch_stream(ctx, refw, cmp_proc, cmp_sp, 1, cmp_total, tmo, &cmp_run,
+                                    &cmp_ms);
+        else
+            rc = kopt__worker_finish(ctx, cmp_proc, tmo, &cmp_run);
         cmp_proc = NULL;
         if (rc != KOPT_OK)
             goto fail;
@@ -1224,8 +1384,11 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
         if (!cmp_run.result) {
             torch_failure(&tmp, &cmp_run, "torch.compile baseline", &o);
             snprintf(r->compile_note, sizeof(r->compile_note), "%.500s", tmp.message);
+        } else if (stream && !kopt__stream_complete(cmp_sp, 1, why, sizeof(why))) {
+            snprintf(r->compile_note, sizeof(r->compile_note), "torch.compile baseline not "
+                     "used: %s", why);
         } else if (tmp.checks && (bad = compare_phase(&tmp, &phases[0], cmp_run.shm,
-                                                      refp->shm)) != 0) {
+                                                      refp->shm, stream ? cmp_sp : NULL)) != 0) {
             snprintf(r->compile_note, sizeof(r->compile_note), "torch.compile's outputs differ "
                      "from eager's beyond the tolerance (%d check(s)): its time is not used",
                      bad);
@@ -1283,7 +1446,14 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
         goto done;
     }
     kopt__worker_ready(ctx, cand_proc);
-    rc = kopt__worker_finish(ctx, cand_proc, tmo, &cand_run);
+    if (stream) {
+        double ms = 0;
+        rc = kopt__torch_stream(ctx, refw, cand_proc, cand_sp, nphases, total, tmo, &cand_run,
+                                &ms);
+        r->compare_ms = ms;
+    } else {
+        rc = kopt__worker_finish(ctx, cand_proc, tmo, &cand_run);
+    }
     cand_proc = NULL;
     trace_step(trace, "candidate_run", &ts);
     if (rc != KOPT_OK)
@@ -1306,8 +1476,11 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
     if (!cand_run.result) {
         const char *at = json_string_value(json_object_get(cand_run.error, "phase"));
         /* failed at the check sizes after passing at the benchmark's: written for one shape */
-        if (at && strcmp(at, "check") == 0 && nphases > 1 && cand_run.shm && refp->shm &&
-            compare_phase(r, &phases[0], cand_run.shm, refp->shm) == 0) {
+        if (at && strcmp(at, "check") == 0 && nphases > 1 &&
+            (stream ? kopt__stream_complete(cand_sp, 1, NULL, 0) &&
+                      compare_phase(r, &phases[0], NULL, NULL, cand_sp) == 0
+                    : cand_run.shm && refp->shm &&
+                      compare_phase(r, &phases[0], cand_run.shm, refp->shm, NULL) == 0)) {
             const char *msg = json_string_value(json_object_get(cand_run.error, "message"));
             set_verdict(r, KOPT_VERDICT_SHAPE_SPECIFIC, "correct at the benchmark sizes, but at "
                         "the check sizes the candidate failed (%s): %.700s",
@@ -1320,7 +1493,8 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
     }
     {
         char msg[512];
-        if (kopt__torch_clock_apply(&cand_run, msg, sizeof(msg))) {
+        if (kopt__torch_clock_apply(&cand_run, msg, sizeof(msg)) ||
+            (stream && !kopt__stream_complete(cand_sp, nphases, msg, sizeof(msg)))) {
             set_verdict(r, KOPT_VERDICT_TAMPER, "%s", msg);
             goto done;
         }
@@ -1346,7 +1520,7 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
             set_verdict(r, KOPT_VERDICT_INPUT_MUTATED, "%s", msg);
             goto done;
         }
-        if (check_repeat(&phases[p], cand_run.shm, &rep)) {
+        if (check_repeat(&phases[p], cand_run.shm, &rep, stream ? &cand_sp[p] : NULL)) {
             r->checks[r->nchecks++] = rep;
             set_verdict(r, isnan(rep.first_got) && !isnan(rep.first_want) ? KOPT_VERDICT_STATEFUL
                                                                           : KOPT_VERDICT_RACE,
@@ -1358,10 +1532,14 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
         }
     }
     trace_step(trace, "integrity_checks", &ts);
-    r->compare_ms = kopt_now_ms();
-    for (int p = 0; p < nphases; p++)
-        ncompared += compare_phase(r, &phases[p], cand_run.shm, refp->shm);
-    r->compare_ms = kopt_now_ms() - r->compare_ms;
+    {
+        double c0 = kopt_now_ms();
+        for (int p = 0; p < nphases; p++)
+            ncompared += compare_phase(r, &phases[p], cand_run.shm, refp->shm,
+                                       stream ? &cand_sp[p] : NULL);
+        if (!stream)                   /* streamed: the reference's worker's time in it */
+            r->compare_ms = kopt_now_ms() - c0;
+    }
     trace_step(trace, "compare", &ts);
     r->time_ms = (reuse ? 0 : timing_wall(refp)) + timing_wall(&cand_run);
     r->verify_ms = kopt_now_ms() - t1 - r->time_ms;
@@ -1398,12 +1576,23 @@ done:
     trace_step(trace, "verdict", &ts);
     /* a session's next candidate will want a worker like this one's: start it now, after
      * every timing of this evaluation, so torch imports while the search works */
-    if (S && cand && script && cand_subject && phases[0].ref && !S->ahead) {
-        json_t *job = torch_job(ctx, cand_subject, prob, phases, nphases, 0, cand, comp, &o,
-                                script);
-        if (job && kopt__worker_start_ahead(ctx, job, &S->ahead) == KOPT_OK)
-            snprintf(S->ahead_subject, sizeof(S->ahead_subject), "%s", cand_subject);
-        json_decref(job);
+    if (S && cand && script && cand_subject && phases[0].ref) {
+        /* two ahead: back to back, the next candidate's was started an evaluation ago and
+         * has imported torch by now */
+        for (int a = 0; a < KOPT_AHEAD; a++) {
+            json_t *job;
+            if (S->ahead[a] && (!kopt__worker_alive(S->ahead[a]) ||
+                                strcmp(S->ahead_subject[a], cand_subject) != 0)) {
+                kopt__worker_proc_free(S->ahead[a]);   /* ended, or for another subject */
+                S->ahead[a] = NULL;
+            }
+            if (S->ahead[a])
+                continue;
+            job = torch_job(ctx, cand_subject, prob, phases, nphases, 0, cand, comp, &o, script);
+            if (job && kopt__worker_start_ahead(ctx, job, &S->ahead[a]) == KOPT_OK)
+                snprintf(S->ahead_subject[a], sizeof(S->ahead_subject[a]), "%s", cand_subject);
+            json_decref(job);
+        }
         trace_step(trace, "start_next_worker", &ts);
     }
     /* the workers' own steps (their clocks: they overlap the parent's waits) */
@@ -1421,12 +1610,14 @@ done:
     kopt__guard_free(guard);
     if (!r->worker_log && cand_run.log && cand_run.log[0] && r->verdict != KOPT_VERDICT_OK)
         r->worker_log = strdup(cand_run.log);
-    kopt__worker_proc_free(ref_proc);
+    kopt__worker_proc_release(ref_proc);   /* a streaming one that compared: not waited for */
     kopt__worker_proc_free(cand_proc);
     kopt__worker_proc_free(cmp_proc);
     kopt__worker_run_free(&ref_run);
     kopt__worker_run_free(&cand_run);
     kopt__worker_run_free(&cmp_run);
+    stream_phases_free(cand_sp, nphases);
+    stream_phases_free(cmp_sp, 1);
     kopt_compiled_free(comp);
     free(script);
     if (notes[0]) {      /* said with the verdict, whatever it is */
@@ -1791,7 +1982,7 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
             set_verdict(r, KOPT_VERDICT_INPUT_MUTATED, "%s", msg);
             goto done;
         }
-        if (check_repeat(&phases[p], cand_run.shm, &rep)) {
+        if (check_repeat(&phases[p], cand_run.shm, &rep, NULL)) {
             r->checks[r->nchecks++] = rep;
             if (isnan(rep.first_got) && !isnan(rep.first_want))
                 set_verdict(r, KOPT_VERDICT_STATEFUL, "a second run on the same inputs left "
@@ -1813,7 +2004,7 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
     trace_step(trace, "integrity_checks", &ts);
     r->compare_ms = kopt_now_ms();
     for (int p = 0; p < nphases; p++)
-        ncompared += compare_phase(r, &phases[p], cand_run.shm, refp->shm);
+        ncompared += compare_phase(r, &phases[p], cand_run.shm, refp->shm, NULL);
     r->compare_ms = kopt_now_ms() - r->compare_ms;
     trace_step(trace, "compare", &ts);
     /* wall time split: everything the workers did except their timed loops is verification */
@@ -1964,7 +2155,9 @@ void kopt_eval_session_close(kopt_eval_session *s)
     kopt__worker_proc_release(s->pre_ref);
     kopt__worker_proc_release(s->pre_cand);
     kopt__worker_proc_free(s->cand);
-    kopt__worker_proc_free(s->ahead);
+    for (int a = 0; a < KOPT_AHEAD; a++)
+        kopt__worker_proc_release(s->ahead[a]);
+    kopt__worker_proc_release(s->ref_proc);
     kopt__worker_run_free(&s->ref_run);
     free(s);
 }

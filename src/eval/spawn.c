@@ -74,6 +74,7 @@ void kopt__worker_run_free(kopt__worker_run *r)
     json_decref(r->result);
     json_decref(r->error);
     json_decref(r->clock);
+    json_decref(r->events);
     free(r->log);
     if (r->shm && !r->shm_borrowed)
         unmap_buffer(r->shm, r->shm_size);
@@ -147,6 +148,10 @@ static void handle_line(kopt__worker_run *out, const char *line)
         if (!out->clock)
             out->clock = json_array();
         json_array_append(out->clock, ev);
+    } else if (strcmp(kind, "outputs") == 0 || strcmp(kind, "compared") == 0) {
+        if (!out->events)              /* a streaming subject's or reference's, in order */
+            out->events = json_array();
+        json_array_append(out->events, ev);
     } else if (strcmp(kind, "progress") == 0) {
         snprintf(out->last_progress, sizeof(out->last_progress), "phase %d %s",
                  (int)json_integer_value(json_object_get(ev, "phase")),
@@ -181,6 +186,7 @@ struct kopt__worker_proc {
     int early;                 /* started before its job: its context is made meanwhile */
     kopt_buf acc;
     int eof;
+    int went;                  /* "go" sent */
     int reaped;                /* waited for: exit status and log are in run */
     size_t shm_size;
     char tmpdir[PATH_MAX];     /* the sandbox's private folder, removed at the end */
@@ -570,8 +576,9 @@ kopt_status kopt__worker_finish(kopt_ctx *ctx, kopt__worker_proc *w, double time
                                 kopt__worker_run *out)
 {
     pump(w, FIRST_CONTACT_S, said_hello);
-    if (!w->eof)
+    if (!w->eof && !w->went)
         send_line(w, "go\n", 3);
+    w->went = 1;
     if (w->job_w >= 0)
         close(w->job_w);
     w->job_w = -1;
@@ -594,8 +601,9 @@ kopt_status kopt__worker_collect(kopt_ctx *ctx, kopt__worker_proc *w, double tim
                                  kopt__worker_run *out)
 {
     pump(w, FIRST_CONTACT_S, said_hello);
-    if (!w->eof)
+    if (!w->eof && !w->went)
         send_line(w, "go\n", 3);
+    w->went = 1;
     /* stdin stays open: after its result the worker waits for its end, holding its output
      * buffer, so the pages are freed by its exit and not by the caller's unmapping */
     pump(w, timeout_s, has_result);
@@ -689,6 +697,76 @@ kopt_status kopt__worker_serve(kopt_ctx *ctx, kopt__worker_proc *w, json_t *job,
     out->wall_ms = kopt_now_ms() - t0;
     snprintf(out->last_progress, sizeof(out->last_progress), "%s", w->run.last_progress);
     return KOPT_OK;
+}
+
+static int event_or_error(const kopt__worker_run *r)
+{
+    return json_array_size(r->events) > 0 || r->error;
+}
+
+static int event_or_end(const kopt__worker_run *r)
+{
+    return json_array_size(r->events) > 0 || r->error || r->result;
+}
+
+/* The first queued event of `kind`, taken off the queue (others before it dropped). */
+static json_t *take_event(kopt__worker_run *r, const char *kind)
+{
+    while (json_array_size(r->events)) {
+        json_t *ev = json_incref(json_array_get(r->events, 0));
+        json_array_remove(r->events, 0);
+        if (strcmp(json_string_value(json_object_get(ev, "event")) ?: "", kind) == 0)
+            return ev;
+        json_decref(ev);
+    }
+    return NULL;
+}
+
+json_t *kopt__worker_next(kopt__worker_proc *w, double timeout_s, const char *kind)
+{
+    /* a subject's result ends its outputs; a streaming reference answers after its own */
+    int outputs = strcmp(kind, "outputs") == 0;
+
+    if (!w->went) {                    /* a subject: told to go once it said hello */
+        pump(w, FIRST_CONTACT_S, said_hello);
+        if (!w->eof)
+            send_line(w, "go\n", 3);
+        w->went = 1;
+    }
+    for (;;) {
+        json_t *ev = take_event(&w->run, kind);
+        if (ev)
+            return ev;
+        if (w->eof || w->run.error || (outputs && w->run.result))
+            return NULL;
+        pump(w, timeout_s, outputs ? event_or_end : event_or_error);
+    }
+}
+
+json_t *kopt__worker_device(const kopt__worker_proc *w)
+{
+    return w ? w->run.device : NULL;
+}
+
+void kopt__worker_say(kopt__worker_proc *w, const char *line)
+{
+    send_line(w, line, strlen(line));
+}
+
+void kopt__worker_pause(kopt__worker_proc *w, int stop)
+{
+    if (w && w->pid > 0 && !w->reaped) {
+        kill(-w->pid, stop ? SIGSTOP : SIGCONT);
+        kill(w->pid, stop ? SIGSTOP : SIGCONT);
+    }
+}
+
+int kopt__worker_buffer_path(const kopt__worker_proc *w, char *buf, size_t n)
+{
+    if (!w || w->shm_fd < 0 || !w->shm_size)
+        return 0;
+    snprintf(buf, n, "/proc/%d/fd/%d", (int)getpid(), w->shm_fd);
+    return 1;
 }
 
 int kopt__worker_alive(const kopt__worker_proc *w)

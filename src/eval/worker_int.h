@@ -19,6 +19,8 @@
 #define KOPT_WORKER_INT_H
 
 #include "kopt/core.h"
+#include "kopt/eval.h"
+#include "kopt/problem.h"
 
 #define KOPT_WORKER_EVENT_FD 3
 #define KOPT_WORKER_SHM_FD 4
@@ -37,6 +39,8 @@ typedef struct kopt__worker_run {
     json_t *device;          /* from "hello", or NULL */
     json_t *result;          /* the "result" event, or NULL */
     json_t *error;           /* the "error" event, or NULL */
+    json_t *events;          /* "outputs" and "compared" events not yet taken
+                              * (kopt__worker_next), or NULL */
     json_t *clock;           /* the PyTorch worker's "clock" events (libkopt's samples per
                               * phase, written by include/kopt/clock.h), or NULL */
     int timed_out;
@@ -115,12 +119,50 @@ kopt_status kopt__worker_serve(kopt_ctx *ctx, kopt__worker_proc *w, json_t *job,
                                double timeout_s, kopt__worker_run *out);
 int kopt__worker_alive(const kopt__worker_proc *w);
 
+/* Streaming (the PyTorch path's comparison where the outputs are, torch_stream.c): the
+ * next event of `kind` ("outputs" from a subject, "compared" from the reference), owned
+ * by the caller; "go" is sent first if it was not. NULL when the worker ended, failed, or
+ * (for "outputs") gave its result instead: its run then holds why. */
+json_t *kopt__worker_next(kopt__worker_proc *w, double timeout_s, const char *kind);
+/* Its "hello" device object (borrowed), or NULL before. */
+json_t *kopt__worker_device(const kopt__worker_proc *w);
+/* A line to the worker's stdin (a command, "next"). */
+void kopt__worker_say(kopt__worker_proc *w, const char *line);
+/* SIGSTOP (stop 1) or SIGCONT its process group: a subject holds still while the
+ * reference reads its buffer. */
+void kopt__worker_pause(kopt__worker_proc *w, int stop);
+/* A path by which another process opens this worker's output buffer (this process's
+ * /proc/PID/fd entry): 0 when it has none. */
+int kopt__worker_buffer_path(const kopt__worker_proc *w, char *buf, size_t n);
+
 /* Start a worker with `job`, wait for it (a step with no progress for timeout_s is a
  * hang: the worker's process group is killed), and collect its events. KOPT_OK when the
  * worker ran at all; its outcome is in *out. */
 kopt_status kopt__worker_spawn(kopt_ctx *ctx, json_t *job, size_t shm_size, double timeout_s,
                                kopt__worker_run *out);
 void kopt__worker_run_free(kopt__worker_run *r);
+
+/* One size set of a streamed comparison (torch_stream.c): filled run by run. */
+typedef struct kopt__stream_phase {
+    const kopt_bound *b;         /* the reference's binding: the outputs, their tolerances */
+    const char *label;
+    int ntrials, timed, nout;
+    const uint64_t *seeds;       /* ntrials */
+    uint64_t timing_seed;
+    size_t slot;                 /* bytes of one run's outputs */
+    kopt_check *checks;          /* (ntrials + 2) x nout: trials, the repeat, the timed run */
+    unsigned char done[18];      /* runs compared */
+} kopt__stream_phase;
+/* Run the ready streaming subject `subj` to its result (*out its run; the proc is
+ * released, its exit not waited for), the streaming reference `ref` (after its result)
+ * comparing each run's outputs in the subject's export buffer of `export_bytes` while the
+ * subject is stopped. *compare_ms: the reference's time in its comparisons. An error when
+ * the reference could not compare (its message); the subject's own failures are in *out. */
+kopt_status kopt__torch_stream(kopt_ctx *ctx, kopt__worker_proc *ref, kopt__worker_proc *subj,
+                               kopt__stream_phase *ph, int nphases, size_t export_bytes,
+                               double timeout_s, kopt__worker_run *out, double *compare_ms);
+/* 1 when every run of every phase was compared; else 0 and why in msg. */
+int kopt__stream_complete(const kopt__stream_phase *ph, int nphases, char *msg, size_t n);
 
 /* Device info from the worker's JSON. */
 struct kopt_device_info;
