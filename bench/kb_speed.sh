@@ -59,7 +59,7 @@ for B in "${BUILDS[@]}"; do
     while IFS=: read -r prob cand; do
       n=$(basename "$prob" .py)
       timeout "$TO" "$SC" "$P/$n" "bench/kernelbench/$cand" "${KBS_SESSION_N:-2}" 0 0 > "$O/session_${L}_$n.txt" 2>&1
-      while read -r line; do say "session $L $n: $line"; done < "$O/session_${L}_$n.txt"
+      grep -v '^  trace ' "$O/session_${L}_$n.txt" | while read -r line; do say "session $L $n: $line"; done
     done <<< "$CASES"
   fi
 done

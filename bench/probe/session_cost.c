@@ -3,7 +3,7 @@
  * and kopt optimize use), against a one-shot evaluation of the same candidate: opens a
  * session on PROBLEM, evaluates CANDIDATE N times in it, then N times one-shot, and prints
  * each evaluation's wall time, verdict, whether the reference's run was reused and whether
- * the candidate's worker was started ahead. GAP_MS (default 0) waits between evaluations,
+ * the candidate's worker was started ahead (and, on a line of its own, its trace). GAP_MS (default 0) waits between evaluations,
  * as a search does while its model answers or its compiler works.
  * Build (bench/kb_session.sh evalcost does): cc -O2 -Iinclude -o build/session_cost
  *   bench/probe/session_cost.c -Lbuild -lkopt -Wl,-rpath,$PWD/build
@@ -30,6 +30,8 @@ static int one(kopt_ctx *ctx, kopt_eval_session *s, const kopt_problem *p,
     printf("%s %d: %.0f ms, %s, reference %s, worker %s\n", label, i, kopt_now_ms() - t0,
            kopt_verdict_name(r->verdict), r->ref_reused ? "reused" : "run",
            r->worker_ahead ? "started ahead" : "started now");
+    if (r->trace)                      /* where it went, step by step (kept in the log) */
+        printf("  trace %s %d %s\n", label, i, r->trace);
     kopt_eval_result_free(r);
     return 0;
 }

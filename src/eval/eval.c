@@ -1019,6 +1019,29 @@ static void stream_phases_free(kopt__stream_phase *sp, int nphases)
     free(sp);
 }
 
+/* The session's next candidates' workers, started ahead (torch imports meanwhile) where
+ * missing: two, so that back to back the next one was started an evaluation ago. */
+static void fill_ahead(kopt_ctx *ctx, kopt_eval_session *S, const char *subject,
+                       const kopt_problem *prob, const phase_plan *phases, int nphases,
+                       const kopt_candidate *cand, const kopt_compiled *comp,
+                       const kopt_eval_opts *o, const char *script)
+{
+    for (int a = 0; a < KOPT_AHEAD; a++) {
+        json_t *job;
+        if (S->ahead[a] && (!kopt__worker_alive(S->ahead[a]) ||
+                            strcmp(S->ahead_subject[a], subject) != 0)) {
+            kopt__worker_proc_free(S->ahead[a]);   /* ended, or for another subject */
+            S->ahead[a] = NULL;
+        }
+        if (S->ahead[a])
+            continue;
+        job = torch_job(ctx, subject, prob, phases, nphases, 0, cand, comp, o, script);
+        if (job && kopt__worker_start_ahead(ctx, job, &S->ahead[a]) == KOPT_OK)
+            snprintf(S->ahead_subject[a], sizeof(S->ahead_subject[a]), "%s", subject);
+        json_decref(job);
+    }
+}
+
 static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_problem *prob,
                               const kopt_candidate *cand, const kopt_eval_opts *opts,
                               kopt_eval_session *S)
@@ -1160,10 +1183,18 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
     r->checks = calloc((size_t)(2 * (o.trials + 3) * (prob->ntensors + 1)) + 1, sizeof(*r->checks));
     /* the GPU's ceilings bound GPU times only: a run on the CPU build of PyTorch gets no
        roofline and no speed-of-light verdict */
-    if (!cpu && r->has_device && o.ceilings && o.ceilings->valid)
-        r->ceilings = *o.ceilings;
-    else if (!cpu && r->has_device && get_ceilings(ctx, r, &o) != KOPT_OK)
-        kopt_log(ctx, KOPT_LOG_WARN, "device ceilings not measured: %s", kopt_errmsg(ctx));
+    if (!cpu && r->has_device) {
+        if (S && S->asked_ceilings)    /* asked once a session, as on the CUDA path */
+            r->ceilings = S->ceilings;
+        else if (o.ceilings && o.ceilings->valid)
+            r->ceilings = *o.ceilings;
+        else if (get_ceilings(ctx, r, &o) != KOPT_OK)
+            kopt_log(ctx, KOPT_LOG_WARN, "device ceilings not measured: %s", kopt_errmsg(ctx));
+        if (S && !S->asked_ceilings) {
+            S->ceilings = r->ceilings;
+            S->asked_ceilings = 1;
+        }
+    }
     trace_step(trace, "ceilings", &ts);
     if (cand && !o.no_sandbox) {
         /* the store only for host-mode code, as before (never rolled back; kopt's own
@@ -1267,6 +1298,12 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
                                                cpu ? 0 : cmp_total),
                           cmp_shm, &cmp_proc)) != KOPT_OK)
         goto fail;
+    /* a session on a host with cores to spare: the next candidates' workers import torch
+     * now, beside these, on other cores (their import may still run during the first timed
+     * runs: the timed loop's hold kernel keeps the GPU's queue ahead of the host); on a
+     * smaller host they start after this evaluation's timing */
+    if (S && cand && kopt_cpus_usable() >= 8)
+        fill_ahead(ctx, S, cand_subject, prob, phases, nphases, cand, comp, &o, script);
     trace_step(trace, "spawn", &ts);
     /* every worker set up (torch imported, context made, candidate loaded and load_inline
      * compiled) before the first is told to go: none is timed while another starts */
@@ -1577,22 +1614,7 @@ done:
     /* a session's next candidate will want a worker like this one's: start it now, after
      * every timing of this evaluation, so torch imports while the search works */
     if (S && cand && script && cand_subject && phases[0].ref) {
-        /* two ahead: back to back, the next candidate's was started an evaluation ago and
-         * has imported torch by now */
-        for (int a = 0; a < KOPT_AHEAD; a++) {
-            json_t *job;
-            if (S->ahead[a] && (!kopt__worker_alive(S->ahead[a]) ||
-                                strcmp(S->ahead_subject[a], cand_subject) != 0)) {
-                kopt__worker_proc_free(S->ahead[a]);   /* ended, or for another subject */
-                S->ahead[a] = NULL;
-            }
-            if (S->ahead[a])
-                continue;
-            job = torch_job(ctx, cand_subject, prob, phases, nphases, 0, cand, comp, &o, script);
-            if (job && kopt__worker_start_ahead(ctx, job, &S->ahead[a]) == KOPT_OK)
-                snprintf(S->ahead_subject[a], sizeof(S->ahead_subject[a]), "%s", cand_subject);
-            json_decref(job);
-        }
+        fill_ahead(ctx, S, cand_subject, prob, phases, nphases, cand, comp, &o, script);
         trace_step(trace, "start_next_worker", &ts);
     }
     /* the workers' own steps (their clocks: they overlap the parent's waits) */

@@ -5,8 +5,9 @@
 # IPC on a GPU, where it is the default), so the protocol and every verdict that depends on
 # the comparison run in CI: OK with every check kept and the compare time the reference's;
 # WRONG; INPUT_MUTATED; RACE (a repeat that differs); SHAPE_SPECIFIC (fails at the check
-# sizes only); an evaluation session whose reference worker stays up and compares the next
-# candidate; and KOPT_TORCH_COMPARE=host giving the same checks by the old way.
+# sizes only); CRASH (its process ends between two runs); an evaluation session whose
+# reference worker stays up and compares the next candidate; and KOPT_TORCH_COMPARE=host
+# giving the same checks by the old way.
 # Prints "skipped: no torch" without PyTorch. Usage: test_kb_stream.sh KOPT REPO
 set -u
 K=${1:?kopt}; REPO=${2:?repo}
@@ -39,6 +40,12 @@ model race '        y = torch.addcmul(z, x, torch.full_like(x, alpha))
         return y + 1.0 if n == 3 else y'
 # written for the benchmark's batch only
 model shape '        assert x.shape[0] == 64, "written for batch 64"
+        return torch.addcmul(z, x, torch.full_like(x, alpha))'
+# its process ends in the middle of the stream (trial 1): the reference's worker is left
+# waiting for a run that never comes, and the evaluation must say CRASH, not hang
+model dies '        import os
+        if n == 2:
+            os._exit(3)
         return torch.addcmul(z, x, torch.full_like(x, alpha))'
 field() {   # FILE PYTHON-EXPR over d (the JSON)
   python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null
@@ -74,6 +81,11 @@ v=$(field r.json 'd["verdict"] + " " + d["message"][:60]')
 v=$(field s.json 'd["verdict"]')
 [ "$v" = SHAPE_SPECIFIC ] && ok "streamed: correct at the benchmark's sizes, failing at the check sizes: SHAPE_SPECIFIC" \
   || bad "streamed shape: $v $(field s.json 'd["message"]')"
+
+"$K" eval "$P" dies.py "${SZ[@]}" --no-time --json > d.json 2> d.err; c=$?
+v=$(field d.json 'd["verdict"]')
+[ "$v" = CRASH ] && ok "streamed: a candidate whose process ends between two runs is CRASH" \
+  || bad "streamed dies: exit $c $v $(field d.json 'd["message"]')"
 
 # the same checks by the host path
 KOPT_TORCH_COMPARE=host "$K" eval "$P" good.py "${SZ[@]}" --json --seed 77 > h.json 2> h.err
