@@ -372,6 +372,11 @@ void kopt_eval_session_close(kopt_eval_session *s);
 /* The whole result as pretty JSON (the CLI's --json output and the store's copy).
  * Caller frees. */
 char *kopt_eval_result_json(const kopt_eval_result *r);
+/* A result read back from that JSON (an answer of `kopt serve`, the store's copy): every
+ * field it carries, so that kopt_eval_result_json of it gives the same JSON; the rest zero.
+ * KOPT_E_INVALID (line and reason) for text that is not such a result. Free with
+ * kopt_eval_result_free. */
+kopt_status kopt_eval_result_from_json(kopt_eval_result **out, kopt_ctx *ctx, const char *text);
 
 /* Entry point of the worker process (the CLI's hidden `__worker` verb). */
 int kopt_worker_main(void);
