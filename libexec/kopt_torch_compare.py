@@ -13,6 +13,9 @@ on the same data).
 """
 import ctypes
 import math
+import mmap
+import os
+import warnings
 
 CHUNK = 1 << 25          # elements per step: float64 temporaries of 256 MB
 INTS = ("i32", "i64")
@@ -215,8 +218,6 @@ class Peer:
                                  % (have, need))
             self.tensor = device_bytes(torch, self.ptr, need, device)
         else:
-            import mmap
-            import os
             fd = os.open(spec["path"], os.O_RDONLY)
             try:
                 if os.fstat(fd).st_size < need:
@@ -225,7 +226,6 @@ class Peer:
                 self.map = mmap.mmap(fd, need, mmap.MAP_SHARED, mmap.PROT_READ)
             finally:
                 os.close(fd)
-            import warnings
             with warnings.catch_warnings():   # read-only memory: kopt never writes it
                 warnings.simplefilter("ignore")
                 self.tensor = torch.frombuffer(self.map, dtype=torch.uint8, count=need)

@@ -165,18 +165,24 @@ static size_t phase_size(const phase_plan *ph)
 }
 
 /* Streaming (the PyTorch path's comparison on the GPU): every phase in the same two
- * slots; returns their size (the subjects' export buffer). */
-static size_t layout_stream(phase_plan *phases, int nphases)
+ * slots of the largest run's outputs; their size (the subjects' export buffer). */
+static size_t stream_bytes(const phase_plan *phases, int nphases)
 {
     size_t slot = 0;
     for (int p = 0; p < nphases; p++)
         if (phases[p].slot > slot)
             slot = phases[p].slot;
+    return 2 * slot;
+}
+
+/* Lay the phases out for streaming; returns stream_bytes. */
+static size_t layout_stream(phase_plan *phases, int nphases)
+{
     for (int p = 0; p < nphases; p++) {
         phases[p].stream = 1;
         phases[p].base = 0;
     }
-    return 2 * slot;
+    return stream_bytes(phases, nphases);
 }
 
 /* Lay out the phases in the output buffer; return its size. */
@@ -1213,15 +1219,10 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
     total = layout(phases, nphases);
     /* GB-scale outputs stay on the GPU: each subject's runs are compared there, one at a
      * time, by the reference's worker (torch_stream.c) */
-    {
-        size_t two = 0;
-        for (int p = 0; p < nphases; p++)
-            two = phases[p].slot > two ? phases[p].slot : two;
-        stream = torch_stream_mode(cpu, r->has_device, &nvml, 2 * two);
-    }
+    stream = torch_stream_mode(cpu, r->has_device, &nvml, stream_bytes(phases, nphases));
     if (stream) {
         total = layout_stream(phases, nphases);
-        cmp_total = 2 * phases[0].slot;
+        cmp_total = stream_bytes(phases, 1);
         cand_shm = cpu ? total : 0;    /* the CPU build: the subject's shared buffer */
         cmp_shm = cpu ? cmp_total : 0;
         if (!(cand_sp = stream_phases(phases, nphases)) || !(cmp_sp = stream_phases(phases, 1))) {
@@ -1230,8 +1231,7 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
         }
     } else {
         cand_shm = total;
-        cmp_shm = cmp_total = layout(phases, 1);
-        total = layout(phases, nphases);
+        cmp_shm = cmp_total = phase_size(&phases[0]);   /* the first phase, at offset 0 */
     }
     /* in a session (tuning, optimize) the seed is the same every time: the reference's
      * outputs and times from its first run serve every later candidate, as for CUDA

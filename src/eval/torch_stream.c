@@ -118,34 +118,36 @@ kopt_status kopt__torch_stream(kopt_ctx *ctx, kopt__worker_proc *ref, kopt__work
                                kopt__stream_phase *ph, int nphases, size_t export_bytes,
                                double timeout_s, kopt__worker_run *out, double *compare_ms)
 {
-    json_t *dev = kopt__worker_device(subj), *open, *ans = NULL, *ev;
+    json_t *dev = kopt__worker_device(subj), *opening, *ans = NULL, *ev;
     const char *handle = json_string_value(json_object_get(json_object_get(dev, "export"),
                                                            "handle"));
     char path[64];
     kopt_status rc = KOPT_OK;
+    int opened = 0;     /* its buffer open in the reference's worker */
 
     memset(out, 0, sizeof(*out));
     *compare_ms = 0;
     for (int p = 0; p < nphases; p++)
         memset(ph[p].done, 0, sizeof(ph[p].done));
     if (handle)
-        open = json_pack("{s:s, s:s, s:I}", "op", "open", "handle", handle, "bytes",
-                         (json_int_t)export_bytes);
+        opening = json_pack("{s:s, s:s, s:I}", "op", "open", "handle", handle, "bytes",
+                            (json_int_t)export_bytes);
     else if (kopt__worker_buffer_path(subj, path, sizeof(path)))
-        open = json_pack("{s:s, s:s, s:I}", "op", "open", "path", path, "bytes",
-                         (json_int_t)export_bytes);
+        opening = json_pack("{s:s, s:s, s:I}", "op", "open", "path", path, "bytes",
+                            (json_int_t)export_bytes);
     else
-        open = NULL;     /* its setup failed before the buffer: its error says why */
-    if (open) {
-        rc = ask(ctx, ref, open, timeout_s, &ans);
-        json_decref(open);
+        opening = NULL;     /* its setup failed before the buffer: its error says why */
+    if (opening) {
+        opened = 1;
+        rc = ask(ctx, ref, opening, timeout_s, &ans);
+        json_decref(opening);
         json_decref(ans);
         if (rc != KOPT_OK) {
             kopt__worker_proc_free(subj);
             return rc;
         }
     }
-    while (open && (ev = kopt__worker_next(subj, timeout_s, "outputs")) != NULL) {
+    while (opened && (ev = kopt__worker_next(subj, timeout_s, "outputs")) != NULL) {
         int p = (int)json_integer_value(json_object_get(ev, "phase"));
         int run = (int)json_integer_value(json_object_get(ev, "run"));
         kopt__stream_phase *sp = p >= 0 && p < nphases ? &ph[p] : NULL;
@@ -183,7 +185,7 @@ kopt_status kopt__torch_stream(kopt_ctx *ctx, kopt__worker_proc *ref, kopt__work
         sp->done[run] = 1;
         kopt__worker_say(subj, "next\n");
     }
-    if (open && rc == KOPT_OK) {
+    if (opened && rc == KOPT_OK) {
         json_t *cl = json_pack("{s:s}", "op", "close");
         rc = ask(ctx, ref, cl, timeout_s, &ans);
         json_decref(cl);
