@@ -33,6 +33,13 @@ int cmd_kb(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 /* Workers started ahead, for kopt eval run inside kopt serve (NULL otherwise). */
 extern kopt_eval_pool *cli_eval_pool;
+/* Where kopt eval's last run spent its time (ms), for kopt serve's log: loading the problem
+ * and candidate, opening the run (store, environment), the evaluation (its total_ms), what
+ * the run did around it (the store's baselines, storing the result), finishing the run,
+ * printing the result. */
+enum { CLI_EVAL_STEP_LOAD, CLI_EVAL_STEP_OPEN, CLI_EVAL_STEP_EVAL, CLI_EVAL_STEP_STORE, CLI_EVAL_STEP_FINISH,
+       CLI_EVAL_STEP_PRINT, CLI_EVAL_NSTEPS };
+extern double cli_eval_steps[CLI_EVAL_NSTEPS];
 /* kopt serve's evaluation sessions (cli/serve_session.c; `kopt eval --server --session`):
  * set while kopt serve runs a request (NULL otherwise). A session is found by its name and
  * its plan (cli_serve_session_key); the table holds at most `max`, the least recently used
@@ -94,6 +101,16 @@ const char *cli_default_db(void);
     {"cache-dir", required_argument, NULL, CLI_EVAL_OPTION},                                   \
     {"cutlass", required_argument, NULL, CLI_EVAL_OPTION}
 int cli_eval_option(const char *name, const char *arg, kopt_eval_opts *eo);
+/* --server[=PATH] of a verb that evaluates through a run (optimize, bench): `asked` when the
+ * option was given (`path` its value, or NULL: $KOPT_SERVER or the default socket). *out is
+ * the socket of a kopt serve that answers, or NULL (not asked, or only $KOPT_SERVER set and
+ * no server there: evaluate here). -1, said on stderr, when asked and none answers. */
+/* kopt profile of a problem with a PyTorch reference (cli/profile_program.c): the
+ * reference's program (cand NULL) or a candidate's, evaluated first; the exit code. */
+int cli_profile_program(kopt_ctx *ctx, kopt_run *run, const kopt_problem *prob,
+                        const kopt_candidate *cand, const char *cand_path,
+                        const kopt_eval_opts *eo, int json, int with_ncu);
+int cli_server_socket(const char *verb, int asked, const char *path, const char **out);
 /* --size K=V into `sizes`; on a bad value prints "kopt VERB: --size ..." and returns -1. */
 int cli_parse_size(kopt_ctx *ctx, const char *verb_name, const char *arg, kopt_vars *sizes);
 /* Print `j` as indented JSON on stdout (an empty object or array when it cannot be

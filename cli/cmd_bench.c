@@ -66,6 +66,11 @@ static void help(FILE *f)
         "  --gpus all|0,2,5  evaluate on these GPUs at once, each problem on the first free\n"
         "                    one (rows print as they finish); with --optimize each search\n"
         "                    also spreads over them (docs/scale.md)\n"
+        "  --server[=PATH]   evaluate in a running `kopt serve` (default $KOPT_SERVER or\n"
+        "                    /tmp/kopt-serve-UID.sock), each problem in the session the\n"
+        "                    server keeps for it: a later bench of the same problems reuses\n"
+        "                    the references' outputs, times and torch.compile baselines;\n"
+        "                    results are stored here\n"
         "  --db PATH         store (default ./kopt.db or $KOPT_DB); --no-store to skip\n"
         "  --json            print the suite as JSON\n"
         "  -v, --verbose     log progress to stderr\n"
@@ -427,12 +432,14 @@ int cmd_bench(int argc, char **argv)
         {"db", required_argument, NULL, 'D'}, {"no-store", no_argument, NULL, 'N'},
         {"json", no_argument, NULL, 'j'}, {"verbose", no_argument, NULL, 'v'},
         {"gpus", required_argument, NULL, 'G'},
+        {"server", optional_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     bench_state b;
     kopt_run_eval_job *pending = NULL;
     int gpus[KOPT_SCALE_MAX_SLOTS], ngpus = 0, npending = 0;
-    const char *gpus_spec = NULL;
+    const char *gpus_spec = NULL, *server_path = NULL;
+    int server_asked = 0;
     kopt_eval_opts eo = KOPT_EVAL_OPTS_INIT;
     kopt_run_opts ro = KOPT_RUN_OPTS_INIT;
     kopt_run *run = NULL;
@@ -487,6 +494,7 @@ int cmd_bench(int argc, char **argv)
         case 'D': ro.db_path = optarg; break;
         case 'N': no_store = 1; break;
         case 'G': gpus_spec = optarg; break;
+        case 'P': server_asked = 1; server_path = optarg; break;
         case 'j': json = 1; break;
         case 'v': verbose = 1; break;
         case 'h': help(stdout); goto done;
@@ -511,6 +519,16 @@ bad_value:
     }
     if (no_store)
         ro.db_path = NULL;
+    if (server_asked && gpus_spec) {
+        fprintf(stderr, "kopt bench: --server with --gpus: a kopt serve evaluates on its GPU, "
+                        "one candidate at a time; give one or the other\n");
+        code = KOPT_EXIT_USAGE;
+        goto done;
+    }
+    if (!gpus_spec && cli_server_socket("bench", server_asked, server_path, &eo.server) != 0) {
+        code = KOPT_EXIT_ERROR;
+        goto done;
+    }
     if (gpus_spec) {
         int count = kopt_scale_gpus_here();
         if (kopt_scale_devices_parse(ctx, gpus_spec, count, gpus, KOPT_SCALE_MAX_SLOTS,

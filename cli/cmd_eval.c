@@ -1,7 +1,7 @@
 /* kopt eval PROBLEM [CANDIDATE]: verify and time a candidate (or the reference alone), as
  * one run of the run API (kopt/run.h), which stores the result. */
 #include "cli.h"
-#include "serve_proto.h"
+#include "kopt/serve.h"
 
 #include <errno.h>
 
@@ -288,6 +288,17 @@ static void print_text(const kopt_problem *p, const char *cand_path, const kopt_
 }
 
 kopt_eval_pool *cli_eval_pool;
+double cli_eval_steps[CLI_EVAL_NSTEPS];
+
+/* The time since *t into cli_eval_steps[k]; *t becomes now. 0, to sit in a condition. */
+static int step(int k, double *t)
+{
+    double now = kopt_now_ms();
+
+    cli_eval_steps[k] += now - *t;
+    *t = now;
+    return 0;
+}
 
 /* --server[=PATH] (or $KOPT_SERVER): send this evaluation to `kopt serve`. 1 with *code set
  * when it was served there; 0: evaluate here. */
@@ -312,8 +323,8 @@ static int forward_to_server(int argc, char **argv, int *code)
         return 0;
     }
     if (!path)
-        path = cli_serve_default_socket();
-    if (cli_serve_forward(path, n, rest, code) == 0) {
+        path = kopt_serve_default_socket();
+    if (kopt_serve_forward(path, n, rest, (const int[2]){1, 2}, code) == 0) {
         free(rest);
         return 1;
     }
@@ -354,6 +365,7 @@ int cmd_eval(int argc, char **argv)
     const kopt_problem *P;              /* the problem evaluated: prob, or the session's */
     char *session_key = NULL;
     int json = 0, verbose = 0, no_store = 0, c, li = 0, code = 0;
+    double t = 0;
     kopt_ctx *ctx = cli_ctx(0);
     char *end;
 
@@ -441,6 +453,8 @@ bad_number:
         code = KOPT_EXIT_USAGE;
         goto done;
     }
+    memset(cli_eval_steps, 0, sizeof(cli_eval_steps));
+    t = kopt_now_ms();
     if (kopt_problem_load(&prob, ctx, argv[optind]) != KOPT_OK) {
         cli_error(ctx);
         code = KOPT_EXIT_INVALID;
@@ -473,7 +487,8 @@ bad_number:
     cli_run_command(&ro);
     ro.device = eo.device;
     ro.cache_dir = eo.cache_dir;
-    if (kopt_run_open(&run, ctx, &ro) != KOPT_OK ||
+    step(CLI_EVAL_STEP_LOAD, &t);
+    if (kopt_run_open(&run, ctx, &ro) != KOPT_OK || step(CLI_EVAL_STEP_OPEN, &t) ||
         (session_name && !session &&
          cli_serve_session_open(cli_eval_sessions, ctx, run, session_name, &session_key, &prob,
                                 &eo, &session) != KOPT_OK) ||
@@ -483,8 +498,12 @@ bad_number:
         code = KOPT_EXIT_ERROR;
         goto done;
     }
+    step(CLI_EVAL_STEP_STORE, &t);
+    cli_eval_steps[CLI_EVAL_STEP_EVAL] = res->total_ms;
+    cli_eval_steps[CLI_EVAL_STEP_STORE] -= res->total_ms;
     kopt_run_finish(run, ctx, res->verdict == KOPT_VERDICT_SKIPPED ? KOPT_RUN_SKIPPED
                                                                     : KOPT_RUN_OK, NULL);
+    step(CLI_EVAL_STEP_FINISH, &t);
     if (session) {                      /* which session, and what it reused */
         const char *name = cli_serve_session_name(session);
         int k = cli_serve_session_evaluations(session);
@@ -514,6 +533,8 @@ bad_number:
         print_text(prob, cand_path, res, NULL);
     }
     code = kopt_verdict_exit_code(res->verdict);
+    fflush(stdout);
+    step(CLI_EVAL_STEP_PRINT, &t);
 done:
     free(session_key);
     kopt_eval_result_free(res);

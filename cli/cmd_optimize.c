@@ -56,6 +56,12 @@ static void help(FILE *f)
         "  --resume RUN          go on with the tree of run RUN\n"
         "  --propose             LLM only: one round of proposals, left pending\n"
         "  --evaluate            GPU only: evaluate what is pending\n"
+        "  --server[=PATH]       evaluate in a running `kopt serve` (its socket; default\n"
+        "                        $KOPT_SERVER or /tmp/kopt-serve-UID.sock), in the session\n"
+        "                        it keeps for this problem: each --resume / --evaluate step\n"
+        "                        reuses the reference's outputs, time and torch.compile\n"
+        "                        baseline, and the workers it started ahead; results are\n"
+        "                        stored here. $KOPT_SERVER alone: used when a server answers\n"
         "  --replay RUN          re-run RUN's search from its recorded replies and outcomes\n"
         "  --llm manual          prompts written as files in the run's folder, replies read\n"
         "                        from there (NAME.prompt.md -> NAME.reply.md)\n"
@@ -75,7 +81,7 @@ enum {
     O_PRUNE_M, O_PRUNE_EPS, O_DEBUG, O_BEAM, O_OBJECTIVE, O_ENERGY_S, O_NO_TOOLS, O_NO_MEMORY,
     O_NO_TUNE, O_TUNE_BUDGET, O_TUNE_AFTER, O_NO_PROFILE, O_RESUME, O_PROPOSE, O_EVALUATE, O_REPLAY,
     O_WORKDIR, O_PROMPTS, O_MAX_REPLY, O_EVALUATOR, O_FAKE_REF, O_MAX_WALL, O_OUT, O_DB, O_JSON, O_HELP,
-    O_START, O_CUTE, O_NO_CUTE, O_MAX_SEARCHES, O_GPUS
+    O_START, O_CUTE, O_NO_CUTE, O_MAX_SEARCHES, O_GPUS, O_SERVER
 };
 
 /* A number option into `then` (which sees it as v); a bad value ends the command. */
@@ -139,6 +145,7 @@ int cmd_optimize(int argc, char **argv)
         {"no-cute", no_argument, NULL, O_NO_CUTE},
         {"max-searches", required_argument, NULL, O_MAX_SEARCHES},
         {"gpus", required_argument, NULL, O_GPUS},
+        {"server", optional_argument, NULL, O_SERVER},
         {"resume", required_argument, NULL, O_RESUME},
         {"propose", no_argument, NULL, O_PROPOSE},
         {"evaluate", no_argument, NULL, O_EVALUATE},
@@ -166,7 +173,8 @@ int cmd_optimize(int argc, char **argv)
     kopt_ctx *ctx = NULL;
     cli_llm llm;
     const char *db_path = cli_default_db(), *workdir = NULL, *evaluator = NULL, *out = NULL;
-    const char *problem_arg = NULL, *start = NULL, *gpus_spec = NULL;
+    const char *problem_arg = NULL, *start = NULL, *gpus_spec = NULL, *server_path = NULL;
+    int server_asked = 0;
     int gpus[KOPT_SCALE_MAX_SLOTS], ngpus = 0;
     char spec[64];
     long long resume = 0, replay = 0;
@@ -219,6 +227,7 @@ int cmd_optimize(int argc, char **argv)
         case O_NO_CUTE: so.cute = -1; break;
         case O_MAX_SEARCHES: NUM("max-searches", 0, so.max_searches = v > 0 ? (int)v : -1); break;
         case O_GPUS: gpus_spec = optarg; break;
+        case O_SERVER: server_asked = 1; server_path = optarg; break;
         case O_RESUME: resume = atoll(optarg); break;
         case O_PROPOSE: propose = 1; break;
         case O_EVALUATE: evaluate_only = 1; break;
@@ -256,6 +265,14 @@ int cmd_optimize(int argc, char **argv)
         return KOPT_EXIT_USAGE;
     }
     manual = llm.spec && strcmp(llm.spec, "manual") == 0;
+    if (server_asked && gpus_spec) {
+        fprintf(stderr, "kopt optimize: --server with --gpus: a kopt serve evaluates on its "
+                        "GPU, one candidate at a time; give one or the other\n");
+        return KOPT_EXIT_USAGE;
+    }
+    if (!propose && !replay && !gpus_spec &&
+        cli_server_socket("optimize", server_asked, server_path, &lo.eval.server) != 0)
+        return KOPT_EXIT_ERROR;
     ctx = cli_ctx(verbose);
     if (gpus_spec) {
         /* checked against the GPUs here, unless none is needed now: stand-ins (the scripted

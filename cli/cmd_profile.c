@@ -605,6 +605,10 @@ bad_number:
         code = KOPT_EXIT_ERROR;
         goto done;
     }
+    if (prob->ref_torch && !o.static_only) {   /* a PyTorch program: kernel by kernel */
+        code = cli_profile_program(ctx, run, prob, cand, cand_path, eo, json, 1);
+        goto done;
+    }
     if (kopt_run_profile_candidate(run, ctx, prob, cand, &o, &s) != KOPT_OK) {
         kopt_run_fault f = kopt_run_last_fault(run);
         cli_error(ctx);

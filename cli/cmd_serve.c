@@ -7,7 +7,7 @@
  * taken, so requests sent back to back find theirs ready. `kopt eval --server` (or
  * $KOPT_SERVER) sends an evaluation there. */
 #include "cli.h"
-#include "serve_proto.h"
+#include "kopt/serve.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -71,7 +71,7 @@ static void help(FILE *f)
                "holds its workers and the reference's outputs: past --sessions the least\n"
                "recently used is closed, and one idle --session-idle seconds is closed.\n"
                "Requests without --session are the one-shot evaluations above.\n",
-            cli_serve_default_socket(), SERVE_WORKERS, CLI_SERVE_MAX_SESSIONS, SERVE_SESSIONS,
+            kopt_serve_default_socket(), SERVE_WORKERS, CLI_SERVE_MAX_SESSIONS, SERVE_SESSIONS,
             SERVE_SESSION_IDLE);
 }
 
@@ -96,10 +96,18 @@ static void handle(int conn, kopt_eval_pool *pool, cli_serve_sessions *sessions)
 {
     int fds[2] = {-1, -1}, saved_out = -1, saved_err = -1, cwd = -1, code = KOPT_EXIT_ERROR;
     json_t *req = NULL, *saved = json_object(), *args;
-    char **argv = NULL;
+    char **argv = NULL, *text = NULL;
     size_t n = 0;
+    int got = kopt_serve_recv(conn, &text, fds);
 
-    if (cli_serve_recv(conn, &req, fds) != 0 || !json_is_array(args = json_object_get(req, "argv")) ||
+    if (got == 1) {                    /* a client seeing whether a server is there */
+        json_decref(saved);
+        return;
+    }
+    if (got == 0)
+        req = json_loads(text, JSON_DISABLE_EOF_CHECK, NULL);
+    free(text);
+    if (!req || fds[0] < 0 || fds[1] < 0 || !json_is_array(args = json_object_get(req, "argv")) ||
         json_array_size(args) < 1 ||
         strcmp(json_string_value(json_array_get(args, 0)) ?: "", "eval") != 0) {
         const char *msg = "kopt serve: a request is `eval` and its arguments\n";
@@ -153,11 +161,16 @@ static void handle(int conn, kopt_eval_pool *pool, cli_serve_sessions *sessions)
         dup2(saved_err, 2);
         fprintf(stderr, "kopt serve: eval (%zu arguments) exit %d in %.0f ms; workers taken: "
                         "%ld (%ld ready, %ld context only, %ld starting); pool: %d idle, %d "
-                        "ready, %ld started in all%s\n", n - 1, code,
+                        "ready, %ld started in all%s; ms: load %.0f, run open %.0f, "
+                        "evaluation %.0f, store %.0f, run finish %.0f, print %.0f\n", n - 1, code,
                 (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6,
                 s1.taken - s0.taken, s1.taken_ready - s0.taken_ready,
                 s1.taken_context - s0.taken_context, s1.taken_starting - s0.taken_starting,
-                s1.idle, s1.ready, s1.started, cli_serve_sessions_note(sessions));
+                s1.idle, s1.ready, s1.started, cli_serve_sessions_note(sessions),
+                cli_eval_steps[CLI_EVAL_STEP_LOAD], cli_eval_steps[CLI_EVAL_STEP_OPEN],
+                cli_eval_steps[CLI_EVAL_STEP_EVAL], cli_eval_steps[CLI_EVAL_STEP_STORE],
+                cli_eval_steps[CLI_EVAL_STEP_FINISH],
+                cli_eval_steps[CLI_EVAL_STEP_PRINT]);
     }
     cli_eval_pool = NULL;
     cli_eval_sessions = NULL;
@@ -194,7 +207,7 @@ int cmd_serve(int argc, char **argv)
         {"session-idle", required_argument, NULL, 'I'},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
-    const char *path = cli_serve_default_socket();
+    const char *path = kopt_serve_default_socket();
     int workers = SERVE_WORKERS, device = 0, c, lfd = -1, code = 0, nsessions = SERVE_SESSIONS;
     double idle_exit = 0, session_idle = SERVE_SESSION_IDLE;
     cli_serve_sessions *sessions = NULL;

@@ -1,6 +1,8 @@
 /* kopt: the command-line entry point and verb table. */
 #include "cli.h"
+#include "kopt/serve.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +83,26 @@ void cli_print_text(char *text)
 {
     printf("%s\n", text ? text : "{}");
     free(text);
+}
+
+int cli_server_socket(const char *verb_name, int asked, const char *path, const char **out)
+{
+    const char *env = getenv("KOPT_SERVER");
+
+    *out = NULL;
+    if (!asked && !(env && env[0] && strcmp(env, "0") != 0))
+        return 0;
+    if (!path || !path[0])
+        path = kopt_serve_default_socket();
+    if (kopt_serve_alive(path)) {
+        *out = path;
+        return 0;
+    }
+    if (!asked)                        /* $KOPT_SERVER with no server: evaluate here */
+        return 0;
+    fprintf(stderr, "kopt %s: --server: no kopt serve answers on %s (%s): start one with "
+                    "`kopt serve`\n", verb_name, path, strerror(errno));
+    return -1;
 }
 
 int cli_eval_option(const char *name, const char *arg, kopt_eval_opts *eo)

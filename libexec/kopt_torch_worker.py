@@ -802,8 +802,13 @@ def worker_main():
     w = None
     job = None
     try:
-        if "--ahead" in sys.argv:   # started before its job (a session's next candidate):
-            import torch  # noqa: F401  the slow part of the start, while the parent works
+        ahead = [a for a in sys.argv if a.startswith("--ahead")]
+        if ahead:   # started before its job (a session's next candidate): torch's import, the
+            import torch  # noqa: F401  slow part of the start, while the parent works,
+            dev = ahead[0].partition("=")[2]    # and the CUDA context of "--ahead=cuda:N"
+            if dev.startswith("cuda") and torch.cuda.is_available():
+                torch.cuda.set_device(torch.device(dev))
+                torch.zeros(1, device=dev)
         line = sys.stdin.readline()
         if not line:                # the session ended before a job came
             return 0
@@ -819,6 +824,11 @@ def worker_main():
             beat.join()
         w.emit({"event": "hello", "device": info})
         if not sys.stdin.readline():   # the parent's "go", or EOF: it went away
+            return 0
+        if job.get("program_profile"):   # kopt profile: the program's kernels, no checks
+            import kopt_torch_program
+            w.emit({"event": "result", "device": info, "phases": [], "kernels": [],
+                    "program": kopt_torch_program.record(w, job), "trace": w.trace})
             return 0
         phases = w.run(job)
         ev = {"event": "result", "device": info, "phases": phases, "kernels": [],

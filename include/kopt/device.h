@@ -49,7 +49,8 @@ typedef struct kopt_ceilings {
     double fp64_tc_gflops;           /* FP64 tensor cores (DMMA, sm_80+); 0: unknown/none */
 } kopt_ceilings;
 
-/* Name, UUID and compute capability of GPU `ordinal` through NVML (no CUDA context).
+/* Name, UUID and compute capability of GPU `ordinal` through NVML (no CUDA context),
+ * asked once a process for each ordinal (and CUDA_VISIBLE_DEVICES): kept after that.
  * KOPT_E_NO_DEVICE when there is no driver or no such GPU. */
 kopt_status kopt_device_nvml(kopt_ctx *ctx, int ordinal, kopt_device_info *out, int *count);
 

@@ -144,6 +144,7 @@ typedef struct kopt_eval_result {
     char message[2048];         /* why, in one paragraph */
     char *compile_log;          /* the candidate's compiler output (errors annotated) */
     char *worker_log;           /* the tail of the worker's stdout/stderr, if any */
+    char *program;              /* kopt_eval_torch_program: the worker's "program" JSON */
     int has_device;
     kopt_device_info device;
     kopt_ceilings ceilings;
@@ -284,6 +285,17 @@ typedef struct kopt_eval_opts {
      * used. Borrowed for the call (a session: for its life). */
     const kopt_torch_baseline *torch_baselines;
     int ntorch_baselines;
+    /* the socket of a running `kopt serve` (kopt/serve.h), or NULL: kopt_run_eval and the
+     * run's sessions (kopt/run.h) send each candidate there, to the server's session for this
+     * problem and plan, and store the result here; the reference's outputs and time, its
+     * torch.compile baseline and the workers started ahead are then shared by every process
+     * sending there. kopt_eval_run itself ignores it. Candidates without a file, and options
+     * `kopt eval` has no flag for (no_ref_timing, warmup_ms, ...), are evaluated here. */
+    const char *server;
+    /* kopt_eval_torch_program's (leave them 0): the one subject's kernels recorded instead
+     * of an evaluation, its worker started under `program_wrap` (an argv prefix: ncu) */
+    int program_profile;
+    char *const *program_wrap;
 } kopt_eval_opts;
 /* A cached torch.compile baseline is reused only while eager's median now is within this
  * factor of eager's when it was measured (either way): else the conditions changed (clocks,
@@ -293,7 +305,7 @@ typedef struct kopt_eval_opts {
 #define KOPT_BASELINE_EAGER_DRIFT 1.5
 #define KOPT_EVAL_OPTS_INIT {1, 3, 0, NULL, 0, 0, 10.0, 25.0, 100.0, 10, 1000, 0, 0, NULL, NULL, \
                              NULL, 1.10, 0, 120.0, 64.0, 65536.0, 0, 0.0, 0, NULL, 0.005, 0, NULL, \
-                             0, NULL, 0}
+                             0, NULL, 0, NULL, 0, NULL}
 #define KOPT_PRECISION_MIN_REPS 50
 enum { KOPT_SANITIZE_MEMCHECK = 1, KOPT_SANITIZE_RACECHECK = 2, KOPT_SANITIZE_INITCHECK = 4 };
 
@@ -372,6 +384,18 @@ void kopt_eval_session_close(kopt_eval_session *s);
 /* The whole result as pretty JSON (the CLI's --json output and the store's copy).
  * Caller frees. */
 char *kopt_eval_result_json(const kopt_eval_result *r);
+/* What a PyTorch program (the problem's PyTorch reference when `cand` is NULL, else a
+ * ModelNew or host-mode candidate) runs on the GPU at the main sizes, kernel by kernel
+ * (libexec/kopt_torch_program.py): *program (malloc'd) the JSON object {"subject",
+ * "device", "forward_ms", "sizes", "kernels": [{"name", "op", "grid", "block",
+ * "registers", "static_smem", "dynamic_smem", "start_us", "dur_us"}]}, with
+ * "compulsory_bytes" added (the problem's bytes at those sizes: what any program must
+ * move). `wrap` (NULL-terminated, or NULL): an argv prefix the worker runs under (ncu, told
+ * to profile the NVTX range "kopt_profile": one more forward). *program is NULL, and the
+ * status KOPT_E_ERROR saying why, when the subject failed. */
+kopt_status kopt_eval_torch_program(kopt_ctx *ctx, const kopt_problem *prob,
+                                    const kopt_candidate *cand, const kopt_eval_opts *opts,
+                                    char *const *wrap, char **program);
 /* A result read back from that JSON (an answer of `kopt serve`, the store's copy): every
  * field it carries, so that kopt_eval_result_json of it gives the same JSON; the rest zero.
  * KOPT_E_INVALID (line and reason) for text that is not such a result. Free with

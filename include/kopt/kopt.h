@@ -20,5 +20,6 @@
 #include "kopt/cute.h"
 #include "kopt/kb.h"
 #include "kopt/scale.h"
+#include "kopt/serve.h"
 
 #endif

@@ -122,9 +122,12 @@ typedef struct kopt_ncu_opts {
                                         program's own; NULL: ncu writes to stdout */
     const char *export_path;         /* -o PATH -f: write a report (.ncu-rep) instead of CSV;
                                         read it with kopt_ncu_import_argv */
+    const char *nvtx_range;          /* --nvtx --nvtx-include NAME/: only the kernels
+                                        launched inside the NVTX push/pop range NAME */
 } kopt_ncu_opts;
 #define KOPT_NCU_OPTS_VERSION 1
-#define KOPT_NCU_OPTS_INIT {KOPT_NCU_OPTS_VERSION, NULL, NULL, NULL, NULL, 0, 0, 0, NULL, NULL, NULL}
+#define KOPT_NCU_OPTS_INIT {KOPT_NCU_OPTS_VERSION, NULL, NULL, NULL, NULL, 0, 0, 0, NULL, NULL, \
+                            NULL, NULL}
 
 /* The ncu executable: $KOPT_NCU, else `ncu` on PATH, else /usr/local/cuda/bin/ncu.
  * *out is caller-owned (free()). KOPT_E_NOT_FOUND (naming what was tried) when none. */
@@ -139,6 +142,20 @@ kopt_status kopt_ncu_argv(char ***out, int *argc, kopt_ctx *ctx, const kopt_ncu_
 kopt_status kopt_ncu_import_argv(char ***out, int *argc, kopt_ctx *ctx, const char *report,
                                  const char *page);
 void kopt_ncu_argv_free(char **argv);
+
+/* ---- profiling a PyTorch program (src/profile/program_run.c) ------------------------- */
+
+struct kopt_eval_opts;
+struct kopt_problem;
+struct kopt_candidate;
+/* What a PyTorch program (the problem's reference when `cand` is NULL, else a ModelNew or a
+ * host-mode candidate) runs on the GPU, kernel by kernel, at the main sizes: the program
+ * profile JSON (kopt_eval_torch_program's object), with ncu's roofline metrics joined to
+ * each kernel ("metrics") when `with_ncu` and ncu is here, else "metrics_note" says why not.
+ * *program is malloc'd. */
+kopt_status kopt_profile_program(kopt_ctx *ctx, const struct kopt_problem *prob,
+                                 const struct kopt_candidate *cand,
+                                 const struct kopt_eval_opts *eo, int with_ncu, char **program);
 
 /* ---- profiling a candidate (src/profile/profile_run.c) ------------------------------- */
 

@@ -6,6 +6,7 @@
 #include "worker_int.h"
 #include "../cuda/cuda_int.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +61,55 @@ int kopt__visible_map(const char *env, int n, const char *const *uuids, int *map
     return count;
 }
 
+/* What NVML said of each ordinal, kept for the process (a GPU's name, UUID and compute
+ * capability do not change while it runs): NVML's start and stop take 10-180 ms, and kopt
+ * serve opens a run, which asks, for every request. Keyed by CUDA_VISIBLE_DEVICES too. */
+#define NVML_SEEN 16
+static struct {
+    int ordinal, count;
+    char visible[256];
+    kopt_device_info info;
+} nvml_seen[NVML_SEEN];
+static int nvml_nseen;
+static pthread_mutex_t nvml_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static kopt_status nvml_query(kopt_ctx *ctx, int ordinal, kopt_device_info *out, int *count);
+
 kopt_status kopt_device_nvml(kopt_ctx *ctx, int ordinal, kopt_device_info *out, int *count)
+{
+    const char *env = getenv("CUDA_VISIBLE_DEVICES");
+    int n = 0;
+    kopt_status rc;
+
+    if (!env)
+        env = "";
+    pthread_mutex_lock(&nvml_mu);
+    for (int i = 0; i < nvml_nseen; i++)
+        if (nvml_seen[i].ordinal == ordinal && strcmp(nvml_seen[i].visible, env) == 0) {
+            *out = nvml_seen[i].info;
+            if (count)
+                *count = nvml_seen[i].count;
+            pthread_mutex_unlock(&nvml_mu);
+            return KOPT_OK;
+        }
+    pthread_mutex_unlock(&nvml_mu);
+    rc = nvml_query(ctx, ordinal, out, &n);
+    if (count)
+        *count = n;
+    if (rc == KOPT_OK && strlen(env) < sizeof(nvml_seen[0].visible)) {
+        pthread_mutex_lock(&nvml_mu);
+        if (nvml_nseen < NVML_SEEN) {
+            nvml_seen[nvml_nseen].ordinal = ordinal;
+            nvml_seen[nvml_nseen].count = n;
+            snprintf(nvml_seen[nvml_nseen].visible, sizeof(nvml_seen[0].visible), "%s", env);
+            nvml_seen[nvml_nseen++].info = *out;
+        }
+        pthread_mutex_unlock(&nvml_mu);
+    }
+    return rc;
+}
+
+static kopt_status nvml_query(kopt_ctx *ctx, int ordinal, kopt_device_info *out, int *count)
 {
     const kopt_nvml_api *nv;
     kopt_nvml_device dev;

@@ -42,6 +42,7 @@ void kopt_eval_result_free(kopt_eval_result *r)
         return;
     free(r->compile_log);
     free(r->worker_log);
+    free(r->program);
     free(r->trace);
     kopt_vars_free(&r->sizes);
     kopt_vars_free(&r->check_sizes);
@@ -825,9 +826,12 @@ struct kopt_eval_session {
     kopt_torch_baseline cmp_base;   /* its key and numbers (kopt_eval_result's) */
     /* the next candidate's PyTorch worker, started (torch importing) once the last
      * evaluation's timing was over, and the subject it was started for */
-#define KOPT_AHEAD 2
-    kopt__worker_proc *ahead[KOPT_AHEAD];   /* oldest first: the next candidate takes [0] */
-    char ahead_subject[KOPT_AHEAD][16];
+    /* how many: two, one more each time a candidate's worker taken from them was not ready
+     * yet (back to back, evaluations faster than a worker's start), up to ahead_cap() */
+#define KOPT_AHEAD_MAX 6
+    kopt__worker_proc *ahead[KOPT_AHEAD_MAX];   /* oldest first: the next candidate takes [0] */
+    char ahead_subject[KOPT_AHEAD_MAX][16];
+    int ahead_want;
     /* workers started by kopt_eval_session_warm, each making its CUDA context: the first
      * run's reference and serving candidate workers */
     kopt__worker_proc *pre_ref, *pre_cand;
@@ -1025,14 +1029,28 @@ static void stream_phases_free(kopt__stream_phase *sp, int nphases)
     free(sp);
 }
 
-/* The session's next candidates' workers, started ahead (torch imports meanwhile) where
- * missing: two, so that back to back the next one was started an evaluation ago. */
+/* The most candidate workers a session keeps started ahead: $KOPT_AHEAD (1 to 6), else a
+ * third of the usable CPUs, 2 to 6 (each imports torch on a core of its own, then holds a
+ * CUDA context: about half a GB of GPU memory). */
+static int ahead_cap(void)
+{
+    const char *env = getenv("KOPT_AHEAD");
+    int n = env && env[0] ? atoi(env) : kopt_cpus_usable() / 3;
+
+    return n < 1 ? (env && env[0] ? 1 : 2) : n > KOPT_AHEAD_MAX ? KOPT_AHEAD_MAX : n;
+}
+
+/* The session's next candidates' workers, started ahead (torch imports, then the CUDA
+ * context is made, meanwhile) where missing: S->ahead_want of them, so that back to back
+ * the next one was started evaluations ago. */
 static void fill_ahead(kopt_ctx *ctx, kopt_eval_session *S, const char *subject,
                        const kopt_problem *prob, const phase_plan *phases, int nphases,
                        const kopt_candidate *cand, const kopt_compiled *comp,
                        const kopt_eval_opts *o, const char *script)
 {
-    for (int a = 0; a < KOPT_AHEAD; a++) {
+    if (!S->ahead_want)
+        S->ahead_want = ahead_cap() < 2 ? ahead_cap() : 2;
+    for (int a = 0; a < S->ahead_want; a++) {
         json_t *job;
         if (S->ahead[a] && (!kopt__worker_alive(S->ahead[a]) ||
                             strcmp(S->ahead_subject[a], subject) != 0)) {
@@ -1046,6 +1064,84 @@ static void fill_ahead(kopt_ctx *ctx, kopt_eval_session *S, const char *subject,
             snprintf(S->ahead_subject[a], sizeof(S->ahead_subject[a]), "%s", subject);
         json_decref(job);
     }
+}
+
+/* kopt_eval_torch_program's worker: the subject's kernels at the main sizes, into
+ * r->program (verdict OK), or the verdict of its failure. */
+static kopt_status program_run(kopt_ctx *ctx, kopt_eval_result *r, const kopt_problem *prob,
+                               const kopt_candidate *cand, const kopt_compiled *comp,
+                               const phase_plan *phases, const kopt_eval_opts *o,
+                               const char *script, double tmo)
+{
+    const char *subject = !cand ? "reference" : cand->torch_module ? "modelnew" : "host";
+    json_t *job = torch_job(ctx, subject, prob, phases, 1, !cand, cand, comp, o, script);
+    kopt__worker_run run;
+    kopt_status rc;
+
+    memset(&run, 0, sizeof(run));
+    if (!job)
+        return kopt_seterr(ctx, KOPT_E_NOMEM, "job");
+    json_object_set_new(job, "program_profile", json_true());
+    if (o->program_wrap && o->program_wrap[0]) {    /* ncu ... python worker.py worker */
+        json_t *argv = json_array(), *prog = json_object_get(job, "program");
+        for (int i = 0; o->program_wrap[i]; i++)
+            json_array_append_new(argv, json_string(o->program_wrap[i]));
+        json_array_extend(argv, prog);
+        json_object_set_new(job, "program", argv);
+    }
+    rc = kopt__worker_spawn(ctx, job, 0, tmo, &run);
+    json_decref(job);
+    if (rc != KOPT_OK)
+        return rc;
+    if (run.result && json_is_object(json_object_get(run.result, "program"))) {
+        json_t *p = json_deep_copy(json_object_get(run.result, "program"));
+        const kopt_bound *b = phases[0].ref;
+        double bytes = 0;
+        if (b->has_work)               /* the problem's own count, as the roofline's */
+            bytes = b->bytes;
+        else                           /* else its tensors, each moved once */
+            for (int i = 0; i < b->ntensors; i++)
+                bytes += (double)b->tensors[i].bytes;
+        json_object_set_new(p, "compulsory_bytes", json_real(bytes));
+        r->program = json_dumps(p, JSON_COMPACT);
+        json_decref(p);
+        set_verdict(r, KOPT_VERDICT_OK, "the %s's kernels recorded", subject);
+    } else {
+        torch_failure(r, &run, strcmp(subject, "reference") == 0 ? "reference" : "candidate", o);
+    }
+    kopt__worker_run_free(&run);
+    return KOPT_OK;
+}
+
+kopt_status kopt_eval_torch_program(kopt_ctx *ctx, const kopt_problem *prob,
+                                    const kopt_candidate *cand, const kopt_eval_opts *opts,
+                                    char *const *wrap, char **program)
+{
+    kopt_eval_opts o = KOPT_EVAL_OPTS_INIT;
+    kopt_eval_result *r = NULL;
+    kopt_status rc;
+
+    *program = NULL;
+    if (opts)
+        o = *opts;
+    if (!prob->ref_torch)
+        return kopt_seterr(ctx, KOPT_E_INVALID, "%s: not a problem with a PyTorch reference",
+                           prob->path);
+    o.program_profile = 1;
+    o.program_wrap = wrap;
+    o.skip_check_sizes = 1;
+    o.no_timing = 1;
+    o.torch_compile = 0;
+    if ((rc = kopt_eval_run(&r, ctx, prob, cand, &o)) != KOPT_OK)
+        return rc;
+    if (r->program) {
+        *program = r->program;
+        r->program = NULL;
+    } else {
+        rc = kopt_seterr(ctx, KOPT_E_ERROR, "%s: %s", kopt_verdict_name(r->verdict), r->message);
+    }
+    kopt_eval_result_free(r);
+    return rc;
 }
 
 static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_problem *prob,
@@ -1202,6 +1298,12 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
         }
     }
     trace_step(trace, "ceilings", &ts);
+    if (o.program_profile) {           /* kopt_eval_torch_program: the kernels, no checks */
+        rc = program_run(ctx, r, prob, cand, comp, phases, &o, script, tmo);
+        if (rc != KOPT_OK)
+            goto fail;
+        goto done;
+    }
     if (cand && !o.no_sandbox) {
         /* the store only for host-mode code, as before (never rolled back; kopt's own
          * commits excused): another process's WAL checkpoint can still change the file */
@@ -1275,10 +1377,10 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
                                                 comp, &o, script), stream, 0,
                                       cpu ? 0 : total);
         cand_proc = S->ahead[0];
-        memmove(&S->ahead[0], &S->ahead[1], sizeof(S->ahead[0]) * (KOPT_AHEAD - 1));
+        memmove(&S->ahead[0], &S->ahead[1], sizeof(S->ahead[0]) * (KOPT_AHEAD_MAX - 1));
         memmove(&S->ahead_subject[0], &S->ahead_subject[1],
-                sizeof(S->ahead_subject[0]) * (KOPT_AHEAD - 1));
-        S->ahead[KOPT_AHEAD - 1] = NULL;
+                sizeof(S->ahead_subject[0]) * (KOPT_AHEAD_MAX - 1));
+        S->ahead[KOPT_AHEAD_MAX - 1] = NULL;
         r->worker_ahead = 1;
         rc = job ? kopt__worker_give(ctx, cand_proc, job, cand_shm)
                  : kopt_seterr(ctx, KOPT_E_NOMEM, "job");
@@ -1313,6 +1415,9 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
         kopt__worker_ready(ctx, cmp_proc);
     if (cand_proc)
         kopt__worker_ready(ctx, cand_proc);
+    /* a worker started ahead that was not ready yet: the next evaluations want one more */
+    if (S && r->worker_ahead && kopt_now_ms() - ts > 150 && S->ahead_want < ahead_cap())
+        S->ahead_want++;
     trace_step(trace, "workers_ready", &ts);
     if (reuse) {
         refp = &S->ref_run;
@@ -1537,7 +1642,7 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
         }
     }
     kopt__torch_census(r, &cand_run);
-    if (prec_job.started) {                          /* its own kernels' SASS */
+    if (prec_job.started || prec_job.cached) {   /* its own kernels' SASS */
         kopt__binary_precision_wait(&prec_job);
         snprintf(r->own_precision, sizeof(r->own_precision), "%s", prec_job.out);
         if (prec_job.note[0])
@@ -2177,7 +2282,7 @@ void kopt_eval_session_close(kopt_eval_session *s)
     kopt__worker_proc_release(s->pre_ref);
     kopt__worker_proc_release(s->pre_cand);
     kopt__worker_proc_free(s->cand);
-    for (int a = 0; a < KOPT_AHEAD; a++)
+    for (int a = 0; a < KOPT_AHEAD_MAX; a++)
         kopt__worker_proc_release(s->ahead[a]);
     kopt__worker_proc_release(s->ref_proc);
     kopt__worker_run_free(&s->ref_run);

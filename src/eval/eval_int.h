@@ -5,6 +5,7 @@
 #include "kopt/eval.h"
 
 #include <pthread.h>
+#include <sys/stat.h>
 
 /* Compare one tensor's output (`got`) with the reference (`want`) into *c. */
 void kopt__compare(const kopt_btensor *t, const void *got, const void *want, kopt_check *c);
@@ -69,13 +70,15 @@ void kopt__binary_precision(kopt_ctx *ctx, const char *binary, char *out, size_t
                             char *note, size_t nn);
 /* The same in a thread of its own, started as soon as the binary exists (cuobjdump takes
  * about a second and a half on a host-mode candidate: it runs while the workers start);
- * _wait joins it (a job never started is a no-op) and fills out and note. */
+ * _wait joins it (a job never started is a no-op) and fills out and note. A binary this
+ * process read before (same file, size and mtime) is not read again: _start fills out. */
 /* The host's available memory in bytes: $KOPT_HOST_MEMORY_GB when set, else MemAvailable of
  * /proc/meminfo; 0 when unknown. */
 size_t kopt__host_available_bytes(void);
 typedef struct kopt__precision_job {
     pthread_t thread;
-    int started;
+    int started, cached, have_stat;   /* cached: out came from an earlier read of this file */
+    struct stat st;
     char binary[4096], out[16], note[256];
 } kopt__precision_job;
 void kopt__binary_precision_start(kopt__precision_job *j, const char *binary);

@@ -413,7 +413,11 @@ kopt_status kopt__worker_start_ahead(kopt_ctx *ctx, const json_t *job, kopt__wor
 
     if (!copy)
         return kopt_seterr(ctx, KOPT_E_NOMEM, "job");
-    rc = start_process(ctx, copy, "--ahead", out);
+    /* "--ahead=cuda:N": it makes its CUDA context too, after torch's import */
+    const char *dev = json_string_value(json_object_get(json_object_get(job, "torch"), "device"));
+    char arg[64];
+    snprintf(arg, sizeof(arg), "--ahead=%s", dev && strlen(dev) < 40 ? dev : "");
+    rc = start_process(ctx, copy, arg, out);
     json_decref(copy);
     return rc;
 }

@@ -731,6 +731,15 @@ kopt_status kopt_ncu_argv(char ***out, int *argc, kopt_ctx *ctx, const kopt_ncu_
         add(&a, kopt_buf_cstr(&k));
         kopt_buf_free(&k);
     }
+    if (opts->nvtx_range) {
+        kopt_buf k = KOPT_BUF_INIT;
+        if (kopt_buf_printf(&k, "%s/", opts->nvtx_range) < 0)
+            a.failed = 1;
+        add(&a, "--nvtx");
+        add(&a, "--nvtx-include");
+        add(&a, kopt_buf_cstr(&k));
+        kopt_buf_free(&k);
+    }
     if (opts->launch_skip) {
         snprintf(num, sizeof(num), "%d", opts->launch_skip);
         add(&a, "-s");

@@ -35,6 +35,13 @@ kopt_status kopt_run_eval(kopt_run *run, kopt_ctx *ctx, const kopt_problem *prob
     if (!run)
         return kopt_seterr(ctx, KOPT_E_INVALID, "evaluation: no run");
     o = with_run(run, ctx, opts);
+    if (kopt__run_servable(&o, prob, cand)) {      /* in kopt serve's session, stored here */
+        if ((rc = kopt__run_served_eval(ctx, prob, cand, &o, out)) != KOPT_OK)
+            return kopt__run_fail(run, KOPT_RUN_FAULT_KOPT, rc);
+        kopt__run_note_result(run, ctx, o.device, *out);
+        kopt__run_store_eval(run, ctx, prob, cand, *out, tag);
+        return KOPT_OK;
+    }
     baselines = kopt__run_load_baselines(run, ctx, prob, &o);
     if ((rc = kopt_eval_run(out, ctx, prob, cand, &o)) != KOPT_OK) {
         free(baselines);
@@ -54,6 +61,7 @@ struct kopt_run_session {
     int store;
     kopt_torch_baseline *baselines;  /* the store's torch.compile baselines (the session's
                                       * options borrow them), or NULL */
+    kopt_eval_opts opts;            /* as opened (a served evaluation's options) */
 };
 
 kopt_status kopt_run_session_open(kopt_run_session **out, kopt_run *run, kopt_ctx *ctx,
@@ -70,6 +78,7 @@ kopt_status kopt_run_session_open(kopt_run_session **out, kopt_run *run, kopt_ct
     if (!(s = calloc(1, sizeof(*s))))
         return kopt_seterr(ctx, KOPT_E_NOMEM, "evaluation session");
     o = with_run(run, ctx, opts);
+    s->opts = o;
     s->run = run;
     s->prob = prob;
     s->device = o.device;
@@ -84,6 +93,18 @@ kopt_status kopt_run_session_open(kopt_run_session **out, kopt_run *run, kopt_ct
     return KOPT_OK;
 }
 
+/* One candidate through the session: in kopt serve's session when the options name a
+ * server and the candidate can go there, else in this process's own. */
+static kopt_status session_run(kopt_run_session *s, kopt_ctx *ctx, const kopt_candidate *cand,
+                               kopt_eval_result **out)
+{
+    /* the options as asked (the session's own copy has its seed fixed: a served session
+     * fixes its own, the same for every process that sends there) */
+    if (kopt__run_servable(&s->opts, s->prob, cand))
+        return kopt__run_served_eval(ctx, s->prob, cand, &s->opts, out);
+    return kopt_eval_session_run(s->session, ctx, cand, out);
+}
+
 kopt_status kopt_run_session_eval(kopt_run_session *s, kopt_ctx *ctx,
                                   const kopt_candidate *cand, const char *tag,
                                   kopt_eval_result **out)
@@ -94,7 +115,7 @@ kopt_status kopt_run_session_eval(kopt_run_session *s, kopt_ctx *ctx,
     if (!s || !s->run)
         return kopt_seterr(ctx, KOPT_E_INVALID, "evaluation session: %s", s ? "no run attached"
                                                                             : "none");
-    if ((rc = kopt_eval_session_run(s->session, ctx, cand, out)) != KOPT_OK)
+    if ((rc = session_run(s, ctx, cand, out)) != KOPT_OK)
         return kopt__run_fail(s->run, KOPT_RUN_FAULT_KOPT, rc);
     kopt__run_note_result(s->run, ctx, s->device, *out);
     if (s->store)
@@ -108,7 +129,7 @@ kopt_status kopt_run_session_eval_detached(kopt_run_session *s, kopt_ctx *ctx,
     *out = NULL;
     if (!s)
         return kopt_seterr(ctx, KOPT_E_INVALID, "evaluation session: none");
-    return kopt_eval_session_run(s->session, ctx, cand, out);
+    return session_run(s, ctx, cand, out);
 }
 
 void kopt_run_session_commit(kopt_run_session *s, kopt_ctx *ctx, const kopt_candidate *cand,

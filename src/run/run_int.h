@@ -51,4 +51,14 @@ json_t *kopt__run_row_json(const kopt_store_run *r);
 /* Open the store at `db_path` for a query (no run row). */
 kopt_status kopt__run_open_query(kopt_run **out, kopt_ctx *ctx, const char *db_path);
 
+/* run_served.c: whether `cand` can be evaluated by the kopt serve at o->server (a
+ * candidate with a file, options `kopt eval` takes on its command line), and that
+ * evaluation: in the server's session for this problem and plan, the result read back (not
+ * stored: the caller stores it through the run). */
+int kopt__run_servable(const kopt_eval_opts *o, const kopt_problem *prob,
+                       const kopt_candidate *cand);
+kopt_status kopt__run_served_eval(kopt_ctx *ctx, const kopt_problem *prob,
+                                  const kopt_candidate *cand, const kopt_eval_opts *o,
+                                  kopt_eval_result **out);
+
 #endif

@@ -98,6 +98,10 @@ kopt_status kopt_store_open(kopt_store **out, kopt_ctx *ctx, const char *path)
     sqlite3_busy_timeout(s->db, 5000);
     sqlite3_commit_hook(s->db, count_commit, NULL);
     sqlite3_exec(s->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
+    /* in WAL mode, NORMAL keeps every commit through a crash or kill of kopt (only a power
+     * loss can drop the last ones) and does not wait for the disk at each commit: an
+     * evaluation's rows are several commits */
+    sqlite3_exec(s->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
     v = kopt_store_schema_version(s);
     if (v < 0) {
         rc = kopt_seterr(ctx, KOPT_E_DB, "%s: not a SQLite database", path);

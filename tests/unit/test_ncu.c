@@ -452,8 +452,18 @@ static void test_ncu_argv(void)
     CHECK(argv_has(argv, "--page", "raw"));
     CHECK(argv_has(argv, "--log-file", "/tmp/x.csv"));
     CHECK(!argv_has(argv, "--set", NULL));
+    CHECK(!argv_has(argv, "--nvtx", NULL));
     kopt_ncu_argv_free(argv);
     argv = NULL;
+
+    /* Only the kernels of an NVTX push/pop range (a PyTorch program's one forward). */
+    o.nvtx_range = "kopt_profile";
+    CHECK_EQ_INT(kopt_ncu_argv(&argv, NULL, ctx, &o), KOPT_OK);
+    CHECK(argv_has(argv, "--nvtx", NULL));
+    CHECK(argv_has(argv, "--nvtx-include", "kopt_profile/"));
+    kopt_ncu_argv_free(argv);
+    argv = NULL;
+    o.nvtx_range = NULL;
 
     /* Locked clocks, a set and sections, the details page, a skip count. */
     o.metrics = NULL;

@@ -13,6 +13,8 @@
 #include "../../src/eval/worker_priv.h"
 
 #include <math.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 enum { ROWS = 3000, COLS = 3001 };   /* 9,003,000 elements: three scan threads */
 
@@ -265,6 +267,55 @@ static void test_sass_precision(void)
     kopt_ctx_free(ctx);
 }
 
+/* A binary's SASS is read once a process: the same file again (same size and mtime) takes
+ * the precision from memory, with no cuobjdump run; a changed file is read again. A stand-in
+ * cuobjdump counts its runs in a file. */
+static void test_binary_precision_read_once(void)
+{
+    char dir[] = "/tmp/kopt-test-precision-XXXXXX", tool[1200], bin[1200], count[1200];
+    kopt__precision_job j;
+    char *text = NULL;
+    size_t len = 0;
+    kopt_ctx *ctx = kopt_ctx_new();
+    FILE *f;
+
+    if (!CHECK(mkdtemp(dir) != NULL))
+        return;
+    snprintf(tool, sizeof(tool), "%s/cuobjdump", dir);
+    snprintf(bin, sizeof(bin), "%s/cand.so", dir);
+    snprintf(count, sizeof(count), "%s/runs", dir);
+    f = fopen(tool, "w");
+    fprintf(f, "#!/bin/sh\necho run >> '%s'\n"
+               "echo '  /*0070*/  HMMA.1684.F32.TF32 R4, R8, R12, R4 ;'\n", count);
+    fclose(f);
+    chmod(tool, 0755);
+    f = fopen(bin, "w");
+    fputs("not really a shared object", f);
+    fclose(f);
+    setenv("KOPT_CUOBJDUMP", tool, 1);
+    for (int round = 0; round < 3; round++) {
+        if (round == 2) {                /* changed: read again */
+            f = fopen(bin, "a");
+            fputs(", longer now", f);
+            fclose(f);
+        }
+        kopt__binary_precision_start(&j, bin);
+        CHECK_EQ_INT(j.cached, round == 1);
+        kopt__binary_precision_wait(&j);
+        CHECK_EQ_STR(j.out, "tf32");
+        CHECK_EQ_STR(j.note, "");
+    }
+    if (CHECK_EQ_INT(kopt_file_read(ctx, count, &text, &len), KOPT_OK))
+        CHECK_EQ_STR(text, "run\nrun\n");   /* rounds 0 and 2 ran it, round 1 did not */
+    free(text);
+    unsetenv("KOPT_CUOBJDUMP");
+    unlink(tool);
+    unlink(bin);
+    unlink(count);
+    rmdir(dir);
+    kopt_ctx_free(ctx);
+}
+
 int main(int argc, char **argv)
 {
     static const ktest_case cases[] = {
@@ -276,6 +327,7 @@ int main(int argc, char **argv)
         KTEST(test_wrong_only_at_check_sizes_is_shape_specific),
         KTEST(test_torch_census_and_clock),
         KTEST(test_sass_precision),
+        KTEST(test_binary_precision_read_once),
     };
     int rc;
 

@@ -1,18 +1,21 @@
-/* The `kopt serve` protocol: the client side (kopt eval --server) and the server's read of
- * a request (cli/serve_proto.h). */
-#include "serve_proto.h"
+/* The `kopt serve` protocol (include/kopt/serve.h): the client side (kopt eval --server, the
+ * run's served evaluations) and the server's read of a request. */
+#include "kopt/serve.h"
+
+#include <jansson.h>
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 extern char **environ;
 
-const char *cli_serve_default_socket(void)
+const char *kopt_serve_default_socket(void)
 {
     static char path[108];
     const char *env = getenv("KOPT_SERVER");
@@ -23,7 +26,7 @@ const char *cli_serve_default_socket(void)
     return path;
 }
 
-int cli_serve_recv(int conn, json_t **req, int fds[2])
+int kopt_serve_recv(int conn, char **request, int fds[2])
 {
     char buf[65536], ctl[CMSG_SPACE(2 * sizeof(int))];
     struct iovec iov = {buf, sizeof(buf) - 1};
@@ -31,7 +34,7 @@ int cli_serve_recv(int conn, json_t **req, int fds[2])
     size_t len = 0;
     ssize_t n;
 
-    *req = NULL;
+    *request = NULL;
     fds[0] = fds[1] = -1;
     memset(&m, 0, sizeof(m));
     m.msg_iov = &iov;
@@ -39,7 +42,7 @@ int cli_serve_recv(int conn, json_t **req, int fds[2])
     m.msg_control = ctl;
     m.msg_controllen = sizeof(ctl);
     if ((n = recvmsg(conn, &m, MSG_CMSG_CLOEXEC)) <= 0)
-        return -1;
+        return n == 0 ? 1 : -1;        /* 1: closed at once (kopt_serve_alive's probe) */
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
         if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
             c->cmsg_len == CMSG_LEN(2 * sizeof(int)))
@@ -49,23 +52,54 @@ int cli_serve_recv(int conn, json_t **req, int fds[2])
            (n = read(conn, buf + len, sizeof(buf) - 1 - len)) > 0)
         len += (size_t)n;
     buf[len] = '\0';
-    *req = json_loads(buf, JSON_DISABLE_EOF_CHECK, NULL);
-    return *req && fds[0] >= 0 && fds[1] >= 0 ? 0 : -1;
+    *request = strdup(buf);
+    return *request && fds[0] >= 0 && fds[1] >= 0 ? 0 : -1;
 }
 
-int cli_serve_forward(const char *path, int argc, char **argv, int *code)
+/* A socket connected to the server at `path`, or -1 (errno kept). */
+static int connect_to(const char *path)
 {
     struct sockaddr_un addr;
-    json_t *req = json_object(), *args = json_array(), *env = json_object();
-    char cwd[4096], *text = NULL, ctl[CMSG_SPACE(2 * sizeof(int))], answer[256];
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), out[2] = {1, 2}, rc = -1;
-    size_t got = 0;
-    ssize_t n;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), e;
 
     memset(&addr, 0, sizeof(addr));
     addr.sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof(addr.sun_path)) {
+        errno = ENAMETOOLONG;
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
     snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0)
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
+        e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+int kopt_serve_alive(const char *path)
+{
+    int fd = connect_to(path);
+
+    if (fd < 0)
+        return 0;
+    close(fd);                         /* the server reads an empty request and goes on */
+    return 1;
+}
+
+int kopt_serve_forward(const char *path, int argc, char *const *argv, const int fds[2],
+                       int *code)
+{
+    json_t *req = json_object(), *args = json_array(), *env = json_object();
+    char cwd[4096], *text = NULL, ctl[CMSG_SPACE(2 * sizeof(int))], answer[256];
+    int fd = connect_to(path), out[2] = {fds[0], fds[1]}, rc = -1;
+    size_t got = 0;
+    ssize_t n;
+
+    if (fd < 0)
         goto done;
     for (int i = 0; i < argc; i++)
         json_array_append_new(args, json_string(argv[i]));
@@ -118,5 +152,47 @@ done:
     json_decref(req);
     json_decref(args);
     json_decref(env);
+    return rc;
+}
+
+/* A memfd's whole text (NUL-terminated, malloc'd), or NULL. */
+static char *read_all(int fd)
+{
+    off_t size = lseek(fd, 0, SEEK_END);
+    char *text;
+    size_t got = 0;
+    ssize_t n;
+
+    if (size < 0 || lseek(fd, 0, SEEK_SET) != 0 || !(text = malloc((size_t)size + 1)))
+        return NULL;
+    while (got < (size_t)size && (n = read(fd, text + got, (size_t)size - got)) > 0)
+        got += (size_t)n;
+    text[got] = '\0';
+    return text;
+}
+
+kopt_status kopt_serve_call(kopt_ctx *ctx, const char *path, int argc, char *const *argv,
+                            int *code, char **out, char **err)
+{
+    int fds[2] = {memfd_create("kopt-serve-out", MFD_CLOEXEC),
+                  memfd_create("kopt-serve-err", MFD_CLOEXEC)};
+    kopt_status rc = KOPT_OK;
+
+    *out = *err = NULL;
+    if (fds[0] < 0 || fds[1] < 0)
+        rc = kopt_seterr(ctx, KOPT_E_IO, "memfd: %s", strerror(errno));
+    else if (kopt_serve_forward(path, argc, argv, fds, code) != 0)
+        rc = kopt_seterr(ctx, KOPT_E_IO, "no kopt serve answers on %s (%s): start one with "
+                         "`kopt serve`", path, strerror(errno));
+    else if (!(*out = read_all(fds[0])) || !(*err = read_all(fds[1])))
+        rc = kopt_seterr(ctx, KOPT_E_NOMEM, "the served command's output");
+    for (int i = 0; i < 2; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    if (rc != KOPT_OK) {
+        free(*out);
+        free(*err);
+        *out = *err = NULL;
+    }
     return rc;
 }
