@@ -347,6 +347,36 @@ static char *launch_text(const kopt_problem *p)
                                              "mode)");
 }
 
+/* The roofline class for the prompts; without one, why (the profile's note), so that a
+ * planner is not left to guess whether the kernel was profiled at all. */
+static char *class_text(const kopt_search_node *n)
+{
+    kopt_buf b = KOPT_BUF_INIT;
+
+    if (n->cls[0])
+        kopt_buf_printf(&b, "%s", n->cls);
+    else if (n->profile_note[0])
+        kopt_buf_printf(&b, "unknown (not profiled: %s)", n->profile_note);
+    else
+        kopt_buf_printf(&b, "unknown");
+    return kopt_buf_detach(&b);
+}
+
+static char *advice_text(const kopt_search *s, const kopt_search_node *n)
+{
+    kopt_buf b = KOPT_BUF_INIT;
+
+    if (n->findings && n->findings[0])
+        kopt_buf_printf(&b, "%s", n->findings);
+    else if (s->o.no_tools)
+        kopt_buf_printf(&b, "(no metrics recorded)");
+    else if (n->profile_note[0])
+        kopt_buf_printf(&b, "(no advice: this kernel was not profiled: %s)", n->profile_note);
+    else
+        kopt_buf_printf(&b, "(no advice: no profile of this kernel)");
+    return kopt_buf_detach(&b);
+}
+
 /* The variables every role sees about node i (docs/optimize.md lists them). */
 static void node_vars(kopt_search *s, kopt_ctx *ctx, vars *vs, int i)
 {
@@ -362,9 +392,8 @@ static void node_vars(kopt_search *s, kopt_ctx *ctx, vars *vs, int i)
     var_own(vs, "outcome", kopt_buf_detach(&b));
     var_own(vs, "time_ms", fmt(n->time_ms, 4));
     var_own(vs, "speedup", fmt(speedup_of(s, n), 2));
-    var(vs, "class", n->cls[0] ? n->cls : "unknown");
-    var(vs, "advice", n->findings && n->findings[0] ? n->findings :
-        (s->o.no_tools ? "(no metrics recorded)" : "(no advice: no profile of this kernel)"));
+    var_own(vs, "class", class_text(n));
+    var_own(vs, "advice", advice_text(s, n));
     var(vs, "facts", n->facts && n->facts[0] ? n->facts : "(not known)");
     if (!s->launch)
         s->launch = launch_text(s->prob);
@@ -641,6 +670,7 @@ int kopt__search_reuse(kopt_search *s, int i)
         n->energy_mj = o->energy_mj;
         n->eval_id = o->eval_id;
         snprintf(n->cls, sizeof(n->cls), "%s", o->cls);
+        snprintf(n->profile_note, sizeof(n->profile_note), "%s", o->profile_note);
         snprintf(n->tool, sizeof(n->tool), "%s", o->tool);
         snprintf(n->message, sizeof(n->message), "same source as n%d (not evaluated again)", k);
         free(n->log);
@@ -771,6 +801,7 @@ void kopt__search_apply(kopt_search *s, int i, kopt_search_outcome *oc)
     n->energy_mj = oc->energy_mj;
     snprintf(n->message, sizeof(n->message), "%.500s", oc->message);
     snprintf(n->cls, sizeof(n->cls), "%s", oc->cls);
+    snprintf(n->profile_note, sizeof(n->profile_note), "%s", oc->profile_note);
     snprintf(n->tool, sizeof(n->tool), "%s", oc->tool);
     n->eval_id = oc->eval_id;
     free(n->log);
