@@ -125,6 +125,8 @@ void kopt_search_close(kopt_search *s)
         free(s->templates[r]);
     free(s->prompts_dir);
     free(s->launch);
+    free(s->sizes);
+    free(s->abi);
     kopt__search_tool_close(&s->tool);
     free(s->view_problem);
     free(s);
@@ -341,10 +343,12 @@ static char *launch_text(const kopt_problem *p)
         free(txt);
     }
     json_decref(doc);
-    return out ? out : strdup(p->ref_torch ? "(a PyTorch reference: see the problem's "
-                                             "candidate forms)"
+    return out ? out : strdup(p->ref_torch ? "(none: the reference is a PyTorch program; a "
+                                             "candidate is host mode and launches its own "
+                                             "kernels from kopt_candidate_run, the candidate "
+                                             "ABI above)"
                                            : "(the reference launches its own kernels: host "
-                                             "mode)");
+                                             "mode; the candidate ABI above)");
 }
 
 /* The roofline class for the prompts; without one, why (the profile's note), so that a
@@ -398,6 +402,12 @@ static void node_vars(kopt_search *s, kopt_ctx *ctx, vars *vs, int i)
     if (!s->launch)
         s->launch = launch_text(s->prob);
     var(vs, "launch", s->launch);
+    if (!s->sizes)
+        s->sizes = kopt__search_sizes_text(s->prob);
+    var(vs, "sizes", s->sizes);
+    if (!s->abi)
+        s->abi = kopt__search_abi_text(s, ctx);
+    var(vs, "abi", s->abi);
     {
         const char *d = n->facts ? strstr(n->facts, "device: ") : NULL;
         var_own(vs, "device", d ? strndup(d + 8, strcspn(d + 8, "\n")) : strdup("(not known)"));

@@ -10,7 +10,10 @@ overhead per iteration (printed; must be <= 50 ms). The code-search tool: the sc
 coder asks for searches, gets hits from the real CUTLASS headers (skipped, saying so,
 without the nvidia-cutlass package) and then answers with code; the bound per node; a
 replay rebuilds the same tree without CUTLASS; a CuTe compile error reaches the debugger
-summarized; --start with a good and two bad files.
+summarized; --start with a good and two bad files. The coder of a problem with a PyTorch
+reference (kb_tanh/problem) sees include/kopt/candidate.h verbatim (or, without it, a prompt
+saying it could not be read) and the sizes as named values at the benchmark and the check
+sizes.
 
 Usage: python3 test_optimize.py KOPT   (exit 1 on a failure)
 """
@@ -235,6 +238,48 @@ def test_propose_evaluate():
     check(p.returncode == 0 and doc["stats"]["pending"] == 0 and doc["stats"]["llm_requests"] == 0
           and best_speedup(doc) > 1.2,
           "propose/evaluate round trips: evaluated, improved (%.2fx)" % best_speedup(doc))
+
+
+def test_coder_contract():
+    """The coder of a host-mode problem (a PyTorch reference) is shown kopt/candidate.h
+    verbatim and the sizes as named values at the benchmark and the check sizes; without the
+    header, the prompt says it could not be read instead of describing it."""
+    problem = os.path.join(HERE, "kb_tanh", "problem")
+    spec = json.load(open(os.path.join(problem, "problem.json")))
+    header = open(os.path.join(ROOT, "include", "kopt", "candidate.h")).read()
+    base = [problem, "--evaluator", "fake", "--llm", llm("kb_tanh"), "--search", "greedy",
+            "--iterations", "1", "--no-tune", "--json"]
+    db = fresh_db("contract")
+    p, doc = kopt(db, *base)
+    convs = conversations(db, doc.get("tree_id", 0), "coder")
+    text = convs[0][0]["content"] if convs else ""
+    check(p.returncode == 0 and header.strip() in text and "## The candidate ABI" in text,
+          "coder prompt of a PyTorch-reference problem: include/kopt/candidate.h verbatim")
+    main, _, at_check = text.partition("At the check sizes")
+    want_main = ["    %s = %d" % (k, v) for k, v in spec["sizes"].items()]
+    want_check = ["    %s = %d" % (k, spec["check_sizes"].get(k, v)) for k, v in
+                  spec["sizes"].items()]
+    check(all(l in main.split("## The problem's sizes")[-1] for l in want_main) and
+          all(l in at_check for l in want_check),
+          "coder prompt: the sizes as named values, at the benchmark and the check sizes (%s; %s)"
+          % (want_main, want_check))
+    empty = os.path.join(TMP, "no-include")
+    os.makedirs(empty, exist_ok=True)
+    db = fresh_db("contract-noheader")
+    p, doc = kopt(db, *base, env={"KOPT_INCLUDE_DIR": empty})
+    convs = conversations(db, doc.get("tree_id", 0), "coder")
+    text = convs[0][0]["content"] if convs else ""
+    check(p.returncode == 0 and text and "could not read the header" in text and
+          "kopt_candidate_io;" not in text,
+          "without kopt/candidate.h the coder prompt says so, and shows no invented ABI")
+    db = fresh_db("contract-device")
+    p, doc = kopt(db, os.path.join(ROOT, "examples/softmax"), *base[1:3], "--llm",
+                  llm("softmax"), *base[5:])
+    convs = conversations(db, doc.get("tree_id", 0), "coder")
+    text = convs[0][0]["content"] if convs else ""
+    check(p.returncode == 0 and text and "## The problem's sizes" in text and
+          "## The candidate ABI" not in text,
+          "a device-mode problem's coder prompt: the sizes, no host-mode ABI")
 
 
 def test_manual():
@@ -464,6 +509,7 @@ def all_tests():
     test_policies()
     test_kill_resume()
     test_propose_evaluate()
+    test_coder_contract()
     test_manual()
     test_code_search()
     test_search_bound()

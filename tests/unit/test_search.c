@@ -1,6 +1,6 @@
 /* The search's math (widening, UCT, rewards, normalization, dead ends) and its loop in
  * process: manual mode with replies written by the test, the scripted evaluator, no store;
- * what the prompts say of a kernel that could not be profiled. */
+ * what the prompts say of sizes, and of a kernel that could not be profiled. */
 #include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
@@ -212,7 +212,9 @@ static void test_suspect_never_best(void)
 }
 
 /* The coder's prompt gives the sizes by name, each tensor's shape in terms of them, the
- * check sizes where every candidate is also run, and says not to hard-code shapes. */
+ * check sizes where every candidate is also run, and says not to hard-code shapes; its
+ * section of sizes gives them as named values, one a line, at both size sets; a problem
+ * whose candidates are device mode gets no host-mode ABI. */
 static void test_prompt_sizes(void)
 {
     kopt_search_opts o = KOPT_SEARCH_OPTS_INIT;
@@ -236,6 +238,11 @@ static void test_prompt_sizes(void)
             CHECK_STR_CONTAINS(text, "x (f32, input, [B, N]) y (f32, output, [B, N])");
             CHECK_STR_CONTAINS(text, "never from the numbers above: the check sizes differ");
             CHECK_STR_CONTAINS(text, "Sizes are inputs, not constants");
+            CHECK_STR_CONTAINS(text, "## The problem's sizes\nAt the benchmark sizes (the ones "
+                                     "timed):\n    B = 8192\n    N = 4096\nAt the check sizes");
+            CHECK_STR_CONTAINS(text, "SHAPE_SPECIFIC):\n    B = 333\n    N = 1003\n");
+            CHECK_STR_CONTAINS(text, "launch plan's argument of that name");
+            CHECK(!strstr(text, "## The candidate ABI"));
             free(text);
             coders++;
         }
