@@ -301,6 +301,8 @@ typedef struct kopt_search_stats {
     double search_ms;           /* their time (index opening included) */
     char stop_reason[128];
     int width;                  /* the search's width (1: the plain search) */
+    int root_unevaluated;       /* nothing was asked: the root was never evaluated (--propose
+                                 * on a new tree; evaluate it first) */
 } kopt_search_stats;
 void kopt_search_get_stats(const kopt_search *s, kopt_search_stats *out);
 

@@ -956,23 +956,20 @@ static int start_node(const kopt_search *s)
     return s->n > 1 && strcmp(s->nodes[1].kind, "start") == 0 ? 1 : -1;
 }
 
-/* Correct and not a dead end (the root also while pending: a first --propose expands it).
- * With --start, the start kernel takes the root's place: the root is not expanded while
- * the start kernel (or the end of its repair chain) is correct or still pending. */
+/* Correct and not a dead end: a node is only planned from once it was evaluated (its
+ * time, device and profile are what the planner works from). With --start, the start
+ * kernel takes the root's place: the root is not expanded while the start kernel (or the
+ * end of its repair chain) is correct or still pending. */
 static int open_node(const kopt_search *s, int i)
 {
     int st = start_node(s);
 
-    if (st > 0 && (i == 0 || i == st)) {
+    if (st > 0 && i == 0) {
         const kopt_search_node *e = &s->nodes[kopt__search_chain_end(s, st)];
-        int stands = e->ok || e->state == KOPT_SEARCH_PENDING;
-        if (i == 0 && stands)
+        if (e->ok || e->state == KOPT_SEARCH_PENDING)
             return 0;
-        if (i == st && s->nodes[st].state == KOPT_SEARCH_PENDING)
-            return !s->nodes[st].closed;
     }
-    return (s->nodes[i].ok || (i == 0 && s->nodes[0].state == KOPT_SEARCH_PENDING)) &&
-           !s->nodes[i].closed;
+    return s->nodes[i].ok && !s->nodes[i].closed;
 }
 
 /* The open correct nodes by raw reward, best first (ties: lower id). */
@@ -1418,9 +1415,18 @@ kopt_status kopt_search_go(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm,
                      "--evaluate");
             break;
         }
-        if (!s->nodes[0].ok && !s->o.propose_only) {
-            snprintf(s->st.stop_reason, sizeof(s->st.stop_reason), "the reference has no "
-                     "outcome yet");
+        /* nothing is planned from a root that was never evaluated (a new tree's --propose):
+         * a planner would see no time, no device and no profile */
+        if (s->nodes[0].state != KOPT_SEARCH_DONE) {
+            snprintf(s->st.stop_reason, sizeof(s->st.stop_reason), "the root (the reference) "
+                     "has not been evaluated: nothing proposed; evaluate it first");
+            s->st.root_unevaluated = 1;
+            break;
+        }
+        if (!s->nodes[0].ok) {
+            snprintf(s->st.stop_reason, sizeof(s->st.stop_reason), "the reference did not "
+                     "evaluate OK (%s)", s->nodes[0].failure[0] ? s->nodes[0].failure :
+                     kopt_verdict_name(s->nodes[0].verdict));
             break;
         }
         if ((r = repair(s, ctx, llm)) != 0) {
