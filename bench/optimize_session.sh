@@ -72,15 +72,15 @@ for E in $EXAMPLES; do
   dup=$(q "$DB" "SELECT count(*) FROM (SELECT tag FROM evaluations WHERE tag LIKE 'n%' AND run_id IN (SELECT id FROM runs WHERE id=$TK OR parent_id=$TK) GROUP BY tag HAVING count(*) > 1)")
   row "$E" "3 kill -9 + resume" "nothing lost: $kept; evaluations repeated: $dup; best $(j "$O/$E-resumed.json" '"%.2f" % d["best"]["speedup"]')x"
 
-  # 4: propose / evaluate, three rounds (each evaluate is one GPU call)
-  $K optimize $EV examples/$E --db "$DB" --llm "$LLM" --propose --json > "$O/$E-p1.json" 2> "$O/$E-p1.err"
-  TP=$(j "$O/$E-p1.json" 'd["tree_id"]')
+  # 4: propose / evaluate, three rounds (each evaluate is one GPU call); the tree begins with
+  # the reference evaluated (a --propose on a root never evaluated proposes nothing, exit 19)
+  $K optimize $EV examples/$E --db "$DB" --evaluate --json > "$O/$E-e0.json" 2> "$O/$E-e0.err"
+  TP=$(j "$O/$E-e0.json" 'd["tree_id"]')
   for r in 1 2 3; do
+    $K optimize $EV --db "$DB" --resume "$TP" --propose --llm "$LLM" --json > "$O/$E-p$r.json" 2>> "$O/$E-p.err"
     $K optimize $EV --db "$DB" --resume "$TP" --evaluate --json > "$O/$E-e$r.json" 2> "$O/$E-e$r.err"
-    $K optimize $EV --db "$DB" --resume "$TP" --propose --llm "$LLM" --json > "$O/$E-p$((r+1)).json" 2>> "$O/$E-p1.err"
   done
-  $K optimize $EV --db "$DB" --resume "$TP" --evaluate --json > "$O/$E-e4.json" 2>> "$O/$E-e3.err"
-  row "$E" "4 propose/evaluate x3" "best $(j "$O/$E-e4.json" '"%.2f" % d["best"]["speedup"]')x, pending $(j "$O/$E-e4.json" 'd["stats"]["pending"]')"
+  row "$E" "4 propose/evaluate x3" "best $(j "$O/$E-e3.json" '"%.2f" % d["best"]["speedup"]')x, pending $(j "$O/$E-e3.json" 'd["stats"]["pending"]')"
 
   # 4: manual mode, prompts answered by the script through the files
   WD=$O/$E-manual; rm -rf "$WD"

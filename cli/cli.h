@@ -11,6 +11,8 @@
 #define KOPT_EXIT_USAGE 2
 #define KOPT_EXIT_INVALID 9
 #define KOPT_EXIT_ERROR 10
+/* kopt optimize --propose: the tree's root was never evaluated, so nothing was proposed */
+#define KOPT_EXIT_NOT_EVALUATED 19
 
 typedef struct cli_common {
     const char *db_path;      /* NULL: no store */

@@ -54,8 +54,10 @@ static void help(FILE *f)
         "  --cutlass DIR         the CUTLASS to search and compile with\n"
         "runs:\n"
         "  --resume RUN          go on with the tree of run RUN\n"
-        "  --propose             LLM only: one round of proposals, left pending\n"
-        "  --evaluate            GPU only: evaluate what is pending\n"
+        "  --propose             LLM only: one round of proposals, left pending; on a tree\n"
+        "                        whose root (the reference) was never evaluated nothing is\n"
+        "                        proposed and kopt exits 19: --evaluate it first\n"
+        "  --evaluate            GPU only: evaluate what is pending (proposes nothing)\n"
         "  --server[=PATH]       evaluate in a running `kopt serve` (its socket; default\n"
         "                        $KOPT_SERVER or /tmp/kopt-serve-UID.sock), in the session\n"
         "                        it keeps for this problem: each --resume / --evaluate step\n"
@@ -73,7 +75,10 @@ static void help(FILE *f)
         "  --max-wall S          wall-time budget in seconds\n"
         "  --max-llm-calls N, --max-tokens-total N, --max-cost USD   LLM budgets\n"
         "  --out FILE            write the best kernel there\n"
-        "  --db PATH, --json, -v, and the evaluation and --llm options of kopt eval / llm\n");
+        "  --db PATH, --json, -v, and the evaluation and --llm options of kopt eval / llm\n"
+        "exit: 0 (also waiting for manual replies, or SKIPPED without a GPU), 19 --propose on\n"
+        "a root never evaluated, 2 usage, 9 a problem or tree that cannot be read, 10 kopt\n"
+        "failed, or the reference's verdict code when it does not run OK\n");
 }
 
 enum {
@@ -394,6 +399,14 @@ int cmd_optimize(int argc, char **argv)
                 printf("next: kopt optimize --resume %lld --evaluate\n", (long long)tree_id);
             free(path);
             free(gpus_text);
+        }
+        if (st.root_unevaluated) {
+            fprintf(stderr, "kopt optimize: tree %lld: its root, the reference, has not been "
+                    "evaluated, so a planner would have no time, device or profile to plan "
+                    "from: nothing was proposed. Evaluate it first: kopt optimize --resume "
+                    "%lld --evaluate (where the GPU is), or a run without --propose.\n",
+                    (long long)tree_id, (long long)tree_id);
+            vcode = KOPT_EXIT_NOT_EVALUATED;
         }
     }
     code = vcode;

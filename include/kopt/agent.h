@@ -62,6 +62,12 @@ kopt_status kopt_agent_prompt_load(kopt_ctx *ctx, const char *dir, kopt_agent_ro
 kopt_status kopt_agent_prompt_load_named(kopt_ctx *ctx, const char *dir, const char *name,
                                          char **out);
 
+/* The host-mode candidate ABI for the prompts: the text of kopt/candidate.h, read where
+ * host-mode compiles find it (kopt_compile_include_dir), so it is the header a candidate
+ * is compiled against. *out caller-owned. KOPT_E_NOT_FOUND, naming the path, when it is not
+ * there (the prompt then says so rather than describe it from memory). */
+kopt_status kopt_agent_candidate_abi(kopt_ctx *ctx, char **out);
+
 typedef struct kopt_agent_var {
     const char *name, *value;   /* {{name}} in a template; a NULL value renders as "" */
 } kopt_agent_var;

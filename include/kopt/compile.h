@@ -77,6 +77,12 @@ int kopt_compile_procs_running(void);
 /* The version of the NVRTC kopt loads (KOPT_E_NO_DEVICE when it cannot be loaded). */
 kopt_status kopt_compile_nvrtc_version(kopt_ctx *ctx, int *major, int *minor);
 
+/* The folder holding kopt/candidate.h (the host-mode candidate ABI) that host-mode compiles
+ * give nvcc (-I): the first of $KOPT_INCLUDE_DIR, the running program's ../include, the
+ * include folder beside libkopt.so, the install prefix's, the source tree's (the last even
+ * when it is missing: check before reading; docs/install.md). Borrowed, process-wide. */
+const char *kopt_compile_include_dir(void);
+
 /* Compile kopt's own helper kernels (input generation, poisoning, L2 flush, ceilings). */
 kopt_status kopt_compile_runtime(kopt_compiled **out, kopt_ctx *ctx, const kopt_compile_opts *o);
 

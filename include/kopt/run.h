@@ -212,7 +212,9 @@ typedef struct kopt_run_profile {
  * r->stopped, SKIPPED turns the rest static), then compile info, SASS, metrics (CUPTI,
  * ncu, or an imported report), the analysis, and the profile with its findings and
  * resolutions into the store. On an error *out may still hold what was done; the fault
- * (COMPILE, LAUNCH, KOPT) says which step failed. */
+ * (COMPILE, LAUNCH, KOPT) says which step failed. A PyTorch program (the reference of a
+ * problem with a PyTorch reference, or a ModelNew .py candidate) is not profiled yet:
+ * KOPT_E_UNSUPPORTED at once (nothing evaluated), with a message saying so. */
 kopt_status kopt_run_profile_candidate(kopt_run *run, kopt_ctx *ctx, const kopt_problem *prob,
                                        const kopt_candidate *cand,
                                        const kopt_run_profile_opts *opts,

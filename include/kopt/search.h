@@ -71,6 +71,8 @@ typedef struct kopt_search_outcome {
                                  * position, the device's measured ceilings (owned; may be
                                  * NULL) */
     kopt_tune_where where;      /* the GPU that evaluated it (known = 0: none, or not said) */
+    char profile_note[256];     /* a correct candidate without class or advice: why (the
+                                 * profile's error, "profiling is off"); "" otherwise */
 } kopt_search_outcome;
 void kopt_search_outcome_clear(kopt_search_outcome *o);
 
@@ -200,6 +202,7 @@ typedef struct kopt_search_node {
     char *queries;              /* those searches, one a line: "QUERY (N hits)" (or NULL) */
     char tools[24];             /* root: the tool described to the agents ("cute-search"; "") */
     kopt_tune_where where;      /* the GPU that evaluated it (known = 0: none recorded) */
+    char profile_note[256];     /* correct but not profiled: why ("" profiled, or not yet) */
     int arrived;                /* a wide batch's outcome, stored as it arrived, not yet backed
                                  * up (still pending; a resume backs it up, unevaluated) */
     /* derived from the tree (not stored) */
@@ -298,6 +301,8 @@ typedef struct kopt_search_stats {
     double search_ms;           /* their time (index opening included) */
     char stop_reason[128];
     int width;                  /* the search's width (1: the plain search) */
+    int root_unevaluated;       /* nothing was asked: the root was never evaluated (--propose
+                                 * on a new tree; evaluate it first) */
 } kopt_search_stats;
 void kopt_search_get_stats(const kopt_search *s, kopt_search_stats *out);
 

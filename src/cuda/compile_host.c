@@ -61,6 +61,11 @@ const char *kopt__include_dir(void)
     return include_dir;
 }
 
+const char *kopt_compile_include_dir(void)
+{
+    return kopt__include_dir();
+}
+
 /* The shared object's SHA-256 sits beside it (<key>.so.sha256): a cached .so is used only
  * while it is still what nvcc built. */
 static void record_binary(kopt_ctx *ctx, const char *so)

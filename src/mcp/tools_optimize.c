@@ -263,6 +263,13 @@ kopt_status kopt__mcp_t_optimize_step(kopt__mcp_call *c, kopt_ctx *ctx, json_t *
         (rc = kopt_optimize_go(op, ctx, &code)) != KOPT_OK)
         goto done;
     kopt_search_get_stats(kopt_optimize_search(op), &st);
+    if (st.root_unevaluated) {   /* kopt optimize --propose's exit 19 */
+        rc = kopt_seterr(ctx, KOPT_E_INVALID, "tree %lld: its root, the reference, has not "
+                         "been evaluated: nothing was proposed (a planner would have no time, "
+                         "device or profile to plan from); evaluate it first: optimize_step "
+                         "with action \"evaluate\" or \"auto\"", (long long)tree);
+        goto done;
+    }
     if ((rc = tree_json(c, ctx, tree, 0, &doc)) != KOPT_OK)
         goto done;
     json_object_set_new(doc, "run_id", json_integer((json_int_t)kopt_optimize_run_id(op)));

@@ -43,6 +43,15 @@ void kopt__run_store_eval(kopt_run *run, kopt_ctx *ctx, const kopt_problem *prob
 #define KOPT__RUN_MAX_BASELINES 64
 kopt_torch_baseline *kopt__run_load_baselines(kopt_run *run, kopt_ctx *ctx,
                                               const kopt_problem *prob, kopt_eval_opts *o);
+/* The profile of a PyTorch program (s->subject->torch_module: a PyTorch reference, or a
+ * ModelNew .py candidate), called by kopt_run_profile_candidate in place of the kernel path
+ * (compile, SASS, metrics), with s set up (problem, subject, reference, options) and
+ * nothing checked yet. Its contract, once written: correct first as for a kernel, then
+ * the program's per-kernel profile and its analysis into s (prof, an) and the store. Today:
+ * KOPT_E_UNSUPPORTED, saying that a PyTorch program's profile is not available yet
+ * (run_profile_program.c). */
+kopt_status kopt__run_profile_program(kopt_run *run, kopt_ctx *ctx, kopt_run_profile *s,
+                                      const kopt_run_profile_opts *o);
 /* Note `parent` as the run's parent (the run a resumed or replayed one came from). */
 void kopt__run_set_parent(kopt_run *run, kopt_ctx *ctx, int64_t parent);
 /* A stored run's row as a JSON object (run_doc.c; kopt_run_list_json, documents). */

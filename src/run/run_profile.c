@@ -194,6 +194,9 @@ kopt_status kopt_run_profile_candidate(kopt_run *run, kopt_ctx *ctx, const kopt_
     s->static_only = o.static_only;
     if (o.static_only)
         snprintf(s->static_note, sizeof(s->static_note), "--static given: no GPU work");
+    /* a PyTorch program is not a CUDA source: its profile is a path of its own */
+    if (s->subject->torch_module)
+        return kopt__run_profile_program(run, ctx, s, &o);
 
     /* 1. correct first */
     if (!o.static_only) {

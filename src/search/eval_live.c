@@ -163,7 +163,14 @@ static void profile(live *l, kopt_ctx *ctx, const kopt_candidate *c, const kopt_
     po.profile.device = l->o.eval.device;
     po.detached = l->o.spread;
     if (kopt_run_profile_candidate(l->run, ctx, l->prob, c, &po, &p) != KOPT_OK || !p || !p->an) {
-        kopt_log(ctx, KOPT_LOG_WARN, "profile failed: %s", kopt_errmsg(ctx));
+        /* the planner is told why it gets no class nor advice (a PyTorch program: its
+         * profile is not available yet; CUPTI refused; ...) */
+        if (p && p->stopped && p->eval)
+            snprintf(out->profile_note, sizeof(out->profile_note), "the profile's correctness "
+                     "check gave %s", kopt_verdict_name(p->eval->verdict));
+        else
+            snprintf(out->profile_note, sizeof(out->profile_note), "%s", kopt_errmsg(ctx));
+        kopt_log(ctx, KOPT_LOG_WARN, "profile failed: %s", out->profile_note);
         kopt_run_profile_free(p);
         return;
     }
@@ -298,6 +305,8 @@ static kopt_status live_evaluate(void *self, kopt_ctx *ctx, const char *source, 
         snprintf(l->arch, sizeof(l->arch), "%s", r->arch);
     if (r->verdict == KOPT_VERDICT_OK && !l->o.no_profile)
         profile(l, ctx, c, &r->roofline, out, l->o.spread ? &p : NULL);
+    else if (r->verdict == KOPT_VERDICT_OK)
+        snprintf(out->profile_note, sizeof(out->profile_note), "profiling is off (--no-profile)");
     if (l->o.spread) {   /* stored by the commit, on the search's thread */
         rc = defer(l, ctx, tag, c, r, p);
         return rc;

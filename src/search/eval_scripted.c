@@ -230,6 +230,7 @@ static kopt_status replay_lookup(replay *r, const char *source, const char *tag,
         out->energy_mj = n->energy_mj;
         snprintf(out->message, sizeof(out->message), "%s", n->message);
         snprintf(out->cls, sizeof(out->cls), "%s", n->cls);
+        snprintf(out->profile_note, sizeof(out->profile_note), "%s", n->profile_note);
         snprintf(out->tool, sizeof(out->tool), "%s", n->tool);
         out->log = n->log ? strdup(n->log) : NULL;
         out->advice = n->findings ? strdup(n->findings) : NULL;

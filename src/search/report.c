@@ -140,6 +140,8 @@ char *kopt_search_json(const kopt_search *s)
     json_object_set_new(st, "eval_ms", json_real(s->st.eval_ms));
     json_object_set_new(st, "overhead_ms_per_iter", json_real(s->st.overhead_ms_per_iter));
     json_object_set_new(st, "stop_reason", json_string(s->st.stop_reason));
+    if (s->st.root_unevaluated)   /* --propose on a root never evaluated: nothing asked */
+        json_object_set_new(st, "root_unevaluated", json_true());
     json_object_set_new(o, "stats", st);
     text = json_dumps(o, JSON_INDENT(2));
     json_decref(o);

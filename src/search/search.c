@@ -125,6 +125,8 @@ void kopt_search_close(kopt_search *s)
         free(s->templates[r]);
     free(s->prompts_dir);
     free(s->launch);
+    free(s->sizes);
+    free(s->abi);
     kopt__search_tool_close(&s->tool);
     free(s->view_problem);
     free(s);
@@ -341,10 +343,42 @@ static char *launch_text(const kopt_problem *p)
         free(txt);
     }
     json_decref(doc);
-    return out ? out : strdup(p->ref_torch ? "(a PyTorch reference: see the problem's "
-                                             "candidate forms)"
+    return out ? out : strdup(p->ref_torch ? "(none: the reference is a PyTorch program; a "
+                                             "candidate is host mode and launches its own "
+                                             "kernels from kopt_candidate_run, the candidate "
+                                             "ABI above)"
                                            : "(the reference launches its own kernels: host "
-                                             "mode)");
+                                             "mode; the candidate ABI above)");
+}
+
+/* The roofline class for the prompts; without one, why (the profile's note), so that a
+ * planner is not left to guess whether the kernel was profiled at all. */
+static char *class_text(const kopt_search_node *n)
+{
+    kopt_buf b = KOPT_BUF_INIT;
+
+    if (n->cls[0])
+        kopt_buf_printf(&b, "%s", n->cls);
+    else if (n->profile_note[0])
+        kopt_buf_printf(&b, "unknown (not profiled: %s)", n->profile_note);
+    else
+        kopt_buf_printf(&b, "unknown");
+    return kopt_buf_detach(&b);
+}
+
+static char *advice_text(const kopt_search *s, const kopt_search_node *n)
+{
+    kopt_buf b = KOPT_BUF_INIT;
+
+    if (n->findings && n->findings[0])
+        kopt_buf_printf(&b, "%s", n->findings);
+    else if (s->o.no_tools)
+        kopt_buf_printf(&b, "(no metrics recorded)");
+    else if (n->profile_note[0])
+        kopt_buf_printf(&b, "(no advice: this kernel was not profiled: %s)", n->profile_note);
+    else
+        kopt_buf_printf(&b, "(no advice: no profile of this kernel)");
+    return kopt_buf_detach(&b);
 }
 
 /* The variables every role sees about node i (docs/optimize.md lists them). */
@@ -362,13 +396,18 @@ static void node_vars(kopt_search *s, kopt_ctx *ctx, vars *vs, int i)
     var_own(vs, "outcome", kopt_buf_detach(&b));
     var_own(vs, "time_ms", fmt(n->time_ms, 4));
     var_own(vs, "speedup", fmt(speedup_of(s, n), 2));
-    var(vs, "class", n->cls[0] ? n->cls : "unknown");
-    var(vs, "advice", n->findings && n->findings[0] ? n->findings :
-        (s->o.no_tools ? "(no metrics recorded)" : "(no advice: no profile of this kernel)"));
+    var_own(vs, "class", class_text(n));
+    var_own(vs, "advice", advice_text(s, n));
     var(vs, "facts", n->facts && n->facts[0] ? n->facts : "(not known)");
     if (!s->launch)
         s->launch = launch_text(s->prob);
     var(vs, "launch", s->launch);
+    if (!s->sizes)
+        s->sizes = kopt__search_sizes_text(s->prob);
+    var(vs, "sizes", s->sizes);
+    if (!s->abi)
+        s->abi = kopt__search_abi_text(s, ctx);
+    var(vs, "abi", s->abi);
     {
         const char *d = n->facts ? strstr(n->facts, "device: ") : NULL;
         var_own(vs, "device", d ? strndup(d + 8, strcspn(d + 8, "\n")) : strdup("(not known)"));
@@ -641,6 +680,7 @@ int kopt__search_reuse(kopt_search *s, int i)
         n->energy_mj = o->energy_mj;
         n->eval_id = o->eval_id;
         snprintf(n->cls, sizeof(n->cls), "%s", o->cls);
+        snprintf(n->profile_note, sizeof(n->profile_note), "%s", o->profile_note);
         snprintf(n->tool, sizeof(n->tool), "%s", o->tool);
         snprintf(n->message, sizeof(n->message), "same source as n%d (not evaluated again)", k);
         free(n->log);
@@ -771,6 +811,7 @@ void kopt__search_apply(kopt_search *s, int i, kopt_search_outcome *oc)
     n->energy_mj = oc->energy_mj;
     snprintf(n->message, sizeof(n->message), "%.500s", oc->message);
     snprintf(n->cls, sizeof(n->cls), "%s", oc->cls);
+    snprintf(n->profile_note, sizeof(n->profile_note), "%s", oc->profile_note);
     snprintf(n->tool, sizeof(n->tool), "%s", oc->tool);
     n->eval_id = oc->eval_id;
     free(n->log);
@@ -915,23 +956,20 @@ static int start_node(const kopt_search *s)
     return s->n > 1 && strcmp(s->nodes[1].kind, "start") == 0 ? 1 : -1;
 }
 
-/* Correct and not a dead end (the root also while pending: a first --propose expands it).
- * With --start, the start kernel takes the root's place: the root is not expanded while
- * the start kernel (or the end of its repair chain) is correct or still pending. */
+/* Correct and not a dead end: a node is only planned from once it was evaluated (its
+ * time, device and profile are what the planner works from). With --start, the start
+ * kernel takes the root's place: the root is not expanded while the start kernel (or the
+ * end of its repair chain) is correct or still pending. */
 static int open_node(const kopt_search *s, int i)
 {
     int st = start_node(s);
 
-    if (st > 0 && (i == 0 || i == st)) {
+    if (st > 0 && i == 0) {
         const kopt_search_node *e = &s->nodes[kopt__search_chain_end(s, st)];
-        int stands = e->ok || e->state == KOPT_SEARCH_PENDING;
-        if (i == 0 && stands)
+        if (e->ok || e->state == KOPT_SEARCH_PENDING)
             return 0;
-        if (i == st && s->nodes[st].state == KOPT_SEARCH_PENDING)
-            return !s->nodes[st].closed;
     }
-    return (s->nodes[i].ok || (i == 0 && s->nodes[0].state == KOPT_SEARCH_PENDING)) &&
-           !s->nodes[i].closed;
+    return s->nodes[i].ok && !s->nodes[i].closed;
 }
 
 /* The open correct nodes by raw reward, best first (ties: lower id). */
@@ -1377,9 +1415,18 @@ kopt_status kopt_search_go(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm,
                      "--evaluate");
             break;
         }
-        if (!s->nodes[0].ok && !s->o.propose_only) {
-            snprintf(s->st.stop_reason, sizeof(s->st.stop_reason), "the reference has no "
-                     "outcome yet");
+        /* nothing is planned from a root that was never evaluated (a new tree's --propose):
+         * a planner would see no time, no device and no profile */
+        if (s->nodes[0].state != KOPT_SEARCH_DONE) {
+            snprintf(s->st.stop_reason, sizeof(s->st.stop_reason), "the root (the reference) "
+                     "has not been evaluated: nothing proposed; evaluate it first");
+            s->st.root_unevaluated = 1;
+            break;
+        }
+        if (!s->nodes[0].ok) {
+            snprintf(s->st.stop_reason, sizeof(s->st.stop_reason), "the reference did not "
+                     "evaluate OK (%s)", s->nodes[0].failure[0] ? s->nodes[0].failure :
+                     kopt_verdict_name(s->nodes[0].verdict));
             break;
         }
         if ((r = repair(s, ctx, llm)) != 0) {

@@ -35,6 +35,8 @@ struct kopt_search {
     char *prompts_dir;
     char *templates[KOPT_AGENT_ROLE_COUNT];
     char *launch;               /* the reference's launch plan for the prompts, read once */
+    char *sizes;                /* {{sizes}} and {{abi}} (contract.c), made once */
+    char *abi;
     kopt_search_node *nodes;
     int n, cap;
     int best;                   /* index; -1 none */
@@ -45,6 +47,16 @@ struct kopt_search {
     char *view_problem;         /* a view (kopt_search_view): the stored problem path */
     kopt__search_virtual *virt; /* during the selection of a wide step (else NULL) */
 };
+
+/* contract.c: what the coder and debugger see of a candidate's interface */
+/* 1 when the problem's candidates are host mode (a PyTorch or a host-mode reference). */
+int kopt__search_host_problem(const kopt_problem *p);
+/* {{sizes}}: the sizes as named values ("NAME = VALUE" lines) at the benchmark sizes and
+ * at the check sizes, and how the code reads them. Caller-owned; NULL out of memory. */
+char *kopt__search_sizes_text(const kopt_problem *p);
+/* {{abi}}: for a host-mode problem, kopt/candidate.h verbatim (kopt_agent_candidate_abi),
+ * or why it cannot be shown (with a warning); "" for others. Caller-owned. */
+char *kopt__search_abi_text(kopt_search *s, kopt_ctx *ctx);
 
 /* search.c: the stored nodes appended to s (nothing without a store) */
 kopt_status kopt__search_load_tree(kopt_search *s, kopt_ctx *ctx);

@@ -158,6 +158,7 @@ json_t *kopt__search_node_to_json(const kopt_search_node *n)
     }
     set_str(o, "message", n->message);
     set_str(o, "class", n->cls);
+    set_str(o, "profile_note", n->profile_note);
     set_str(o, "tool", n->tool);
     if (n->eval_id)
         json_object_set_new(o, "eval_id", json_integer(n->eval_id));
@@ -221,6 +222,7 @@ int kopt__search_node_from_json(kopt_search_node *n, const json_t *o)
     n->energy_mj = json_number_value(json_object_get(o, "energy_mj"));
     get_str(o, "message", n->message, sizeof(n->message));
     get_str(o, "class", n->cls, sizeof(n->cls));
+    get_str(o, "profile_note", n->profile_note, sizeof(n->profile_note));
     get_str(o, "tool", n->tool, sizeof(n->tool));
     n->eval_id = json_integer_value(json_object_get(o, "eval_id"));
     n->source = get_dup(o, "source");

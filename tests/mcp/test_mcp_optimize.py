@@ -5,8 +5,9 @@ tests/optimize/scripted_llm.py's answers; outcomes come from the scripted evalua
 
 Checks: the tree grown through optimize_start / optimize_step / optimize_prompts /
 optimize_reply is the same tree (signature) as `kopt optimize --llm manual` grows with the
-same answers; progress notifications during a step; the propose/evaluate split (propose adds
-pending nodes and evaluates nothing, evaluate empties them); optimize_tree with a node's
+same answers; progress notifications during a step; the propose/evaluate split (propose on a
+tree whose reference was never evaluated is a tool error saying to evaluate first, and
+writes no prompt; propose adds pending nodes and evaluates nothing, evaluate empties them); optimize_tree with a node's
 source and its parent's; kopt://optimize_tree/ID listed and read; bad replies (unknown
 name, a path, answered twice) and a missing tree are tool errors naming the field; over the
 raw pipe an optimize_step cancelled between two evaluations sends no result, its run is
@@ -144,6 +145,11 @@ async def sdk():
                                                    "evaluator": "fake", "iterations": 3, "proposals": 4,
                                                    "workdir": os.path.join(tmp, "split-run")})
         t2 = res.structuredContent["tree_id"]
+        res = await s.call_tool("optimize_step", {"tree": t2, "action": "propose"})
+        waiting = (await s.call_tool("optimize_prompts", {"tree": t2})).structuredContent["prompts"]
+        check(res.isError and "has not been evaluated" in res.content[0].text and not waiting,
+              "propose before the reference was evaluated: a tool error saying to evaluate "
+              "first, no prompt written (%s)" % res.content[0].text[:120])
         res = await s.call_tool("optimize_step", {"tree": t2, "action": "evaluate"})
         sc = res.structuredContent
         check(not res.isError and sc["stats"]["evaluated"] == 1 and not sc["waiting"],

@@ -10,7 +10,11 @@ overhead per iteration (printed; must be <= 50 ms). The code-search tool: the sc
 coder asks for searches, gets hits from the real CUTLASS headers (skipped, saying so,
 without the nvidia-cutlass package) and then answers with code; the bound per node; a
 replay rebuilds the same tree without CUTLASS; a CuTe compile error reaches the debugger
-summarized; --start with a good and two bad files.
+summarized; --start with a good and two bad files. --propose on a tree whose root was never
+evaluated asks nothing, writes no prompt and exits 19; --evaluate asks nothing. The coder of
+a problem with a PyTorch reference (kb_tanh/problem) sees include/kopt/candidate.h verbatim
+(or, without it, a prompt saying it could not be read) and the sizes as named values at the
+benchmark and the check sizes.
 
 Usage: python3 test_optimize.py KOPT   (exit 1 on a failure)
 """
@@ -219,22 +223,116 @@ def test_kill_points(ref_db, ref):
           "was stored (%s; %d evaluations)" % (",".join(again) or "none", len(lines)))
 
 
+def exchanges(db, tree):
+    return rows(db, "SELECT count(*) FROM llm_exchanges WHERE run_id=?", tree)[0][0]
+
+
 def test_propose_evaluate():
     db = fresh_db("split")
     base = [os.path.join(ROOT, "examples/softmax"), "--llm", llm("softmax")]
+    # a new tree: its root is not evaluated, so nothing is proposed (exit 19)
     p, doc = kopt(db, *base, "--propose", "--json")
+    check(p.returncode == 19 and doc.get("stats", {}).get("root_unevaluated") and
+          doc["stats"]["pending"] == 1 and exchanges(db, 1) == 0,
+          "--propose on a new tree: nothing asked, exit 19 (exit %d)" % p.returncode)
+    p, doc = kopt(db, "--resume", "1", "--evaluate", "--evaluator", "fake", "--json")
+    check(p.returncode == 0 and doc["stats"]["evaluated"] == 1 and doc["stats"]["pending"] == 0
+          and exchanges(db, 1) == 0, "--evaluate evaluates the root and asks nothing")
+    p, doc = kopt(db, "--resume", "1", "--propose", "--llm", llm("softmax"), "--json")
     pend = doc.get("stats", {}).get("pending", 0)
     check(p.returncode == 0 and pend >= 2 and doc["stats"]["evaluated"] == 0,
           "--propose leaves candidates pending and evaluates nothing (%d pending)" % pend)
     for _ in range(5):
-        p, doc = kopt(db, "--resume", "1", "--evaluate", "--evaluator", "fake", "--json")
-        if p.returncode != 0 or doc["stats"]["pending"] != 0:
+        asked = exchanges(db, 1)
+        p, doc = kopt(db, "--resume", "1", "--evaluate", "--evaluator", "fake", "--llm",
+                      llm("softmax"), "--json")
+        if p.returncode != 0 or doc["stats"]["pending"] != 0 or exchanges(db, 1) != asked:
+            check(False, "--evaluate (even given --llm) evaluates what is pending and asks "
+                  "nothing (exit %d, %d pending)" % (p.returncode, doc["stats"]["pending"]))
             break
         p, doc = kopt(db, "--resume", "1", "--propose", "--llm", llm("softmax"), "--json")
     p, doc = kopt(db, "--resume", "1", "--evaluate", "--evaluator", "fake", "--json")
     check(p.returncode == 0 and doc["stats"]["pending"] == 0 and doc["stats"]["llm_requests"] == 0
           and best_speedup(doc) > 1.2,
           "propose/evaluate round trips: evaluated, improved (%.2fx)" % best_speedup(doc))
+
+
+def prompt_files(wd):
+    return sorted(f for f in os.listdir(wd) if f.endswith(".prompt.md")) if os.path.isdir(wd) \
+        else []
+
+
+def test_propose_unevaluated_root():
+    """--propose on a tree whose root was never evaluated writes no planner prompt (its
+    current kernel would be "pending", its device unknown): it says to evaluate first and
+    exits 19; --evaluate then proposes nothing; the next --propose plans from the root's
+    outcome."""
+    db = fresh_db("unevaluated")
+    wd = os.path.join(TMP, "unevaluated-run")
+    problem = os.path.join(ROOT, "examples/softmax")
+    p, doc = kopt(db, problem, "--llm", "manual", "--workdir", wd, "--propose", "--json")
+    check(p.returncode == 19 and not prompt_files(wd) and len(doc.get("nodes", [])) == 1 and
+          "has not been evaluated" in p.stderr and "--resume 1 --evaluate" in p.stderr,
+          "--propose --llm manual on a new tree: no prompt written, says to evaluate first, "
+          "exit 19 (exit %d, prompts %s)" % (p.returncode, prompt_files(wd)))
+    p, _ = kopt(fresh_db("unevaluated-start"), problem, "--llm", llm("softmax"), "--start",
+                os.path.join(ROOT, "examples/softmax/fast.cu"), "--propose")
+    check(p.returncode == 19 and "has not been evaluated" in p.stderr,
+          "--propose with --start on a new tree: the same (exit %d)" % p.returncode)
+    p, doc = kopt(db, "--resume", "1", "--llm", "manual", "--evaluate", "--evaluator", "fake",
+                  "--json")
+    check(p.returncode == 0 and doc["stats"]["evaluated"] == 1 and not prompt_files(wd) and
+          not doc["stats"]["waiting"],
+          "--evaluate --llm manual: the root evaluated, no prompt written (%s)" % prompt_files(wd))
+    p, doc = kopt(db, "--resume", "1", "--llm", "manual", "--propose", "--json")
+    planners = [f for f in prompt_files(wd) if "planner" in f]
+    texts = [open(os.path.join(wd, f)).read() for f in planners]
+    check(p.returncode == 0 and planners and
+          all("## The current kernel: OK," in t and "pending" not in t.split("## The current "
+              "kernel: ")[1].splitlines()[0] for t in texts),
+          "then --propose: the planner prompts plan from the evaluated root (%s)" % planners)
+
+
+def test_coder_contract():
+    """The coder of a host-mode problem (a PyTorch reference) is shown kopt/candidate.h
+    verbatim and the sizes as named values at the benchmark and the check sizes; without the
+    header, the prompt says it could not be read instead of describing it."""
+    problem = os.path.join(HERE, "kb_tanh", "problem")
+    spec = json.load(open(os.path.join(problem, "problem.json")))
+    header = open(os.path.join(ROOT, "include", "kopt", "candidate.h")).read()
+    base = [problem, "--evaluator", "fake", "--llm", llm("kb_tanh"), "--search", "greedy",
+            "--iterations", "1", "--no-tune", "--json"]
+    db = fresh_db("contract")
+    p, doc = kopt(db, *base)
+    convs = conversations(db, doc.get("tree_id", 0), "coder")
+    text = convs[0][0]["content"] if convs else ""
+    check(p.returncode == 0 and header.strip() in text and "## The candidate ABI" in text,
+          "coder prompt of a PyTorch-reference problem: include/kopt/candidate.h verbatim")
+    main, _, at_check = text.partition("At the check sizes")
+    want_main = ["    %s = %d" % (k, v) for k, v in spec["sizes"].items()]
+    want_check = ["    %s = %d" % (k, spec["check_sizes"].get(k, v)) for k, v in
+                  spec["sizes"].items()]
+    check(all(l in main.split("## The problem's sizes")[-1] for l in want_main) and
+          all(l in at_check for l in want_check),
+          "coder prompt: the sizes as named values, at the benchmark and the check sizes (%s; %s)"
+          % (want_main, want_check))
+    empty = os.path.join(TMP, "no-include")
+    os.makedirs(empty, exist_ok=True)
+    db = fresh_db("contract-noheader")
+    p, doc = kopt(db, *base, env={"KOPT_INCLUDE_DIR": empty})
+    convs = conversations(db, doc.get("tree_id", 0), "coder")
+    text = convs[0][0]["content"] if convs else ""
+    check(p.returncode == 0 and text and "could not read the header" in text and
+          "kopt_candidate_io;" not in text,
+          "without kopt/candidate.h the coder prompt says so, and shows no invented ABI")
+    db = fresh_db("contract-device")
+    p, doc = kopt(db, os.path.join(ROOT, "examples/softmax"), *base[1:3], "--llm",
+                  llm("softmax"), *base[5:])
+    convs = conversations(db, doc.get("tree_id", 0), "coder")
+    text = convs[0][0]["content"] if convs else ""
+    check(p.returncode == 0 and text and "## The problem's sizes" in text and
+          "## The candidate ABI" not in text,
+          "a device-mode problem's coder prompt: the sizes, no host-mode ABI")
 
 
 def test_manual():
@@ -464,6 +562,8 @@ def all_tests():
     test_policies()
     test_kill_resume()
     test_propose_evaluate()
+    test_propose_unevaluated_root()
+    test_coder_contract()
     test_manual()
     test_code_search()
     test_search_bound()

@@ -6,7 +6,9 @@
  * replayed from an H200 recording (tests/data/tune/h200) and stopped midway resumes from the
  * store with its strategy, seed and budget, evaluates nothing stored again and ends where
  * an uninterrupted run ends; a stored tuning run replays by id; set-up faults say which
- * kind they are (usage, input).
+ * kind they are (usage, input); the profile of a PyTorch program (a PyTorch reference, a
+ * ModelNew .py candidate) says plainly that it is not available yet, evaluating nothing and
+ * handing no Python to a CUDA compiler.
  */
 #include "ktest.h"
 
@@ -322,11 +324,50 @@ static void test_tune_faults(void)
     kopt_run_close(run);
 }
 
+#define KB_TANH KOPT_TEST_DATA_DIR "/../optimize/kb_tanh/problem"
+
+static void check_program_refused(kopt_run *run, const kopt_problem *prob,
+                                  const kopt_candidate *cand, const char *file)
+{
+    kopt_run_profile *p = NULL;
+
+    CHECK_EQ_INT(kopt_run_profile_candidate(run, ctx, prob, cand, NULL, &p),
+                 KOPT_E_UNSUPPORTED);
+    CHECK_STR_CONTAINS(kopt_errmsg(ctx), file);
+    CHECK_STR_CONTAINS(kopt_errmsg(ctx), "a PyTorch program's profile is not available yet");
+    CHECK(!strstr(kopt_errmsg(ctx), "NVRTC") && !strstr(kopt_errmsg(ctx), "compil"));
+    CHECK_EQ_INT(kopt_run_last_fault(run), KOPT_RUN_FAULT_KOPT);
+    CHECK(p && !p->eval && !p->comp);   /* nothing evaluated, nothing compiled */
+    kopt_run_profile_free(p);
+}
+
+static void test_profile_program(void)
+{
+    kopt_problem *prob = NULL;
+    kopt_candidate *cand = NULL;
+    kopt_run *run = open_run(NULL, KOPT_RUN_PROFILE, 0, NULL);
+    char *py = ktest_write_file(tmp, "model_new.py", "import torch\n"
+                                "class ModelNew(torch.nn.Module):\n"
+                                "    def forward(self, x):\n"
+                                "        return torch.tanh(x) * 2.0\n");
+
+    if (run && CHECK_EQ_INT(kopt_problem_load(&prob, ctx, KB_TANH), KOPT_OK)) {
+        check_program_refused(run, prob, NULL, "model.py");
+        if (py && CHECK_EQ_INT(kopt_candidate_load(&cand, ctx, py, prob), KOPT_OK))
+            check_program_refused(run, prob, cand, "model_new.py");
+    }
+    kopt_candidate_free(cand);
+    kopt_problem_free(prob);
+    free(py);
+    kopt_run_close(run);
+}
+
 int main(int argc, char **argv)
 {
     static const ktest_case cases[] = {
         KTEST(test_run_records), KTEST(test_run_without_store), KTEST(test_eval_linked),
         KTEST(test_tune_resume_and_replay), KTEST(test_tune_faults),
+        KTEST(test_profile_program),
     };
     int rc;
 

@@ -1,5 +1,6 @@
 /* The search's math (widening, UCT, rewards, normalization, dead ends) and its loop in
- * process: manual mode with replies written by the test, the scripted evaluator, no store. */
+ * process: manual mode with replies written by the test, the scripted evaluator, no store;
+ * what the prompts say of sizes, and of a kernel that could not be profiled. */
 #include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
@@ -211,7 +212,9 @@ static void test_suspect_never_best(void)
 }
 
 /* The coder's prompt gives the sizes by name, each tensor's shape in terms of them, the
- * check sizes where every candidate is also run, and says not to hard-code shapes. */
+ * check sizes where every candidate is also run, and says not to hard-code shapes; its
+ * section of sizes gives them as named values, one a line, at both size sets; a problem
+ * whose candidates are device mode gets no host-mode ABI. */
 static void test_prompt_sizes(void)
 {
     kopt_search_opts o = KOPT_SEARCH_OPTS_INIT;
@@ -235,6 +238,11 @@ static void test_prompt_sizes(void)
             CHECK_STR_CONTAINS(text, "x (f32, input, [B, N]) y (f32, output, [B, N])");
             CHECK_STR_CONTAINS(text, "never from the numbers above: the check sizes differ");
             CHECK_STR_CONTAINS(text, "Sizes are inputs, not constants");
+            CHECK_STR_CONTAINS(text, "## The problem's sizes\nAt the benchmark sizes (the ones "
+                                     "timed):\n    B = 8192\n    N = 4096\nAt the check sizes");
+            CHECK_STR_CONTAINS(text, "SHAPE_SPECIFIC):\n    B = 333\n    N = 1003\n");
+            CHECK_STR_CONTAINS(text, "launch plan's argument of that name");
+            CHECK(!strstr(text, "## The candidate ABI"));
             free(text);
             coders++;
         }
@@ -245,11 +253,67 @@ static void test_prompt_sizes(void)
     manual_done(&m);
 }
 
+/* An evaluator whose candidates are correct but could not be profiled, saying why. */
+static kopt_status unprofiled_eval(void *self, kopt_ctx *ctx, const char *source,
+                                   const char *tag, kopt_search_outcome *out)
+{
+    (void)self;
+    (void)ctx;
+    (void)source;
+    (void)tag;
+    memset(out, 0, sizeof(*out));
+    out->verdict = KOPT_VERDICT_OK;
+    out->time_ms = 1.0;
+    snprintf(out->profile_note, sizeof(out->profile_note), "model.py is a PyTorch program, "
+             "and a PyTorch program's profile is not available yet");
+    return KOPT_OK;
+}
+
+/* A root evaluated but not profiled: the planner is told why there is no class nor advice
+ * (the evaluator's note), not just "unknown"; the note is kept with the node. */
+static void test_prompt_profile_note(void)
+{
+    kopt_search_opts o = KOPT_SEARCH_OPTS_INIT;
+    kopt_search_evaluator ev = {KOPT_SEARCH_API_VERSION, "unprofiled", NULL, unprofiled_eval,
+                                NULL, NULL, NULL, NULL, NULL};
+    kopt_ctx *c = kopt_ctx_new();
+    kopt_problem *prob = NULL;
+    kopt_search *s = NULL;
+    char *dir = ktest_tmpdir("note"), *text = NULL, path[1024], *json;
+
+    o.manual_dir = dir;
+    o.prompts_dir = KOPT_TEST_DATA_DIR "/../../prompts";
+    o.no_tune = 1;
+    o.iterations = 1;
+    if (CHECK_EQ_INT(kopt_problem_load(&prob, c, KOPT_EXAMPLES_DIR "/softmax"), KOPT_OK) &&
+        CHECK_EQ_INT(kopt_search_open(&s, c, prob, NULL, 1, &o), KOPT_OK) &&
+        CHECK_EQ_INT(kopt_search_go(s, c, NULL, &ev), KOPT_OK)) {
+        snprintf(path, sizeof(path), "%s/e1-p1-planner.prompt.md", dir);
+        text = ktest_read_file(path);
+        CHECK_STR_CONTAINS(text, "Roofline class: unknown (not profiled: model.py is a PyTorch "
+                                 "program, and a PyTorch program's profile is not available "
+                                 "yet)");
+        CHECK_STR_CONTAINS(text, "(no advice: this kernel was not profiled: model.py is a "
+                                 "PyTorch program");
+        json = kopt_search_json(s);
+        CHECK_STR_CONTAINS(json, "\"profile_note\": \"model.py is a PyTorch program");
+        free(json);
+    }
+    free(text);
+    kopt_search_close(s);
+    kopt_problem_free(prob);
+    kopt_ctx_free(c);
+    if (dir)
+        ktest_rmtree(dir);
+    free(dir);
+}
+
 int main(int argc, char **argv)
 {
     static const ktest_case cases[] = {
         KTEST(test_widening), KTEST(test_uct), KTEST(test_rewards), KTEST(test_dead_end),
         KTEST(test_policy_names), KTEST(test_loop_manual_prunes),
-        KTEST(test_suspect_never_best), KTEST(test_prompt_sizes)};
+        KTEST(test_suspect_never_best), KTEST(test_prompt_sizes),
+        KTEST(test_prompt_profile_note)};
     return ktest_main(argc, argv, cases, KTEST_COUNT(cases));
 }
