@@ -195,6 +195,42 @@ kopt_status kopt_profile_import(kopt_profile **out, kopt_ctx *ctx, const char *r
 kopt_status kopt_profile_from_json(kopt_profile **out, kopt_ctx *ctx, const char *text,
                                    const char *path);
 
+/* ---- what a kernel's name tells (src/profile/kernel_name.c) ---------------------------- */
+
+/* Who launched a kernel, by its name (mangled, as CUPTI gives it, or demangled, as the
+ * PyTorch profiler does). */
+typedef enum kopt_kernel_origin {
+    KOPT_ORIGIN_OTHER = 0,   /* no library recognized: the program's own (inline CUDA, an
+                              * extension, a host-mode candidate's kernels) */
+    KOPT_ORIGIN_CUBLAS,      /* cuBLAS / cuBLASLt: *gemm, gemv, splitKreduce, nvjet, xmma GEMMs,
+                              * arch-prefixed kernels (ampere_, sm90_, ...), and the generated
+                              * CUTLASS instances cuBLAS ships (cutlass_80_..., cutlass3x_...) */
+    KOPT_ORIGIN_CUDNN,       /* cuDNN: cudnn in the name, xmma fprop/dgrad/wgrad convolutions,
+                              * *_convolve_sgemm */
+    KOPT_ORIGIN_TRITON,      /* Triton, as torch.compile generates it: triton_... */
+    KOPT_ORIGIN_ATEN,        /* PyTorch's own: at::native elementwise, reduce, softmax, norms;
+                              * c10; pytorch_flash attention */
+    KOPT_ORIGIN_CUTLASS,     /* CUTLASS templates outside cuBLAS (PyTorch's memory-efficient
+                              * attention, grouped GEMMs) */
+    KOPT_ORIGIN_CUB,         /* CUB / Thrust (sort, scan, select), also PyTorch's copy of CUB */
+    KOPT_ORIGIN_COUNT
+} kopt_kernel_origin;
+
+/* The origin of a kernel by its name (NULL: OTHER). Rules, first match wins: triton_ prefix;
+ * cuDNN; CUB/Thrust; aten/c10; cuBLAS; any other CUTLASS; else OTHER. */
+kopt_kernel_origin kopt_kernel_origin_of(const char *name);
+/* "cuBLAS", "cuDNN", "Triton", "aten", "CUTLASS", "CUB", "other". Never NULL. */
+const char *kopt_kernel_origin_name(kopt_kernel_origin o);
+/* 1 for a library's kernel (cuBLAS, cuDNN, aten, CUTLASS, CUB), 0 for the program's own and
+ * for Triton (generated from the program by torch.compile, so the program's work). */
+int kopt_kernel_origin_is_library(kopt_kernel_origin o);
+/* A short readable name into out (n bytes, always terminated): the demangled name's last
+ * "::" component without its template arguments and parameters ("void at::native::(anonymous
+ * namespace)::softmax_warp_forward<float, ...>(float*, ...)" -> "softmax_warp_forward"), a
+ * mangled name's last identifier ("_Z11my_softmaxPKfPfi" -> "my_softmax"); the name itself
+ * when neither applies. */
+void kopt_kernel_short_name(const char *name, char *out, size_t n);
+
 /* ---- SASS ----------------------------------------------------------------------------- */
 
 /* Global/shared access widths: index 0: 8, 1: 16, 2: 32, 3: 64, 4: 128 bits. */
