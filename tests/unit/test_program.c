@@ -1,8 +1,9 @@
 /*
- * Unit tests of what a kernel's name tells (src/profile/kernel_name.c): which library
- * launched it (cuBLAS, cuDNN, Triton, aten, CUTLASS, CUB, or the program's own) and a short
- * readable name, from mangled (CUPTI) and demangled (PyTorch profiler) names. No GPU is
- * needed.
+ * Unit tests of program profiles (src/profile/kernel_name.c, src/profile/program.c):
+ * kernel origins and short names from mangled and demangled names; the FLOP the SASS
+ * counters add up to; reading the synthetic fixtures of tests/data/program/ (see its
+ * README) with exact shares, bytes, gaps and rates, tolerant of missing optional fields;
+ * errors that name the field and the kernel. No GPU is needed.
  */
 #include "ktest.h"
 
@@ -11,6 +12,23 @@
 #include <jansson.h>
 
 static kopt_ctx *ctx;
+
+/* ---- fixtures ------------------------------------------------------------------------- */
+
+static kopt_program *load(const char *file)
+{
+    char path[1024];
+    char *text;
+    kopt_program *p = NULL;
+
+    snprintf(path, sizeof(path), "%s/program/%s", KOPT_TEST_DATA_DIR, file);
+    if (!CHECK((text = ktest_read_file(path)) != NULL))
+        return NULL;
+    if (!CHECK_EQ_INT(kopt_program_from_json(&p, ctx, text, path), KOPT_OK))
+        printf("  %s\n", kopt_errmsg(ctx));
+    free(text);
+    return p;
+}
 
 /* ---- names ---------------------------------------------------------------------------- */
 
@@ -106,11 +124,202 @@ static void test_short_names(void)
     CHECK_EQ_STR(tiny, "softm");                      /* cut, always terminated */
 }
 
+/* ---- reading -------------------------------------------------------------------------- */
+
+/* kopt_metrics_flops: an FMA counts two, FP64 counts too, nothing counted is 0. */
+static void test_metrics_flops(void)
+{
+    kopt_metrics m = {0, 0, NULL};
+    double f = -7;
+
+    CHECK(!kopt_metrics_flops(&m, &f));
+    CHECK_NEAR(f, -7, 0);
+    kopt_metrics_set(&m, "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum", 10);
+    kopt_metrics_set(&m, "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum", 3);
+    kopt_metrics_set(&m, "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum", 4);
+    kopt_metrics_set(&m, "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum", 1);
+    CHECK(kopt_metrics_flops(&m, &f));
+    CHECK_NEAR(f, 20 + 3 + 8 + 1, 0);
+    kopt_metrics_clear(&m);
+}
+
+static void test_read_elementwise_chain(void)
+{
+    kopt_program *p = load("elementwise_chain.json");
+
+    if (!p)
+        return;
+    CHECK_EQ_STR(p->subject, "reference");
+    CHECK(p->has_device);
+    CHECK_EQ_STR(p->device.name, "NVIDIA H100 80GB HBM3");
+    CHECK_EQ_INT(p->device.cc_major, 9);
+    CHECK_EQ_INT(p->device.sm_count, 132);
+    CHECK_NEAR(p->forward_ms, 0.05, 1e-12);
+    CHECK_NEAR(p->compulsory_bytes, 33554432, 0);
+    CHECK_EQ_INT(p->nkernels, 3);
+    for (int k = 0; k < 3; k++) {
+        const kopt_program_kernel *kp = &p->kernels[k];
+        CHECK_EQ_INT(kp->origin, KOPT_ORIGIN_ATEN);
+        CHECK_NEAR(kp->share, 1.0 / 3, 1e-12);
+        CHECK_NEAR(kp->dram_bytes, 33554432, 0);
+        CHECK_NEAR(kp->gbs, 33554432 / 12000.0, 1e-9);   /* 2796.2 GB/s */
+        CHECK_EQ_INT(kp->tensor, 0);
+        CHECK_EQ_INT(kp->grid[0], 8192);
+        CHECK_EQ_INT(kp->block[0], 128);
+    }
+    CHECK_EQ_STR(p->kernels[0].op, "aten::mul");
+    CHECK_EQ_INT(p->kernels[1].registers, 20);
+    CHECK_NEAR(p->kernels[0].flops, 4194304, 0);
+    CHECK_NEAR(p->kernels[0].gflops, 4194304 / 12000.0, 1e-9);
+    CHECK_NEAR(p->kernels[2].flops, 0, 0);
+    CHECK_NEAR(p->gpu_ms, 0.036, 1e-12);
+    CHECK(p->has_starts);
+    CHECK_NEAR(p->busy_ms, 0.036, 1e-12);
+    CHECK_NEAR(p->span_ms, 0.042, 1e-12);
+    CHECK_NEAR(p->gap_between_ms, 0.006, 1e-12);
+    CHECK_NEAR(p->gap_outside_ms, 0.008, 1e-12);
+    CHECK_NEAR(p->gap_ms, 0.014, 1e-12);
+    CHECK_NEAR(p->gap_share, 0.28, 1e-12);
+    CHECK_EQ_INT(p->dram_measured, 3);
+    CHECK_NEAR(p->dram_bytes, 100663296, 0);
+    CHECK_NEAR(p->fusion_bytes, 67108864, 0);      /* two intermediates, written and read */
+    kopt_program_free(p);
+    kopt_program_free(NULL);
+}
+
+/* Optional fields left out: no metrics, no op, no registers, no compulsory bytes. */
+static void test_read_tolerant(void)
+{
+    kopt_program *p = load("host_gaps.json");
+    kopt_program *q = NULL;
+    const char *bare = "{\"kernels\": [{\"name\": \"k\", \"dur_us\": 2},"
+                       " {\"name\": \"k2\", \"metrics\": {\"gpu__time_duration.sum\": 3000}}]}";
+
+    if (!p)
+        return;
+    CHECK_EQ_STR(p->subject, "modelnew");
+    CHECK_NEAR(p->compulsory_bytes, -1, 0);
+    CHECK_NEAR(p->fusion_bytes, -1, 0);
+    CHECK_EQ_INT(p->dram_measured, 0);
+    CHECK_EQ_STR(p->kernels[2].op, "");
+    CHECK_EQ_INT(p->kernels[0].registers, 0);
+    CHECK_NEAR(p->kernels[0].dram_bytes, -1, 0);
+    CHECK_NEAR(p->kernels[0].flops, -1, 0);
+    CHECK_EQ_INT(p->kernels[0].tensor, -1);
+    CHECK_EQ_INT(p->kernels[1].origin, KOPT_ORIGIN_OTHER);
+    CHECK_EQ_INT(p->kernels[4].origin, KOPT_ORIGIN_TRITON);
+    CHECK_NEAR(p->busy_ms, 0.015, 1e-12);
+    CHECK_NEAR(p->span_ms, 0.083, 1e-12);
+    CHECK_NEAR(p->gap_between_ms, 0.068, 1e-12);
+    CHECK_NEAR(p->gap_outside_ms, 0.037, 1e-12);
+    CHECK_NEAR(p->gap_ms, 0.105, 1e-12);
+    CHECK_NEAR(p->gap_share, 0.875, 1e-12);
+    kopt_program_free(p);
+
+    /* The least a program can say: names and times; one time from the metric. */
+    if (CHECK_EQ_INT(kopt_program_from_json(&q, ctx, bare, "bare.json"), KOPT_OK)) {
+        CHECK_EQ_STR(q->subject, "");
+        CHECK(!q->has_device);
+        CHECK_NEAR(q->forward_ms, 0, 0);
+        CHECK(!q->has_starts);
+        CHECK_NEAR(q->kernels[1].dur_us, 3.0, 1e-12);
+        CHECK_NEAR(q->gpu_ms, 0.005, 1e-12);
+        CHECK_NEAR(q->kernels[0].share, 0.4, 1e-12);
+        CHECK_NEAR(q->busy_ms, 0.005, 1e-12);   /* back to back */
+        CHECK_NEAR(q->gap_ms, 0, 0);
+        CHECK_EQ_STR(q->kernels[1].op, "");
+    }
+    kopt_program_free(q);
+}
+
+/* Kernels on two streams overlap: the union counts once, the gaps are the real idle. */
+static void test_read_overlap(void)
+{
+    const char *text = "{\"forward_ms\": 0.1, \"kernels\": ["
+                       "{\"name\": \"a\", \"start_us\": 0, \"dur_us\": 50},"
+                       "{\"name\": \"b\", \"start_us\": 10, \"dur_us\": 10},"
+                       "{\"name\": \"c\", \"start_us\": 40, \"dur_us\": 20},"
+                       "{\"name\": \"d\", \"start_us\": 70, \"dur_us\": 5}]}";
+    kopt_program *p = NULL;
+
+    if (!CHECK_EQ_INT(kopt_program_from_json(&p, ctx, text, "overlap.json"), KOPT_OK))
+        return;
+    CHECK_NEAR(p->gpu_ms, 0.085, 1e-12);
+    CHECK_NEAR(p->busy_ms, 0.065, 1e-12);        /* [0,60) and [70,75) */
+    CHECK_NEAR(p->span_ms, 0.075, 1e-12);
+    CHECK_NEAR(p->gap_between_ms, 0.010, 1e-12);
+    CHECK_NEAR(p->gap_outside_ms, 0.025, 1e-12);
+    CHECK_NEAR(p->gap_share, 0.35, 1e-12);
+    kopt_program_free(p);
+}
+
+static void expect_error(const char *text, kopt_status want, const char *needle)
+{
+    kopt_program *p = (kopt_program *)1;
+
+    if (!CHECK_EQ_INT(kopt_program_from_json(&p, ctx, text, "bad.json"), want))
+        printf("  %s\n", text);
+    CHECK(p == NULL);
+    if (!CHECK_STR_CONTAINS(kopt_errmsg(ctx), needle))
+        printf("  for %s\n", text);
+}
+
+static void test_read_errors(void)
+{
+    expect_error("{\"kernels\": [{\"name\": \"k\", \"dur_us\": 1}", KOPT_E_INVALID,
+                 "bad.json:1:");
+    expect_error(NULL, KOPT_E_INVALID, "bad.json: no text");
+    expect_error("[1, 2]", KOPT_E_INVALID, "bad.json: (top level): expected an object");
+    expect_error("{}", KOPT_E_INVALID, "bad.json: kernels: expected an array");
+    expect_error("{\"kernels\": []}", KOPT_E_NOT_FOUND, "no kernel");
+    expect_error("{\"subject\": \"torch\", \"kernels\": [{\"name\": \"k\", \"dur_us\": 1}]}",
+                 KOPT_E_INVALID, "subject: expected \"reference\", \"modelnew\" or \"host\"");
+    expect_error("{\"forward_ms\": \"1.5\", \"kernels\": [{\"name\": \"k\", \"dur_us\": 1}]}",
+                 KOPT_E_INVALID, "bad.json: forward_ms: expected a number >= 0");
+    expect_error("{\"compulsory_bytes\": -4, \"kernels\": [{\"name\": \"k\", \"dur_us\": 1}]}",
+                 KOPT_E_INVALID, "compulsory_bytes: expected a number >= 0");
+    expect_error("{\"device\": {\"sm_count\": 1.5}, \"kernels\": [{\"name\": \"k\", "
+                 "\"dur_us\": 1}]}", KOPT_E_INVALID, "device.sm_count: expected an integer");
+    expect_error("{\"device\": \"H100\", \"kernels\": [{\"name\": \"k\", \"dur_us\": 1}]}",
+                 KOPT_E_INVALID, "device: expected an object");
+    expect_error("{\"kernels\": [{\"name\": \"k\", \"dur_us\": 1}, 7]}", KOPT_E_INVALID,
+                 "kernels[1]: expected an object");
+    expect_error("{\"kernels\": [{\"dur_us\": 1}]}", KOPT_E_INVALID,
+                 "kernels[0].name: expected a non-empty string");
+    expect_error("{\"kernels\": [{\"name\": \"a\", \"dur_us\": 1}, {\"name\": \"k\", "
+                 "\"dur_us\": 1, \"grid\": [1, \"2\", 1]}]}", KOPT_E_INVALID,
+                 "kernels[1].grid[1]: expected an integer from 0 to 2^31-1");
+    expect_error("{\"kernels\": [{\"name\": \"k\", \"dur_us\": 1, \"block\": [1, 2]}]}",
+                 KOPT_E_INVALID, "kernels[0].block: expected an array of 3 integers");
+    expect_error("{\"kernels\": [{\"name\": \"k\", \"dur_us\": 1, \"registers\": -1}]}",
+                 KOPT_E_INVALID, "kernels[0].registers: expected an integer");
+    expect_error("{\"kernels\": [{\"name\": \"k\", \"dur_us\": 1, \"op\": 3}]}",
+                 KOPT_E_INVALID, "kernels[0].op: expected a string");
+    expect_error("{\"kernels\": [{\"name\": \"k\", \"dur_us\": -1}]}", KOPT_E_INVALID,
+                 "kernels[0].dur_us: expected a number >= 0");
+    expect_error("{\"kernels\": [{\"name\": \"k\"}]}", KOPT_E_INVALID,
+                 "kernels[0].dur_us: expected a number >= 0 (it is missing, and so is the "
+                 "metric gpu__time_duration.sum)");
+    expect_error("{\"kernels\": [{\"name\": \"k\", \"dur_us\": 1, \"start_us\": true}]}",
+                 KOPT_E_INVALID, "kernels[0].start_us: expected a number");
+    expect_error("{\"kernels\": [{\"name\": \"k\", \"dur_us\": 1, \"metrics\": []}]}",
+                 KOPT_E_INVALID, "kernels[0].metrics: expected an object");
+    expect_error("{\"kernels\": [{\"name\": \"a\", \"dur_us\": 1}, {\"name\": \"b\", "
+                 "\"dur_us\": 1}, {\"name\": \"k\", \"dur_us\": 1, \"metrics\": "
+                 "{\"dram__bytes_read.sum\": \"1e6\"}}]}", KOPT_E_INVALID,
+                 "kernels[2].metrics.dram__bytes_read.sum: expected a number");
+}
+
 int main(int argc, char **argv)
 {
     static const ktest_case cases[] = {
         KTEST(test_origins),
         KTEST(test_short_names),
+        KTEST(test_metrics_flops),
+        KTEST(test_read_elementwise_chain),
+        KTEST(test_read_tolerant),
+        KTEST(test_read_overlap),
+        KTEST(test_read_errors),
     };
     int rc;
 
