@@ -1,9 +1,11 @@
 /*
- * Unit tests of program profiles (src/profile/kernel_name.c, src/profile/program.c):
- * kernel origins and short names from mangled and demangled names; the FLOP the SASS
- * counters add up to; reading the synthetic fixtures of tests/data/program/ (see its
- * README) with exact shares, bytes, gaps and rates, tolerant of missing optional fields;
- * errors that name the field and the kernel. No GPU is needed.
+ * Unit tests of program profiles (src/profile/kernel_name.c, src/profile/program.c,
+ * src/analyze/program.c, program_output.c): kernel origins and short names from mangled and
+ * demangled names; the FLOP the SASS counters add up to; reading the synthetic fixtures of
+ * tests/data/program/ (see its README) with exact shares, bytes, gaps and rates, tolerant of
+ * missing optional fields; errors that name the field and the kernel; the analysis (fusion
+ * ms, per-kernel and time-weighted classes) as text and JSON. Ceilings are set by hand
+ * (DRAM 3000 GB/s, FP32 50, TF32 400, BF16 800 TFLOP/s); no GPU is needed.
  */
 #include "ktest.h"
 
@@ -28,6 +30,35 @@ static kopt_program *load(const char *file)
         printf("  %s\n", kopt_errmsg(ctx));
     free(text);
     return p;
+}
+
+static void ceilings(kopt_ceilings *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->valid = 1;
+    c->dram_copy_gbs = 3000;
+    c->gflops[KOPT_COMPUTE_FP32] = 50000;
+    c->gflops[KOPT_COMPUTE_FP64] = 30000;
+    c->gflops[KOPT_COMPUTE_TF32] = 400000;
+    c->gflops[KOPT_COMPUTE_BF16] = 800000;
+    c->gflops[KOPT_COMPUTE_FP16] = 800000;
+    for (int k = 0; k < KOPT_NCOMPUTE; k++)
+        c->measured[k] = c->gflops[k] > 0;
+}
+
+static kopt_program_analysis *analyze(const kopt_program *p, double rtol)
+{
+    kopt_program_analyze_opts o = KOPT_PROGRAM_ANALYZE_OPTS_INIT;
+    kopt_ceilings c;
+    kopt_program_analysis *a = NULL;
+
+    ceilings(&c);
+    o.ceil = &c;
+    o.rtol = rtol;
+    o.problem = "fixture";
+    if (!CHECK_EQ_INT(kopt_program_analyze(&a, ctx, p, &o), KOPT_OK))
+        printf("  %s\n", kopt_errmsg(ctx));
+    return a;
 }
 
 /* ---- names ---------------------------------------------------------------------------- */
@@ -310,6 +341,123 @@ static void test_read_errors(void)
                  "kernels[2].metrics.dram__bytes_read.sum: expected a number");
 }
 
+/* ---- rendering ------------------------------------------------------------------------ */
+
+static void test_text_and_json(void)
+{
+    kopt_program *p = load("elementwise_chain.json");
+    kopt_program_analysis *a = p ? analyze(p, 0) : NULL;
+    char *text = NULL, *js = NULL;
+    json_t *o = NULL, *k0;
+    char *tmp = NULL, path[1200], *printed = NULL;
+    FILE *f;
+
+    if (!a)
+        goto done;
+    text = kopt_program_text(a);
+    if (CHECK(text != NULL)) {
+        if (getenv("KTEST_VERBOSE"))
+            printf("%s", text);
+        CHECK_STR_CONTAINS(text, "program    reference, 3 kernel(s) on NVIDIA H100 80GB HBM3");
+        CHECK_STR_CONTAINS(text, "  #  kernel                           origin  op");
+        CHECK_STR_CONTAINS(text, "  1  vectorized_elementwise_kernel    aten    aten::mul");
+        CHECK_STR_CONTAINS(text, "aten::mul              8192x1x1       128x1x1        18       "
+                                 "0     0.0120   33.3%   2796.2  memory-bound\n");
+        CHECK_STR_CONTAINS(text, "gpu        0.0360 ms in 3 kernel(s) (busy 0.0360 ms)");
+        CHECK_STR_CONTAINS(text, "forward    0.0500 ms");
+        CHECK_STR_CONTAINS(text, "host gaps  0.0140 ms, 28.0% of the forward (0.0060 ms "
+                                 "between kernels, 0.0080 ms before the first and after the "
+                                 "last)");
+        CHECK_STR_CONTAINS(text, "dram       1.007e+08 B moved by 3 of 3 kernel(s)");
+        CHECK_STR_CONTAINS(text, "fusion     6.711e+07 B beyond the compulsory 3.355e+07 B: "
+                                 "0.0224 ms at 3000 GB/s (measured)");
+        CHECK_STR_CONTAINS(text, "class      memory-bound by time (compute 0.0%, memory 72.0%, "
+                                 "latency 28.0% of which host gaps 28.0%");
+        CHECK_STR_CONTAINS(text, "roofline   22.4% of the problem's bound (memory-bound)");
+    }
+    js = kopt_program_json(a);
+    if (!CHECK(js != NULL) || !CHECK((o = json_loads(js, 0, NULL)) != NULL))
+        goto done;
+    CHECK_EQ_STR(json_string_value(json_object_get(o, "subject")), "reference");
+    CHECK_NEAR(json_number_value(json_object_get(o, "forward_ms")), 0.05, 1e-12);
+    CHECK_NEAR(json_number_value(json_object_get(json_object_get(o, "fusion"), "bytes")),
+               67108864, 0);
+    CHECK_NEAR(json_number_value(json_object_get(json_object_get(o, "fusion"), "ms")),
+               67108864 / 3e9, 1e-11);                          /* 10 digits written */
+    CHECK_NEAR(json_number_value(json_object_get(json_object_get(o, "host_gaps"), "share")),
+               0.28, 1e-12);
+    CHECK_EQ_STR(json_string_value(json_object_get(json_object_get(o, "class"), "program")),
+                 "memory-bound");
+    CHECK_EQ_STR(json_string_value(json_object_get(json_object_get(o, "roofline"), "final")),
+                 "memory-bound");
+    k0 = json_array_get(json_object_get(o, "kernels"), 0);
+    CHECK_EQ_INT(json_array_size(json_object_get(o, "kernels")), 3);
+    CHECK_EQ_STR(json_string_value(json_object_get(k0, "short_name")),
+                 "vectorized_elementwise_kernel");
+    CHECK_EQ_STR(json_string_value(json_object_get(k0, "name")), p->kernels[0].name);
+    CHECK_EQ_STR(json_string_value(json_object_get(k0, "origin")), "aten");
+    CHECK(json_is_true(json_object_get(k0, "library")));
+    CHECK_EQ_STR(json_string_value(json_object_get(k0, "op")), "aten::mul");
+    CHECK_EQ_INT(json_integer_value(json_array_get(json_object_get(k0, "grid"), 0)), 8192);
+    CHECK_NEAR(json_number_value(json_object_get(k0, "share")), 1.0 / 3, 1e-9);
+    CHECK_NEAR(json_number_value(json_object_get(k0, "gbs")), 33554432 / 12000.0, 1e-6);
+    CHECK(json_is_false(json_object_get(k0, "tensor")));
+    CHECK_EQ_STR(json_string_value(json_object_get(json_object_get(k0, "class"), "final")),
+                 "memory-bound");
+    CHECK_NEAR(json_number_value(json_object_get(json_object_get(k0, "metrics"),
+               "dram__bytes_read.sum")), 16777216, 0);
+    CHECK(json_is_array(json_object_get(o, "findings")));
+    CHECK(json_is_array(json_object_get(o, "tools_skipped")));
+
+    /* kopt_program_print writes the same text to the caller's stream. */
+    if ((tmp = ktest_tmpdir("program"))) {
+        snprintf(path, sizeof(path), "%s/out.txt", tmp);
+        if (CHECK((f = fopen(path, "w")) != NULL)) {
+            CHECK_EQ_INT(kopt_program_print(f, ctx, a), KOPT_OK);
+            fclose(f);
+            printed = ktest_read_file(path);
+            CHECK(printed && text && strcmp(printed, text) == 0);
+        }
+        ktest_rmtree(tmp);
+    }
+done:
+    free(printed);
+    free(tmp);
+    json_decref(o);
+    free(js);
+    free(text);
+    kopt_program_analysis_free(a);
+    kopt_program_free(p);
+}
+
+/* A program without any metrics renders unknowns as "-" and null. */
+static void test_render_unknowns(void)
+{
+    kopt_program *p = load("host_gaps.json");
+    kopt_program_analysis *a = p ? analyze(p, 0) : NULL;
+    char *js = NULL;
+    json_t *o = NULL, *k0;
+
+    if (!a || !CHECK((js = kopt_program_json(a)) != NULL) ||
+        !CHECK((o = json_loads(js, 0, NULL)) != NULL))
+        goto done;
+    k0 = json_array_get(json_object_get(o, "kernels"), 0);
+    CHECK(json_is_null(json_object_get(k0, "dram_bytes")));
+    CHECK(json_is_null(json_object_get(k0, "gbs")));
+    CHECK(json_is_null(json_object_get(k0, "flops")));
+    CHECK(json_is_null(json_object_get(k0, "tensor")));
+    CHECK(json_is_null(json_object_get(o, "compulsory_bytes")));
+    CHECK(json_is_null(json_object_get(json_object_get(o, "fusion"), "bytes")));
+    CHECK(json_is_null(json_object_get(json_object_get(o, "fusion"), "ms")));
+    CHECK_EQ_STR(json_string_value(json_object_get(json_object_get(k0, "class"), "final")),
+                 "unknown");
+done:
+    json_decref(o);
+    free(js);
+    kopt_program_analysis_free(a);
+    kopt_program_free(p);
+}
+
 int main(int argc, char **argv)
 {
     static const ktest_case cases[] = {
@@ -320,6 +468,8 @@ int main(int argc, char **argv)
         KTEST(test_read_tolerant),
         KTEST(test_read_overlap),
         KTEST(test_read_errors),
+        KTEST(test_text_and_json),
+        KTEST(test_render_unknowns),
     };
     int rc;
 
