@@ -28,7 +28,10 @@
     X(fp64_in_fp32)              \
     X(many_small_launches)       \
     X(dram_saturated)            \
-    X(missing_async_copy)
+    X(missing_async_copy)        \
+    X(unfused_chain)             \
+    X(launch_bound_program)      \
+    X(library_gemm_fp32)
 
 #define KOPT__TOOL_DECLARE(n) extern const kopt_tool kopt_tool_##n;
 KOPT_TOOL_LIST(KOPT__TOOL_DECLARE)

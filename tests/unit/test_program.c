@@ -1,11 +1,12 @@
 /*
  * Unit tests of program profiles (src/profile/kernel_name.c, src/profile/program.c,
- * src/analyze/program.c, program_output.c): kernel origins and short names from mangled and
- * demangled names; the FLOP the SASS counters add up to; reading the synthetic fixtures of
- * tests/data/program/ (see its README) with exact shares, bytes, gaps and rates, tolerant of
- * missing optional fields; errors that name the field and the kernel; the analysis (fusion
- * ms, per-kernel and time-weighted classes) as text and JSON. Ceilings are set by hand
- * (DRAM 3000 GB/s, FP32 50, TF32 400, BF16 800 TFLOP/s); no GPU is needed.
+ * src/analyze/program.c, program_output.c and the program tools unfused_chain,
+ * launch_bound_program, library_gemm_fp32): kernel origins and short names from mangled
+ * and demangled names; reading the synthetic fixtures of tests/data/program/ (see its
+ * README) with exact shares, bytes, gaps and rates; errors that name the field and kernel;
+ * per-kernel and time-weighted classes; each program tool firing on its fixture with the
+ * exact bytes and gain, and none on the fused kernel; the text and JSON renderings. Ceilings
+ * are set by hand (DRAM 3000 GB/s, FP32 50, TF32 400, BF16 800 TFLOP/s); no GPU is needed.
  */
 #include "ktest.h"
 
@@ -59,6 +60,40 @@ static kopt_program_analysis *analyze(const kopt_program *p, double rtol)
     if (!CHECK_EQ_INT(kopt_program_analyze(&a, ctx, p, &o), KOPT_OK))
         printf("  %s\n", kopt_errmsg(ctx));
     return a;
+}
+
+static const kopt_finding *finding(const kopt_program_analysis *a, const char *tool)
+{
+    for (int i = 0; a && a->an && i < a->an->findings.n; i++)
+        if (strcmp(a->an->findings.f[i].tool, tool) == 0)
+            return &a->an->findings.f[i];
+    return NULL;
+}
+
+static int skipped(const kopt_program_analysis *a, const char *text)
+{
+    for (int i = 0; a && a->an && i < a->an->nskipped; i++)
+        if (strstr(a->an->skipped[i], text))
+            return 1;
+    return 0;
+}
+
+static const char *const program_tools[] = {"unfused_chain", "launch_bound_program",
+                                            "library_gemm_fp32", NULL};
+
+/* Every finding is complete: texts, a gain in 0..1, a confidence, evidence. */
+static void check_complete(const kopt_finding *f)
+{
+    if (!CHECK(f != NULL))
+        return;
+    CHECK(f->title[0] != '\0');
+    CHECK(f->seen && f->seen[0]);
+    CHECK(f->why && f->why[0]);
+    CHECK(f->change && f->change[0]);
+    CHECK(f->gain_how && f->gain_how[0]);
+    CHECK(f->gain > 0 && f->gain <= 1);
+    CHECK(f->confidence > 0 && f->confidence <= 1);
+    CHECK(f->nevidence >= 1 && f->evidence[0].threshold_name[0]);
 }
 
 /* ---- names ---------------------------------------------------------------------------- */
@@ -341,6 +376,364 @@ static void test_read_errors(void)
                  "kernels[2].metrics.dram__bytes_read.sum: expected a number");
 }
 
+/* ---- analysis and tools --------------------------------------------------------------- */
+
+static void no_program_tool_but(const kopt_program_analysis *a, const char *tool)
+{
+    for (int i = 0; program_tools[i]; i++)
+        if (!tool || strcmp(program_tools[i], tool) != 0)
+            if (!CHECK(finding(a, program_tools[i]) == NULL))
+                printf("  %s fired: %s\n", program_tools[i], finding(a, program_tools[i])->title);
+}
+
+/* Three aten kernels pass two intermediates through DRAM: unfused_chain, with the bytes. */
+static void test_unfused_chain(void)
+{
+    kopt_program *p = load("elementwise_chain.json");
+    kopt_program_analysis *a = p ? analyze(p, 0) : NULL;
+    const kopt_finding *f;
+
+    if (!a)
+        goto done;
+    CHECK_NEAR(a->dram_gbs, 3000, 0);
+    CHECK_EQ_STR(a->dram_source, "measured");
+    CHECK_NEAR(a->fusion_ms, 67108864 / 3e9, 1e-15);          /* 0.02237 ms */
+    for (int k = 0; k < 3; k++)
+        CHECK_EQ_INT(a->kernel_cls[k].final, KOPT_CLASS_MEMORY);
+    CHECK_NEAR(a->kernel_cls[0].pct_of_bound, 100 * (33554432 / 3e9) / 0.012, 1e-9);
+    CHECK_NEAR(a->by_time.memory, 0.036, 1e-12);
+    CHECK_NEAR(a->by_time.latency, 0.014, 1e-12);
+    CHECK_NEAR(a->by_time.host_gaps, 0.014, 1e-12);
+    CHECK_EQ_INT(a->cls, KOPT_CLASS_MEMORY);
+    CHECK_EQ_INT(a->classes, KOPT_CLASS_MEMORY | KOPT_CLASS_LATENCY);
+    CHECK_EQ_INT(a->an->cls.final, KOPT_CLASS_MEMORY);
+    CHECK_NEAR(a->an->cls.pct_of_bound, 100 * (33554432 / 3e9) / 0.05, 1e-9);   /* 22.4 % */
+    f = finding(a, "unfused_chain");
+    check_complete(f);
+    if (f) {
+        CHECK_NEAR(f->gain, (67108864 / 3e9) / 0.05, 1e-12);  /* 44.7 %, under the cap */
+        CHECK_NEAR(f->confidence, 0.7, 1e-12);
+        CHECK_EQ_STR(f->kernel, "");
+        CHECK_EQ_STR(f->title, "3 kernels move 101 MB through DRAM, 3.00x the 33.6 MB the "
+                               "problem must move");
+        CHECK_STR_CONTAINS(f->seen, "#1 vectorized_elementwise_kernel (aten::mul) 3.355e+07 B");
+        CHECK_STR_CONTAINS(f->seen, "#3 vectorized_elementwise_kernel (aten::relu)");
+        CHECK_STR_CONTAINS(f->seen, "6.711e+07 B of intermediates, 0.0224 ms at 3000 GB/s");
+        CHECK_STR_CONTAINS(f->change, "(aten::mul, aten::add, aten::relu)");
+        CHECK_EQ_STR(f->evidence[0].threshold_name, "dram_excess_ratio");
+        CHECK_NEAR(f->evidence[0].value, 3.0, 1e-12);
+    }
+    no_program_tool_but(a, "unfused_chain");
+    CHECK(!skipped(a, "unfused_chain"));
+done:
+    kopt_program_analysis_free(a);
+    kopt_program_free(p);
+}
+
+/* No DRAM rate (no ceilings, a device without clocks): the gain falls back to the
+ * intermediates' share of the traffic times the moving kernels' share of the time. */
+static void test_unfused_chain_without_rate(void)
+{
+    kopt_program *p = load("elementwise_chain.json");
+    kopt_program_analysis *a = NULL;
+    const kopt_finding *f;
+
+    if (!p)
+        return;
+    if (!CHECK_EQ_INT(kopt_program_analyze(&a, ctx, p, NULL), KOPT_OK))
+        goto done;
+    CHECK_NEAR(a->fusion_ms, -1, 0);
+    CHECK(a->dram_source == NULL);
+    f = finding(a, "unfused_chain");
+    check_complete(f);
+    if (f) {
+        CHECK_NEAR(f->gain, (2.0 / 3) * 0.036 / 0.05, 1e-12);   /* 48 % */
+        CHECK_NEAR(f->confidence, 0.5, 1e-12);
+        CHECK_STR_CONTAINS(f->gain_how, "No DRAM rate known");
+    }
+done:
+    kopt_program_analysis_free(a);
+    kopt_program_free(p);
+}
+
+/* Five 3 us kernels in a 120 us forward: launch_bound_program, gain = the gap share. */
+static void test_launch_bound_program(void)
+{
+    kopt_program *p = load("host_gaps.json");
+    kopt_program_analysis *a = p ? analyze(p, 0) : NULL;
+    const kopt_finding *f;
+    char *text = NULL;
+
+    if (!a)
+        goto done;
+    for (int k = 0; k < p->nkernels; k++)
+        CHECK_EQ_INT(a->kernel_cls[k].final, KOPT_CLASS_UNKNOWN);
+    CHECK_STR_CONTAINS(a->kernel_cls[0].reasoning, "Kernel 1: its FLOP were not measured.");
+    CHECK_NEAR(a->by_time.unknown, 0.015, 1e-12);
+    CHECK_NEAR(a->by_time.latency, 0.105, 1e-12);
+    CHECK_EQ_INT(a->cls, KOPT_CLASS_LATENCY);
+    CHECK_NEAR(a->fusion_ms, -1, 0);
+    f = finding(a, "launch_bound_program");
+    check_complete(f);
+    if (f) {
+        CHECK_NEAR(f->gain, 0.875, 1e-12);
+        CHECK_NEAR(f->confidence, 0.65, 1e-12);
+        CHECK_EQ_STR(f->title, "the GPU idles 88% of the forward: 0.1050 ms of host gaps");
+        CHECK_STR_CONTAINS(f->seen, "0.0680 ms between kernels and 0.0370 ms before the first");
+        CHECK_STR_CONTAINS(f->seen, "the longest gap, 17.0 us, comes before kernel #2 "
+                                    "(my_softmax)");
+        CHECK_EQ_STR(f->evidence[0].threshold_name, "host_gap_share");
+        CHECK_STR_CONTAINS(f->change, "CUDA graph");
+    }
+    no_program_tool_but(a, "launch_bound_program");
+    text = kopt_program_text(a);
+    if (CHECK(text != NULL)) {
+        CHECK_STR_CONTAINS(text, "program    modelnew, 5 kernel(s) on NVIDIA H100 80GB HBM3 "
+                                 "(sm_90, 132 SMs)");
+        CHECK_STR_CONTAINS(text, "  2  my_softmax ");
+        CHECK_STR_CONTAINS(text, "  5  triton_poi_fused_div_0           Triton  aten::div");
+        CHECK_STR_CONTAINS(text, "host gaps  0.1050 ms, 87.5% of the forward");
+        CHECK_STR_CONTAINS(text, "fusion     unknown (no compulsory_bytes)");
+        CHECK_STR_CONTAINS(text, "class      latency-bound by time");
+    }
+done:
+    free(text);
+    kopt_program_analysis_free(a);
+    kopt_program_free(p);
+}
+
+/* The same forward without start times: the idle time is the forward less the kernels'. */
+static void test_launch_bound_without_starts(void)
+{
+    const char *text = "{\"forward_ms\": 0.12, \"kernels\": ["
+                       "{\"name\": \"a\", \"dur_us\": 3}, {\"name\": \"b\", \"dur_us\": 3},"
+                       "{\"name\": \"c\", \"dur_us\": 3}, {\"name\": \"d\", \"dur_us\": 3},"
+                       "{\"name\": \"e\", \"dur_us\": 3}]}";
+    kopt_program *p = NULL;
+    kopt_program_analysis *a = NULL;
+    const kopt_finding *f;
+
+    if (!CHECK_EQ_INT(kopt_program_from_json(&p, ctx, text, "nostarts.json"), KOPT_OK))
+        return;
+    CHECK(!p->has_starts);
+    CHECK_NEAR(p->gap_ms, 0.105, 1e-12);
+    a = analyze(p, 0);
+    f = finding(a, "launch_bound_program");
+    check_complete(f);
+    if (f) {
+        CHECK_NEAR(f->gain, 0.875, 1e-12);
+        CHECK_NEAR(f->confidence, 0.45, 1e-12);
+        CHECK_STR_CONTAINS(f->seen, "no start times");
+    }
+    kopt_program_analysis_free(a);
+    kopt_program_free(p);
+}
+
+/* An FP32 cuBLAS GEMM at 49 TFLOP/s takes 97 % of the forward: library_gemm_fp32, capped
+ * by the FP32 roof when the tolerance is unknown, free under the TF32 roof it admits. */
+static void test_library_gemm_fp32(void)
+{
+    kopt_program *p = load("sgemm_fp32.json");
+    kopt_program_analysis *a = NULL;
+    const kopt_finding *f;
+    double gflops = 2 * 68719476736.0 / 2.8e6, weighted = 2.8 / 2.9 * gflops / 50000;
+    double fp32_bound = 2 * 68719476736.0 / 5e10, tf32_bound = 2 * 68719476736.0 / 4e11;   /* ms */
+
+    if (!p)
+        return;
+    CHECK_EQ_INT(p->kernels[0].origin, KOPT_ORIGIN_CUBLAS);
+    CHECK_NEAR(p->kernels[0].gflops, gflops, 1e-6);           /* 49.1 TFLOP/s */
+    CHECK_NEAR(p->kernels[0].dram_bytes, 200000000 + 67108864, 0);   /* read + write */
+    CHECK_NEAR(p->kernels[0].gbs, 267108864 / 2.8e6, 1e-9);
+    CHECK_NEAR(p->fusion_bytes, 200000000 + 3 * 67108864 - 201342976, 0);
+
+    /* rtol 1e-2: TF32 admitted, the roof is TF32's, the gain is not capped. */
+    if (!(a = analyze(p, 1e-2)))
+        goto done;
+    CHECK_EQ_INT(a->kernel_cls[0].final, KOPT_CLASS_COMPUTE);
+    CHECK_EQ_INT(a->kernel_cls[1].final, KOPT_CLASS_MEMORY);
+    CHECK_EQ_INT(a->cls, KOPT_CLASS_COMPUTE);
+    CHECK_EQ_INT(a->classes, KOPT_CLASS_COMPUTE);
+    CHECK_EQ_INT(a->in.compute, KOPT_COMPUTE_TF32);
+    CHECK_NEAR(a->an->cls.pct_of_bound, 100 * tf32_bound / 2.9, 1e-9);   /* 11.8 % */
+    f = finding(a, "library_gemm_fp32");
+    check_complete(f);
+    if (f) {
+        CHECK_NEAR(f->gain, weighted * 0.75, 1e-12);          /* 71.1 % */
+        CHECK_NEAR(f->confidence, 0.7, 1e-12);
+        CHECK_EQ_STR(f->title, "1 cuBLAS GEMM kernel(s) run FP32 on the CUDA cores: 97% of the "
+                               "program's time");
+        CHECK_STR_CONTAINS(f->seen, "#1 sm90_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_"
+                                    "warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas "
+                                    "(aten::addmm), 2.8000 ms (97%), 49.1 TFLOP/s (0 tensor-pipe "
+                                    "instructions measured)");
+        CHECK_STR_CONTAINS(f->why, "TF32 at 8.0x that and BF16 at 16.0x (measured rates)");
+        CHECK_STR_CONTAINS(f->why, "admits TF32 (KOPT_TF32_ADMITTED_RTOL 1e-03) and BF16");
+        CHECK_STR_CONTAINS(f->change, "allow_tf32");
+        CHECK_NEAR(f->evidence[0].value, 2.8 / 2.9, 1e-12);
+        CHECK_EQ_STR(f->evidence[0].threshold_name, "library_gemm_share");
+    }
+    /* A kernel tool on cuBLAS's kernel says the program cannot change that code. */
+    for (int i = 0; i < a->an->findings.n; i++) {
+        const kopt_finding *g = &a->an->findings.f[i];
+        if (strcmp(g->kernel, "#1 sm90_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_"
+                              "warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas") == 0)
+            CHECK_STR_CONTAINS(g->change, "This is cuBLAS's kernel (aten::addmm): the program "
+                                          "cannot change it");
+        else if (g->kernel[0])
+            CHECK_STR_CONTAINS(g->change, "This is aten's kernel (aten::relu)");
+    }
+    CHECK(finding(a, "occupancy_limiter") != NULL);
+    /* Its class filters the chain tool out, though the traffic is 2x the compulsory bytes. */
+    CHECK(skipped(a, "unfused_chain: not for a compute-bound kernel"));
+    no_program_tool_but(a, "library_gemm_fp32");
+    kopt_program_analysis_free(a);
+
+    /* Tolerance unknown: said as a condition, capped at the FP32 roof's headroom. */
+    if (!(a = analyze(p, 0)))
+        goto done;
+    CHECK_EQ_INT(a->in.compute, KOPT_COMPUTE_FP32);
+    f = finding(a, "library_gemm_fp32");
+    check_complete(f);
+    if (f) {
+        CHECK_NEAR(f->gain, 1 - fp32_bound / 2.9, 1e-12);      /* 5.2 % */
+        CHECK_NEAR(f->confidence, 0.5, 1e-12);
+        CHECK_STR_CONTAINS(f->why, "If the problem's tolerance admits TF32");
+        CHECK_STR_CONTAINS(f->gain_how, "Capped at 5.2% by the roofline");
+    }
+    kopt_program_analysis_free(a);
+
+    /* Tighter than TF32 admits: 3xTF32 at a third of the ratio. */
+    if (!(a = analyze(p, 1e-4)))
+        goto done;
+    f = finding(a, "library_gemm_fp32");
+    check_complete(f);
+    if (f) {
+        CHECK_NEAR(f->confidence, 0.4, 1e-12);
+        CHECK_STR_CONTAINS(f->why, "3xTF32");
+        CHECK_STR_CONTAINS(f->gain_how, "3xTF32 speedup 2.7");
+        CHECK_STR_CONTAINS(f->change, "OpMultiplyAddFastF32");
+    }
+    kopt_program_analysis_free(a);
+    a = NULL;
+
+    /* The same kernel on tensor cores: silent. */
+    CHECK_EQ_INT(kopt_metrics_set(&p->kernels[0].metrics, "sm__inst_executed_pipe_tensor.sum",
+                                  1e9), KOPT_OK);
+    p->kernels[0].tensor = 1;
+    if ((a = analyze(p, 1e-2)))
+        CHECK(finding(a, "library_gemm_fp32") == NULL);
+done:
+    kopt_program_analysis_free(a);
+    kopt_program_free(p);
+}
+
+/* Unmeasured: the name decides (an FP32 SIMT name fires, a TF32 or an FP64 one does not). */
+static void test_library_gemm_by_name(void)
+{
+    static const struct { const char *name; int fire; } cases[] = {
+        {"void cutlass::Kernel2<cutlass_80_simt_sgemm_128x128_8x4_nn_align1>(int)", 1},
+        {"ampere_sgemm_128x64_nn", 1},
+        {"sm80_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x16", 0},
+        {"void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>(int)", 0},
+        {"ampere_dgemm_64x64_nn", 0},
+        {"void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16>(float)", 0},
+        {"my_sgemm_kernel", 0},                  /* the program's own, not a library's */
+    };
+    char text[512];
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        kopt_program *p = NULL;
+        kopt_program_analysis *a = NULL;
+        snprintf(text, sizeof(text), "{\"forward_ms\": 1.0, \"kernels\": [{\"name\": \"%s\", "
+                 "\"start_us\": 0, \"dur_us\": 900}]}", cases[i].name);
+        if (!CHECK_EQ_INT(kopt_program_from_json(&p, ctx, text, "name.json"), KOPT_OK))
+            continue;
+        a = analyze(p, 1e-2);
+        if (!CHECK_EQ_INT(finding(a, "library_gemm_fp32") != NULL, cases[i].fire))
+            printf("  %s\n", cases[i].name);
+        if (cases[i].fire && finding(a, "library_gemm_fp32")) {
+            const kopt_finding *f = finding(a, "library_gemm_fp32");
+            CHECK_STR_CONTAINS(f->seen, "its name: an FP32 SIMT GEMM");
+            /* 90 % of the forward x KOPT_GEMM_COMPUTE_FRAC 0.75 x (1 - 1/4) */
+            CHECK_NEAR(f->gain, 0.9 * 0.75 * 0.75, 1e-12);
+        }
+        kopt_program_analysis_free(a);
+        kopt_program_free(p);
+    }
+}
+
+/* One fused kernel moving exactly the compulsory bytes, no gaps to speak of: none fire. */
+static void test_fused_none_fire(void)
+{
+    kopt_program *p = load("fused.json");
+    kopt_program_analysis *a = p ? analyze(p, 1e-2) : NULL;
+    kopt_analyze_opts all = KOPT_ANALYZE_OPTS_INIT;
+    kopt_program_analyze_opts o = KOPT_PROGRAM_ANALYZE_OPTS_INIT;
+    kopt_ceilings c;
+
+    if (!a)
+        goto done;
+    CHECK_NEAR(p->fusion_bytes, 0, 0);
+    CHECK_NEAR(a->fusion_ms, 0, 0);
+    CHECK_NEAR(p->gap_share, 0.001 / 0.013, 1e-12);
+    CHECK_EQ_INT(p->kernels[0].origin, KOPT_ORIGIN_OTHER);
+    CHECK_EQ_INT(a->cls, KOPT_CLASS_MEMORY);
+    no_program_tool_but(a, NULL);
+    kopt_program_analysis_free(a);
+    a = NULL;
+    /* Not even with the class filter lifted. */
+    ceilings(&c);
+    o.ceil = &c;
+    all.all_tools = 1;
+    o.analyze = all;
+    if (CHECK_EQ_INT(kopt_program_analyze(&a, ctx, p, &o), KOPT_OK))
+        no_program_tool_but(a, NULL);
+done:
+    kopt_program_analysis_free(a);
+    kopt_program_free(p);
+}
+
+/* The program tools need a program: on a CUDA candidate's input they are skipped, named. */
+static void test_tools_need_a_program(void)
+{
+    kopt_kernel_view v;
+    kopt_metrics m = {0, 0, NULL};
+    kopt_analysis_input in;
+    kopt_analyze_opts o = KOPT_ANALYZE_OPTS_INIT;
+    kopt_analysis *an = NULL;
+
+    memset(&v, 0, sizeof(v));
+    memset(&in, 0, sizeof(in));
+    CHECK_EQ_INT(kopt_metrics_set(&m, "gpu__time_duration.sum", 1000), KOPT_OK);
+    v.name = "k";
+    v.metrics = &m;
+    in.nkernels = 1;
+    in.kernels = &v;
+    o.all_tools = 1;
+    if (CHECK_EQ_INT(kopt_analyze_run(&an, ctx, &in, &o), KOPT_OK)) {
+        int found = 0;
+        for (int i = 0; i < an->nskipped; i++)
+            found += strstr(an->skipped[i], "needs a program profile") != NULL;
+        CHECK_EQ_INT(found, 3);
+    }
+    for (int i = 0; program_tools[i]; i++) {
+        const kopt_tool *t = kopt_tool_find(program_tools[i]);
+        if (CHECK(t != NULL))
+            CHECK(t->needs & KOPT_NEEDS_PROGRAM);
+    }
+    kopt_analysis_free(an);
+    kopt_metrics_clear(&m);
+    an = NULL;
+    CHECK_EQ_INT(kopt_program_analyze(NULL, ctx, NULL, NULL), KOPT_E_INVALID);
+    {
+        kopt_program_analysis *a = (kopt_program_analysis *)1;
+        CHECK_EQ_INT(kopt_program_analyze(&a, ctx, NULL, NULL), KOPT_E_INVALID);
+        CHECK(a == NULL);
+    }
+    kopt_program_analysis_free(NULL);
+}
+
 /* ---- rendering ------------------------------------------------------------------------ */
 
 static void test_text_and_json(void)
@@ -348,7 +741,7 @@ static void test_text_and_json(void)
     kopt_program *p = load("elementwise_chain.json");
     kopt_program_analysis *a = p ? analyze(p, 0) : NULL;
     char *text = NULL, *js = NULL;
-    json_t *o = NULL, *k0;
+    json_t *o = NULL, *k0, *fs;
     char *tmp = NULL, path[1200], *printed = NULL;
     FILE *f;
 
@@ -374,6 +767,8 @@ static void test_text_and_json(void)
         CHECK_STR_CONTAINS(text, "class      memory-bound by time (compute 0.0%, memory 72.0%, "
                                  "latency 28.0% of which host gaps 28.0%");
         CHECK_STR_CONTAINS(text, "roofline   22.4% of the problem's bound (memory-bound)");
+        CHECK_STR_CONTAINS(text, "findings   1\n  1. [unfused_chain] 3 kernels move");
+        CHECK_STR_CONTAINS(text, "gain 44.7%, confidence 0.70");
     }
     js = kopt_program_json(a);
     if (!CHECK(js != NULL) || !CHECK((o = json_loads(js, 0, NULL)) != NULL))
@@ -406,7 +801,10 @@ static void test_text_and_json(void)
                  "memory-bound");
     CHECK_NEAR(json_number_value(json_object_get(json_object_get(k0, "metrics"),
                "dram__bytes_read.sum")), 16777216, 0);
-    CHECK(json_is_array(json_object_get(o, "findings")));
+    fs = json_object_get(o, "findings");
+    CHECK_EQ_INT(json_array_size(fs), 1);
+    CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(fs, 0), "tool")),
+                 "unfused_chain");
     CHECK(json_is_array(json_object_get(o, "tools_skipped")));
 
     /* kopt_program_print writes the same text to the caller's stream. */
@@ -468,6 +866,14 @@ int main(int argc, char **argv)
         KTEST(test_read_tolerant),
         KTEST(test_read_overlap),
         KTEST(test_read_errors),
+        KTEST(test_unfused_chain),
+        KTEST(test_unfused_chain_without_rate),
+        KTEST(test_launch_bound_program),
+        KTEST(test_launch_bound_without_starts),
+        KTEST(test_library_gemm_fp32),
+        KTEST(test_library_gemm_by_name),
+        KTEST(test_fused_none_fire),
+        KTEST(test_tools_need_a_program),
         KTEST(test_text_and_json),
         KTEST(test_render_unknowns),
     };
