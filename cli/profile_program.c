@@ -1,6 +1,7 @@
 /* `kopt profile` of a problem with a PyTorch reference: the program's kernels, one forward
- * (kopt_profile_program). A candidate is evaluated first (stored as any evaluation): only a
- * correct one is profiled. */
+ * (kopt_profile_program), analyzed (kopt_program_analyze: classes, host gaps, fusion, the
+ * program tools). A candidate is evaluated first (stored as any evaluation): only a correct
+ * one is profiled. */
 #include "cli.h"
 
 #include <jansson.h>
@@ -8,50 +9,45 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A kernel's name without its template arguments and parameters, for the table. */
-static void short_name(const char *name, char *out, size_t n)
+/* The outputs' tightest relative tolerance: each output's own, else the problem's, else its
+ * dtype's default (what the check compares with). */
+static double outputs_rtol(const kopt_problem *prob)
 {
-    const char *p = name, *end;
-    size_t len;
+    double r = 0;
 
-    if (strncmp(p, "void ", 5) == 0)
-        p += 5;
-    for (const char *a; (a = strstr(p, "(anonymous namespace)::")) && a < p + strcspn(p, "<");)
-        p = a + strlen("(anonymous namespace)::");   /* at::native::(anonymous ...)::f -> f */
-    end = p + strcspn(p, "<(");
-    len = (size_t)(end - p);
-    snprintf(out, n, "%.*s", (int)(len < n ? len : n - 1), p);
+    for (int i = 0; i < prob->ntensors; i++) {
+        const kopt_tensor_spec *t = &prob->tensors[i];
+        double v;
+        if (t->role != KOPT_ROLE_OUTPUT && t->role != KOPT_ROLE_INOUT)
+            continue;
+        v = t->has_tol ? t->rtol : prob->has_tol ? prob->rtol : kopt_dtype_default_tol(t->dtype);
+        if (r == 0 || v < r)
+            r = v;
+    }
+    return r;
 }
 
-static void print_table(json_t *doc, const char *what)
+/* The record analyzed (classes, fusion, host gaps, the program tools), on the device's
+ * ceilings from the run when it has or can measure them. NULL when it cannot be read. */
+static kopt_program_analysis *analyze(kopt_ctx *ctx, kopt_run *run, const kopt_problem *prob,
+                                      const kopt_eval_opts *eo, const char *text,
+                                      kopt_program **prog, kopt_ceilings *ceil)
 {
-    json_t *ks = json_object_get(doc, "kernels"), *k;
-    double gpu = 0, fwd = json_number_value(json_object_get(doc, "forward_ms"));
-    size_t i;
+    kopt_program_analyze_opts po = KOPT_PROGRAM_ANALYZE_OPTS_INIT;
+    kopt_program_analysis *a = NULL;
 
-    json_array_foreach(ks, i, k)
-        gpu += json_number_value(json_object_get(k, "dur_us")) / 1000.0;
-    printf("program    %s: %zu kernel(s) in one forward\n", what, json_array_size(ks));
-    printf("  #  kernel                                          op                      "
-           "grid            block        regs   time ms  share\n");
-    json_array_foreach(ks, i, k) {
-        char nm[48];
-        json_t *g = json_object_get(k, "grid"), *b = json_object_get(k, "block");
-        double ms = json_number_value(json_object_get(k, "dur_us")) / 1000.0;
-        short_name(json_string_value(json_object_get(k, "name")) ?: "?", nm, sizeof(nm));
-        printf("%3zu  %-46s  %-22.22s  %4lld,%4lld,%3lld  %4lld,%3lld,%2lld  %4lld  %8.4f  %4.1f%%\n",
-               i, nm, json_string_value(json_object_get(k, "op")) ?: "",
-               json_integer_value(json_array_get(g, 0)), json_integer_value(json_array_get(g, 1)),
-               json_integer_value(json_array_get(g, 2)), json_integer_value(json_array_get(b, 0)),
-               json_integer_value(json_array_get(b, 1)), json_integer_value(json_array_get(b, 2)),
-               json_integer_value(json_object_get(k, "registers")), ms,
-               gpu > 0 ? 100.0 * ms / gpu : 0.0);
-    }
-    if (fwd > 0)
-        printf("forward    %.4f ms wall; kernels %.4f ms (%.0f%%); the rest is the host's\n", fwd,
-               gpu, 100.0 * gpu / fwd);
-    if (json_object_get(doc, "metrics_note"))
-        printf("metrics    %s\n", json_string_value(json_object_get(doc, "metrics_note")));
+    if (kopt_program_from_json(prog, ctx, text, "the program profile") != KOPT_OK)
+        return NULL;
+    memset(ceil, 0, sizeof(*ceil));
+    if ((*prog)->nkernels && kopt_run_ceilings(run, ctx, eo->device, ceil) == KOPT_OK)
+        po.ceil = ceil;
+    po.problem = prob->name;
+    po.compute = prob->compute;
+    po.matmul_like = kopt_analyze_matmul_like(prob);
+    po.rtol = outputs_rtol(prob);
+    if (kopt_program_analyze(&a, ctx, *prog, &po) != KOPT_OK)
+        return NULL;
+    return a;
 }
 
 int cli_profile_program(kopt_ctx *ctx, kopt_run *run, const kopt_problem *prob,
@@ -60,6 +56,9 @@ int cli_profile_program(kopt_ctx *ctx, kopt_run *run, const kopt_problem *prob,
 {
     char *text = NULL;
     json_t *doc;
+    kopt_program *prog = NULL;
+    kopt_program_analysis *a = NULL;
+    kopt_ceilings ceil;
     int code;
 
     if (cand) {                        /* correct first */
@@ -85,12 +84,28 @@ int cli_profile_program(kopt_ctx *ctx, kopt_run *run, const kopt_problem *prob,
         cli_error(ctx);
         return KOPT_EXIT_ERROR;
     }
-    if (json) {
-        printf("%s\n", text);
-    } else if ((doc = json_loads(text, 0, NULL))) {
-        print_table(doc, cand_path ? cand_path : "the PyTorch reference");
-        json_decref(doc);
+    doc = json_loads(text, 0, NULL);
+    if (json_array_size(json_object_get(doc, "kernels")) &&   /* none on the CPU build */
+        !(a = analyze(ctx, run, prob, eo, text, &prog, &ceil)))
+        kopt_log(ctx, KOPT_LOG_WARN, "the program profile was not analyzed: %s",
+                 kopt_errmsg(ctx));
+    if (json) {                        /* the record, and its analysis under "analysis" */
+        char *aj = a ? kopt_program_json(a) : NULL;
+        json_object_set_new(doc, "analysis", aj ? json_loads(aj, 0, NULL) : json_null());
+        free(aj);
+        cli_print_text(json_dumps(doc, JSON_INDENT(1)));
+    } else {
+        printf("program    %s: %zu kernel(s) in one forward\n",
+               cand_path ? cand_path : "the PyTorch reference",
+               json_array_size(json_object_get(doc, "kernels")));
+        if (a)
+            kopt_program_print(stdout, ctx, a);
+        if (json_object_get(doc, "metrics_note"))
+            printf("metrics    %s\n", json_string_value(json_object_get(doc, "metrics_note")));
     }
+    kopt_program_analysis_free(a);
+    kopt_program_free(prog);
+    json_decref(doc);
     free(text);
     return 0;
 }

@@ -22,6 +22,8 @@
 #include "kopt/device.h"
 #include "kopt/profile.h"
 
+#include <stdio.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -43,7 +45,8 @@ enum {
     KOPT_NEEDS_METRICS = 4,    /* measured metrics (CUPTI, ncu or a fixture) */
     KOPT_NEEDS_TIMING = 8,     /* a timed run */
     KOPT_NEEDS_DEVICE = 16,    /* device properties (SM count, limits) */
-    KOPT_NEEDS_HOST = 32       /* host-mode launch records */
+    KOPT_NEEDS_HOST = 32,      /* host-mode launch records */
+    KOPT_NEEDS_PROGRAM = 64    /* a program profile (kopt_program: a PyTorch forward) */
 };
 
 /* One kernel of the candidate, with everything known about it. */
@@ -69,6 +72,10 @@ typedef struct kopt_analysis_input {
     int launches_per_call;              /* host mode: kernel launches seen per call (0: unknown) */
     int nkernels;
     const kopt_kernel_view *kernels;
+    const kopt_program *program;        /* a PyTorch forward's kernels, gaps and bytes (NULL:
+                                           none); the program tools read it */
+    double rtol;                        /* the tightest relative tolerance of the problem's
+                                           outputs (0: unknown) */
 } kopt_analysis_input;
 
 typedef struct kopt_evidence {
@@ -128,6 +135,8 @@ typedef struct kopt_thresholds {
     double fp64_share_min;              /* FP64 share of FP instructions in a non-fp64 problem */
     double achieved_occupancy_gap_pts;  /* theoretical - achieved occupancy, in points */
     double dram_excess_ratio;           /* measured DRAM bytes over the problem's minimum */
+    double host_gap_share;              /* program: host gaps over this share of the forward */
+    double library_gemm_share;          /* program: FP32 library GEMMs over this share of it */
 } kopt_thresholds;
 const kopt_thresholds *kopt_thresholds_for(const kopt_device_info *dev);
 
@@ -172,8 +181,11 @@ typedef struct kopt_analyze_opts {
     int version;
     int all_tools;                      /* ignore the class filter */
     const char *only_tool;              /* run just this one (NULL: all selected) */
+    unsigned classes;                   /* KOPT_CLASS_* whose tools run besides those the
+                                           classification selects (a program's kernels'
+                                           classes); 0: none */
 } kopt_analyze_opts;
-#define KOPT_ANALYZE_OPTS_INIT {1, 0, NULL}
+#define KOPT_ANALYZE_OPTS_INIT {1, 0, NULL, 0}
 
 /* Stage one: fill `out` from the input alone (never fails; UNKNOWN classes where nothing
  * is known). Rules in docs/internals/analyze.md. */
@@ -205,7 +217,7 @@ int kopt_occupancy_regs_for(const kopt_device_info *dev, int threads_per_block, 
 int kopt_occupancy_smem_for(const kopt_device_info *dev, int blocks);
 
 /* Classify, then run the tools selected by class (the union of the final, analytic and
- * measured classes; every tool when opts->all_tools; only opts->only_tool when set, class
+ * measured classes and opts->classes; every tool when opts->all_tools; only opts->only_tool when set, class
  * ignored). A tool whose needs are not met is listed in `skipped` as "tool: needs ...";
  * one filtered out by class as "tool: not for a <class> kernel ...". Each finding's gain is
  * scaled by its kernel's share of the time and capped at 1 - pct_of_bound/100 when the
@@ -234,6 +246,84 @@ kopt_status kopt_analyze_views(kopt_kernel_view **out, int *n, kopt_ctx *ctx,
  * fp16, bf16, tf32 or fp8, or its name or description contains "gemm" or "matmul" (any
  * case). */
 int kopt_analyze_matmul_like(const kopt_problem *p);
+
+/* ---- a PyTorch program (src/analyze/program.c, program_output.c) ------------------------ */
+
+/* How to analyze a program profile. Start from KOPT_PROGRAM_ANALYZE_OPTS_INIT. */
+typedef struct kopt_program_analyze_opts {
+    int version;                        /* KOPT_PROGRAM_ANALYZE_OPTS_VERSION */
+    const kopt_device_info *dev;        /* NULL: the program's own record of its device */
+    const kopt_ceilings *ceil;          /* the device's measured ceilings; NULL or !valid:
+                                           spec-derived where the device allows */
+    const char *problem;                /* name, for messages (NULL: "program") */
+    int compute;                        /* kopt_compute of the problem's math (default FP32;
+                                           FP32 with rtol >= KOPT_TF32_ADMITTED_RTOL is held
+                                           to the TF32 roof, as the speed-of-light guard) */
+    int matmul_like;                    /* the problem is a contraction (no_tensor_cores) */
+    double flops, bytes;                /* the problem's work; 0: the measured FLOP of all
+                                           kernels, the program's compulsory_bytes */
+    double rtol;                        /* the outputs' tightest relative tolerance; 0: unknown */
+    kopt_analyze_opts analyze;          /* all_tools, only_tool (classes is set here) */
+} kopt_program_analyze_opts;
+#define KOPT_PROGRAM_ANALYZE_OPTS_VERSION 1
+#define KOPT_PROGRAM_ANALYZE_OPTS_INIT {KOPT_PROGRAM_ANALYZE_OPTS_VERSION, NULL, NULL, NULL, 0, \
+                                        0, 0, 0, 0, KOPT_ANALYZE_OPTS_INIT}
+
+/* A kernel's label in a program analysis: "#<launch index from 1> <short name>". */
+#define KOPT_PROGRAM_LABEL 160
+
+/* Time of a program by class: each kernel's duration counts for its class, the host gaps
+ * count as latency (the GPU waits on the host), in ms. */
+typedef struct kopt_program_class_time {
+    double compute, memory, latency, mixed, unknown;
+    double host_gaps;                   /* included in latency */
+} kopt_program_class_time;
+
+typedef struct kopt_program_analysis {
+    const kopt_program *prog;           /* borrowed: must outlive the analysis */
+    kopt_device_info dev;               /* the device used (has_dev: known) */
+    int has_dev;
+    kopt_ceilings ceil;                 /* as given (valid 0: none) */
+    double dram_gbs;                    /* the DRAM rate the fusion bytes are priced at */
+    const char *dram_source;            /* "measured", "spec-derived", or NULL: no rate */
+    double fusion_ms;                   /* prog->fusion_bytes at dram_gbs; -1: unknown */
+    kopt_classification *kernel_cls;    /* one per kernel: kopt_classify of that kernel alone
+                                           (its measured FLOP and DRAM bytes, its duration) */
+    kopt_program_class_time by_time;
+    kopt_class cls;                     /* the time-weighted class: the class with the most
+                                           time (unknown when unknown time leads) */
+    unsigned classes;                   /* classes holding >= 10 % of the time: their tools ran */
+    kopt_kernel_view *views;            /* one per kernel, as the tools saw them, each named
+                                           by its label (so findings name kernels uniquely) */
+    char (*labels)[KOPT_PROGRAM_LABEL];  /* per kernel: "#k short name" ("#2 my_softmax") */
+    kopt_kernel_info *res;              /* registers and static shared memory per kernel */
+    kopt_analysis_input in;             /* the tools' input (median_ms: forward_ms) */
+    kopt_analysis *an;                  /* the whole program's roofline position against the
+                                           problem's work, and the findings, ranked */
+} kopt_program_analysis;
+
+/* Classify each kernel and the program, price the fusion bytes at the DRAM rate, and run
+ * the tools (the kernel tools on every kernel; unfused_chain, launch_bound_program,
+ * library_gemm_fp32 on the whole) selected by the classes of the analysis and of the
+ * kernels. Gains are shares of the forward's time (forward_ms, else the kernels' time),
+ * the time a later candidate's realized gain is measured on, capped by the program's
+ * roofline headroom. opts NULL: defaults. *out is caller-owned
+ * (kopt_program_analysis_free) and borrows `p`. KOPT_E_INVALID (no program), KOPT_E_NOMEM,
+ * KOPT_E_NOT_FOUND (an unknown opts->analyze.only_tool). */
+kopt_status kopt_program_analyze(kopt_program_analysis **out, kopt_ctx *ctx,
+                                 const kopt_program *p, const kopt_program_analyze_opts *opts);
+void kopt_program_analysis_free(kopt_program_analysis *a);
+
+/* The analysis as text: the kernel table (#, short name, origin, op, grid, block, registers,
+ * shared memory, time, share, GB/s, class), then the program lines (GPU time, forward, host
+ * gaps, fusion bytes and ms, class) and the findings. Caller frees; NULL on allocation
+ * failure. */
+char *kopt_program_text(const kopt_program_analysis *a);
+/* The same as a JSON object (full kernel names, null for what is unknown); caller frees;
+ * NULL on allocation failure. Keys: docs/formats.md ("Program profile"). */
+char *kopt_program_json(const kopt_program_analysis *a);
+/* kopt_program_text written to `f` (the caller's stream). KOPT_E_NOMEM, KOPT_E_IO. */
+kopt_status kopt_program_print(FILE *f, kopt_ctx *ctx, const kopt_program_analysis *a);
 
 #ifdef __cplusplus
 }

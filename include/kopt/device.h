@@ -49,6 +49,14 @@ typedef struct kopt_ceilings {
     double fp64_tc_gflops;           /* FP64 tensor cores (DMMA, sm_80+); 0: unknown/none */
 } kopt_ceilings;
 
+/* The relative output tolerance from which an FP32 problem may be computed in a lower
+ * precision on tensor cores and still pass its check: TF32 rounds inputs to a 10-bit
+ * mantissa (unit roundoff 2^-11, about 4.9e-4), BF16 to 7 bits (2^-8, about 3.9e-3), both
+ * accumulating in FP32. The speed-of-light guard holds FP32 problems with such tolerances
+ * to the TF32 rate; the program tools say when a tolerance admits either. */
+#define KOPT_TF32_ADMITTED_RTOL 1e-3
+#define KOPT_BF16_ADMITTED_RTOL 1e-2
+
 /* Name, UUID and compute capability of GPU `ordinal` through NVML (no CUDA context),
  * asked once a process for each ordinal (and CUDA_VISIBLE_DEVICES): kept after that.
  * KOPT_E_NO_DEVICE when there is no driver or no such GPU. */

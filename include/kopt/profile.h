@@ -16,6 +16,7 @@
 #define KOPT_PROFILE_H
 
 #include "kopt/core.h"
+#include "kopt/device.h"
 #include "kopt/expr.h"
 
 #ifdef __cplusplus
@@ -41,6 +42,11 @@ int kopt_metrics_get(const kopt_metrics *ms, const char *name, double *out);
 /* The value, or `dflt` when absent. */
 double kopt_metrics_value(const kopt_metrics *ms, const char *name, double dflt);
 void kopt_metrics_clear(kopt_metrics *ms);     /* frees the entries; the struct is reusable */
+/* FP32 and FP64 FLOP executed, from the SASS thread-instruction counters of the roofline
+ * set (smsp__sass_thread_inst_executed_op_{f,d}{add,mul,fma}_pred_on.sum; an FMA counts
+ * two). Tensor-core work is not in them. 1 and *flops when any of the six is present, else
+ * 0 (and *flops untouched). */
+int kopt_metrics_flops(const kopt_metrics *ms, double *flops);
 
 /* One profiled kernel launch. */
 typedef struct kopt_kernel_profile {
@@ -211,6 +217,113 @@ kopt_status kopt_profile_import(kopt_profile **out, kopt_ctx *ctx, const char *r
  * mistyped field, named as "metrics[i].field"), KOPT_E_NOT_FOUND (an empty array). */
 kopt_status kopt_profile_from_json(kopt_profile **out, kopt_ctx *ctx, const char *text,
                                    const char *path);
+
+/* ---- what a kernel's name tells (src/profile/kernel_name.c) ---------------------------- */
+
+/* Who launched a kernel, by its name (mangled, as CUPTI gives it, or demangled, as the
+ * PyTorch profiler does). */
+typedef enum kopt_kernel_origin {
+    KOPT_ORIGIN_OTHER = 0,   /* no library recognized: the program's own (inline CUDA, an
+                              * extension, a host-mode candidate's kernels) */
+    KOPT_ORIGIN_CUBLAS,      /* cuBLAS / cuBLASLt: *gemm, gemv, splitKreduce, nvjet, xmma GEMMs,
+                              * arch-prefixed kernels (ampere_, sm90_, ...), and the generated
+                              * CUTLASS instances cuBLAS ships (cutlass_80_..., cutlass3x_...) */
+    KOPT_ORIGIN_CUDNN,       /* cuDNN: cudnn in the name, xmma fprop/dgrad/wgrad convolutions,
+                              * *_convolve_sgemm */
+    KOPT_ORIGIN_TRITON,      /* Triton, as torch.compile generates it: triton_... */
+    KOPT_ORIGIN_ATEN,        /* PyTorch's own: at::native elementwise, reduce, softmax, norms;
+                              * c10; pytorch_flash attention */
+    KOPT_ORIGIN_CUTLASS,     /* CUTLASS templates outside cuBLAS (PyTorch's memory-efficient
+                              * attention, grouped GEMMs) */
+    KOPT_ORIGIN_CUB,         /* CUB / Thrust (sort, scan, select), also PyTorch's copy of CUB */
+    KOPT_ORIGIN_COUNT
+} kopt_kernel_origin;
+
+/* The origin of a kernel by its name (NULL: OTHER). Rules, first match wins: triton_ prefix;
+ * cuDNN; CUB/Thrust; aten/c10; cuBLAS; any other CUTLASS; else OTHER. */
+kopt_kernel_origin kopt_kernel_origin_of(const char *name);
+/* "cuBLAS", "cuDNN", "Triton", "aten", "CUTLASS", "CUB", "other". Never NULL. */
+const char *kopt_kernel_origin_name(kopt_kernel_origin o);
+/* 1 for a library's kernel (cuBLAS, cuDNN, aten, CUTLASS, CUB), 0 for the program's own and
+ * for Triton (generated from the program by torch.compile, so the program's work). */
+int kopt_kernel_origin_is_library(kopt_kernel_origin o);
+/* A short readable name into out (n bytes, always terminated): the demangled name's last
+ * "::" component without its template arguments and parameters ("void at::native::(anonymous
+ * namespace)::softmax_warp_forward<float, ...>(float*, ...)" -> "softmax_warp_forward"), a
+ * mangled name's last identifier ("_Z11my_softmaxPKfPfi" -> "my_softmax"); the name itself
+ * when neither applies. */
+void kopt_kernel_short_name(const char *name, char *out, size_t n);
+
+/* ---- a PyTorch program: every kernel of one forward (src/profile/program.c) ---------------- */
+
+/* One kernel launch of the forward, as recorded, and what follows from the record alone. */
+typedef struct kopt_program_kernel {
+    char *name;                  /* demangled, as the activity trace names it */
+    char *op;                    /* the torch op that launched it ("aten::_softmax"); "" unknown */
+    kopt_kernel_origin origin;   /* kopt_kernel_origin_of(name) */
+    int grid[3], block[3];       /* 0 when not recorded */
+    int registers;               /* per thread; 0: not recorded */
+    int static_smem, dynamic_smem;   /* bytes per block; 0: not recorded */
+    int has_start;               /* start_us was recorded */
+    double start_us;             /* from the first kernel's start (activity trace) */
+    double dur_us;               /* activity trace (unprofiled); without it the metric's
+                                  * gpu__time_duration.sum */
+    kopt_metrics metrics;        /* ncu names; empty when not measured, may be partial */
+    /* Derived when read: */
+    double share;                /* dur_us over the sum of the program's, 0..1 */
+    double dram_bytes;           /* dram__bytes_read.sum + dram__bytes_write.sum; -1: not both */
+    double flops;                /* kopt_metrics_flops; -1: not measured */
+    int tensor;                  /* sm__inst_executed_pipe_tensor.sum > 0: 1, == 0: 0, absent: -1 */
+    double gbs, gflops;          /* dram_bytes and flops over the metric's own duration
+                                  * (gpu__time_duration.sum, the same replay), else over dur_us;
+                                  * 0 when not measured */
+} kopt_program_kernel;
+
+/* A program profile: one forward of a PyTorch module (a KernelBench reference, a ModelNew)
+ * or of a host-mode candidate, kernel by kernel (format: docs/formats.md, "Program
+ * profile"). Derived fields are computed by kopt_program_from_json from the record alone;
+ * the DRAM rate, the classes and the advice are the analysis's (kopt_program_analyze). */
+typedef struct kopt_program {
+    char subject[16];            /* "reference", "modelnew", "host"; "" when not recorded */
+    int has_device;
+    kopt_device_info device;     /* name, cc_major/minor, sm_count as recorded; rest 0 */
+    double forward_ms;           /* one forward's wall time (CUDA events, not profiled);
+                                  * 0: not recorded */
+    double compulsory_bytes;     /* the problem's inputs read once + outputs written once;
+                                  * -1: not recorded */
+    int nkernels;
+    kopt_program_kernel *kernels;    /* in launch order */
+    /* Derived when read: */
+    double gpu_ms;               /* sum of the kernels' durations */
+    double busy_ms;              /* the union of their [start, start + dur) intervals: kernels
+                                  * that overlap (several streams) count once */
+    double span_ms;              /* first start to last end */
+    int has_starts;              /* every kernel has start_us; without, busy and span are
+                                  * gpu_ms (kernels taken as back to back) */
+    double gap_between_ms;       /* GPU idle between kernels: span_ms - busy_ms */
+    double gap_outside_ms;       /* before the first and after the last kernel within the
+                                  * forward: max(0, forward_ms - span_ms); 0 without forward_ms */
+    double gap_ms;               /* host gaps: the two together, at most forward_ms -
+                                  * busy_ms (the traced forward, slower on the host under the
+                                  * profiler, is scaled down to the unprofiled one) */
+    double gap_share;            /* gap_ms / forward_ms (over span_ms without forward_ms) */
+    int dram_measured;           /* kernels with DRAM bytes (dram_bytes >= 0) */
+    double dram_bytes;           /* their sum: a lower bound when not every kernel has them */
+    double fusion_bytes;         /* what a perfectly fused kernel would not move:
+                                  * max(0, dram_bytes - compulsory_bytes); -1 when unknown
+                                  * (no DRAM bytes or no compulsory_bytes) */
+} kopt_program;
+
+/* Read a program profile from its JSON text (`path` names it in errors). Tolerant of
+ * missing optional fields (everything but "kernels" and each kernel's "name"; a kernel
+ * needs "dur_us" or the metric gpu__time_duration.sum), strict about types: a field of the
+ * wrong type or range is KOPT_E_INVALID naming it ("kernels[2].grid[1]: expected an integer
+ * from 0 to 2^31-1"), as is text that is not JSON (line and column), a "subject" other than
+ * reference/modelnew/host, or a metric whose value is not a number. No kernel:
+ * KOPT_E_NOT_FOUND. *out is caller-owned (kopt_program_free). */
+kopt_status kopt_program_from_json(kopt_program **out, kopt_ctx *ctx, const char *text,
+                                   const char *path);
+void kopt_program_free(kopt_program *p);
 
 /* ---- SASS ----------------------------------------------------------------------------- */
 

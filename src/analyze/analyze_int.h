@@ -28,7 +28,10 @@
     X(fp64_in_fp32)              \
     X(many_small_launches)       \
     X(dram_saturated)            \
-    X(missing_async_copy)
+    X(missing_async_copy)        \
+    X(unfused_chain)             \
+    X(launch_bound_program)      \
+    X(library_gemm_fp32)
 
 #define KOPT__TOOL_DECLARE(n) extern const kopt_tool kopt_tool_##n;
 KOPT_TOOL_LIST(KOPT__TOOL_DECLARE)
@@ -101,6 +104,10 @@ int kopt__uses_dmma(const kopt_analysis_input *in);
  * against the FMA rate when the kernels' SASS has no DMMA. Returns "measured...",
  * "spec-derived" or NULL (nothing known; both 0). */
 const char *kopt__rates(const kopt_analysis_input *in, int compute, double *gbs, double *gflops);
+/* A program's fusion bytes (kopt_program.fusion_bytes) in ms at the DRAM rate of the
+ * input's ceilings or device (kopt__rates); -1 when either is unknown. *gbs (may be NULL):
+ * the rate, 0 when unknown. */
+double kopt__fusion_ms(const kopt_analysis_input *in, double *gbs);
 /* Whether the input as a whole has what a KOPT_NEEDS_* bit asks for. */
 int kopt__has_need(const kopt_analysis_input *in, unsigned need);
 /* Human words for a KOPT_NEEDS_* bit ("measured metrics (run with a GPU or --ncu)"). */

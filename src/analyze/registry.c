@@ -43,8 +43,8 @@ static void skip(kopt_analysis *a, const char *tool, const char *why)
 }
 
 /* Needs in the order a reader should hear them: the most fundamental first. */
-static const unsigned need_order[] = {KOPT_NEEDS_HOST, KOPT_NEEDS_METRICS, KOPT_NEEDS_SASS,
-                                      KOPT_NEEDS_RESOURCES, KOPT_NEEDS_DEVICE,
+static const unsigned need_order[] = {KOPT_NEEDS_PROGRAM, KOPT_NEEDS_HOST, KOPT_NEEDS_METRICS,
+                                      KOPT_NEEDS_SASS, KOPT_NEEDS_RESOURCES, KOPT_NEEDS_DEVICE,
                                       KOPT_NEEDS_TIMING};
 #define KOPT_NNEEDS (sizeof(need_order) / sizeof(need_order[0]))
 
@@ -177,7 +177,8 @@ kopt_status kopt_analyze_run(kopt_analysis **out, kopt_ctx *ctx, const kopt_anal
     kopt_classify(in, &a->cls);
     th = kopt_thresholds_for(in->dev);
     /* On disagreement the tools of every class seen run, so no signal is lost. */
-    selected = (unsigned)a->cls.final | (unsigned)a->cls.analytic | (unsigned)a->cls.measured;
+    selected = (unsigned)a->cls.final | (unsigned)a->cls.analytic | (unsigned)a->cls.measured |
+               (opts->classes & KOPT_CLASS_ALL);
     if (!selected)
         selected = KOPT_CLASS_ALL;
     for (size_t i = 0; i < sizeof(registry) / sizeof(registry[0]); i++) {

@@ -46,8 +46,15 @@
 /* Achieved occupancy this many points below theoretical: imbalance (ncu uses 10; 20 keeps
  * run-to-run noise out). */
 #define KOPT_TH_ACHIEVED_OCC_GAP_PTS 20.0
-/* Measured DRAM bytes above this times the problem's minimum: the kernel re-reads. */
+/* Measured DRAM bytes above this times the problem's minimum: the kernel re-reads (and, in
+ * a program, its kernels pass intermediates through memory: unfused_chain). */
 #define KOPT_TH_DRAM_EXCESS_RATIO 1.25
+/* Program: the GPU idle between and around its kernels above this share of the forward
+ * (ours: at 30 % the host, not the GPU, sets the pace of a third of the time). */
+#define KOPT_TH_HOST_GAP_SHARE 0.30
+/* Program: FP32 (SIMT) library GEMMs above this share of the forward are worth moving to
+ * tensor cores (ours: at 20 % the TF32 rate, 4x realized, saves 15 %). */
+#define KOPT_TH_LIBRARY_GEMM_SHARE 0.20
 
 /* ---- per-architecture values ---------------------------------------------------------- */
 /* sm_89 (Ada: 48 warps/SM): at 128 registers 16 of 48 warps fit (33 %), the same share as
@@ -75,7 +82,9 @@
      .scalar_access_share = KOPT_TH_SCALAR_ACCESS_SHARE,                                    \
      .fp64_share_min = KOPT_TH_FP64_SHARE_MIN,                                              \
      .achieved_occupancy_gap_pts = KOPT_TH_ACHIEVED_OCC_GAP_PTS,                            \
-     .dram_excess_ratio = KOPT_TH_DRAM_EXCESS_RATIO}
+     .dram_excess_ratio = KOPT_TH_DRAM_EXCESS_RATIO,                                        \
+     .host_gap_share = KOPT_TH_HOST_GAP_SHARE,                                              \
+     .library_gemm_share = KOPT_TH_LIBRARY_GEMM_SHARE}
 
 static const kopt_thresholds rows[] = {
     KOPT_TH_ROW(0, -1, KOPT_TH_REGISTERS_HIGH, KOPT_TH_DRAM_SATURATED_PCT),     /* default */

@@ -167,6 +167,8 @@ int kopt__has_need(const kopt_analysis_input *in, unsigned need)
         return in->dev != NULL;
     case KOPT_NEEDS_HOST:
         return in->host_mode && in->launches_per_call > 0;
+    case KOPT_NEEDS_PROGRAM:
+        return in->program != NULL && in->program->nkernels > 0;
     default:
         break;
     }
@@ -194,6 +196,8 @@ const char *kopt__need_words(unsigned need)
         return "device properties (run where the GPU is visible)";
     case KOPT_NEEDS_HOST:
         return "host-mode launch records";
+    case KOPT_NEEDS_PROGRAM:
+        return "a program profile (kopt profile of a PyTorch reference or ModelNew)";
     default:
         return "an input it lacks";
     }

@@ -58,7 +58,8 @@ int kopt__torch_clock_apply(struct kopt__worker_run *run, char *msg, size_t n);
  * it was timed with, into r (timer, census, kernels_launched, own_kernels, precision). */
 void kopt__torch_census(kopt_eval_result *r, const struct kopt__worker_run *run);
 /* 1 when a kernel's (mangled) name is a library's: PyTorch's aten and c10, cuBLAS(Lt),
- * cuDNN, CUTLASS, cub/thrust, NVIDIA's generated GEMMs (xmma, nvjet, sm90_...). */
+ * cuDNN, CUTLASS, cub/thrust, NVIDIA's generated GEMMs (xmma, nvjet, sm90_...): the
+ * origin table of src/profile/kernel_name.c (kopt_kernel_origin_of). */
 int kopt__kernel_from_library(const char *name);
 /* The lowest precision the SASS listing `sass` (nvdisasm or cuobjdump -sass) computes at:
  * "fp8", "int8", "bf16", "fp16", "tf32" (tensor-core and packed half instructions), or ""

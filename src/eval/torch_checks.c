@@ -12,6 +12,7 @@
 #include "worker_int.h"
 
 #include "kopt/proc.h"
+#include "kopt/profile.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -78,25 +79,7 @@ int kopt__torch_clock_apply(kopt__worker_run *run, char *msg, size_t n)
 
 int kopt__kernel_from_library(const char *name)
 {
-    static const char *const prefixes[] = {
-        "_ZN2at", "_ZN3c10", "_ZN3cub", "_ZN6thrust", "_ZN7cutlass", "_ZN8cutlass3",
-        "cutlass", "ampere_", "sm80_", "sm86_", "sm89_", "sm90_", "sm100_", "sm120_",
-        "volta_", "turing_", "maxwell_", "nvjet", "cudnn", "_ZN5cudnn", "_Z15gemv2", "gemv2",
-        "gemmk1", "gemmSN", "splitKreduce", "_Z12splitKreduce", "_ZN8internal5gemvx",
-        "cublas", "_ZN6cublas", "xmma", "_ZN4xmma", "at::", "void at::", "void cutlass",
-    };
-    static const char *const inside[] = {"cublas", "cudnn", "xmma", "cutlass", "_gemm_",
-                                         "CUTLASS", "nvjet"};
-
-    if (!name)
-        return 0;
-    for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
-        if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
-            return 1;
-    for (size_t i = 0; i < sizeof(inside) / sizeof(inside[0]); i++)
-        if (strstr(name, inside[i]))
-            return 1;
-    return 0;
+    return kopt_kernel_origin_is_library(kopt_kernel_origin_of(name));
 }
 
 /* The lowest precision a kernel's name shows, ranked fp8 < fp16/bf16 < tf32; NULL. */

@@ -1,4 +1,5 @@
-/* Metric maps (name -> value, ncu's names) and the metric sets kopt collects. */
+/* Metric maps (name -> value, ncu's names), the metric sets kopt collects, and the FLOP the
+ * counters of the roofline set add up to. */
 #include "kopt/profile.h"
 
 #include <stdlib.h>
@@ -124,4 +125,27 @@ void kopt_metrics_clear(kopt_metrics *ms)
     free(ms->m);
     ms->m = NULL;
     ms->n = ms->cap = 0;
+}
+
+int kopt_metrics_flops(const kopt_metrics *ms, double *flops)
+{
+    static const struct { const char *name; double per_inst; } counters[] = {
+        {"smsp__sass_thread_inst_executed_op_fadd_pred_on.sum", 1},
+        {"smsp__sass_thread_inst_executed_op_fmul_pred_on.sum", 1},
+        {"smsp__sass_thread_inst_executed_op_ffma_pred_on.sum", 2},
+        {"smsp__sass_thread_inst_executed_op_dadd_pred_on.sum", 1},
+        {"smsp__sass_thread_inst_executed_op_dmul_pred_on.sum", 1},
+        {"smsp__sass_thread_inst_executed_op_dfma_pred_on.sum", 2},
+    };
+    double sum = 0, v;
+    int any = 0;
+
+    for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++)
+        if (kopt_metrics_get(ms, counters[i].name, &v)) {
+            sum += counters[i].per_inst * v;
+            any = 1;
+        }
+    if (any)
+        *flops = sum;
+    return any;
 }

@@ -32,8 +32,9 @@ static int join_metrics(json_t *kernels, const kopt_profile *p, char *note, size
         for (int j = 0; kopt_metrics_roofline[j]; j++)   /* ncu's raw page holds more */
             if (kopt_metrics_get(&p->kernels[i].metrics, kopt_metrics_roofline[j], &v))
                 json_object_set_new(m, kopt_metrics_roofline[j], json_real(v));
-        json_object_set_new(m, "ncu_kernel", json_string(p->kernels[i].kernel));
         json_object_set_new(json_array_get(kernels, (size_t)i), "metrics", m);
+        json_object_set_new(json_array_get(kernels, (size_t)i), "ncu_name",
+                            json_string(p->kernels[i].kernel));
     }
     return 1;
 }

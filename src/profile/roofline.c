@@ -67,11 +67,10 @@ void kopt__roofline(kopt_roofline *r, double flops, double bytes, int compute,
     r->pct_of_bound = r->bound_ms > 0 ? 100.0 * r->bound_ms / median_ms : 0;
 }
 
-/* TF32 rounds to a 10-bit mantissa (unit roundoff 2^-11, about 4.9e-4): an FP32 problem
- * whose outputs all admit a relative error of 1e-3 may be computed on the TF32 tensor cores
- * (cuBLAS's FAST_TF32, wmma/mma .tf32) and still pass, so no faster-than-possible verdict
- * is due below the TF32 rate. Others are held to their own precision's rate. */
-#define TF32_ADMITTED_RTOL 1e-3
+/* An FP32 problem whose outputs all admit KOPT_TF32_ADMITTED_RTOL (device.h) may be
+ * computed on the TF32 tensor cores (cuBLAS's FAST_TF32, wmma/mma .tf32) and still pass, so
+ * no faster-than-possible verdict is due below the TF32 rate. Others are held to their own
+ * precision's rate. */
 
 int kopt__guard_compute(int compute, const kopt_bound *b)
 {
@@ -84,7 +83,7 @@ int kopt__guard_compute(int compute, const kopt_bound *b)
         if (t->role != KOPT_ROLE_OUTPUT && t->role != KOPT_ROLE_INOUT)
             continue;
         outputs++;
-        if (t->rtol < TF32_ADMITTED_RTOL)
+        if (t->rtol < KOPT_TF32_ADMITTED_RTOL)
             return compute;
     }
     return outputs ? KOPT_COMPUTE_TF32 : compute;
