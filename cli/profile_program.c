@@ -9,24 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The outputs' tightest relative tolerance: each output's own, else the problem's, else its
- * dtype's default (what the check compares with). */
-static double outputs_rtol(const kopt_problem *prob)
-{
-    double r = 0;
-
-    for (int i = 0; i < prob->ntensors; i++) {
-        const kopt_tensor_spec *t = &prob->tensors[i];
-        double v;
-        if (t->role != KOPT_ROLE_OUTPUT && t->role != KOPT_ROLE_INOUT)
-            continue;
-        v = t->has_tol ? t->rtol : prob->has_tol ? prob->rtol : kopt_dtype_default_tol(t->dtype);
-        if (r == 0 || v < r)
-            r = v;
-    }
-    return r;
-}
-
 /* The record analyzed (classes, fusion, host gaps, the program tools), on the device's
  * ceilings from the run when it has or can measure them. NULL when it cannot be read. */
 static kopt_program_analysis *analyze(kopt_ctx *ctx, kopt_run *run, const kopt_problem *prob,
@@ -44,7 +26,7 @@ static kopt_program_analysis *analyze(kopt_ctx *ctx, kopt_run *run, const kopt_p
     po.problem = prob->name;
     po.compute = prob->compute;
     po.matmul_like = kopt_analyze_matmul_like(prob);
-    po.rtol = outputs_rtol(prob);
+    po.rtol = kopt_problem_outputs_rtol(prob);
     if (kopt_program_analyze(&a, ctx, *prog, &po) != KOPT_OK)
         return NULL;
     return a;

@@ -122,6 +122,9 @@ kopt_status kopt_problem_load(kopt_problem **out, kopt_ctx *ctx, const char *dir
 kopt_status kopt_problem_parse(kopt_problem **out, kopt_ctx *ctx, const char *json_text,
                                const char *path, const char *dir);
 void kopt_problem_free(kopt_problem *p);
+/* The outputs' tightest relative tolerance: each output's own, else the problem's, else its
+ * dtype's default (what the check compares with); 0 without outputs. */
+double kopt_problem_outputs_rtol(const kopt_problem *p);
 int kopt_problem_find_tensor(const kopt_problem *p, const char *name);
 
 /* A tunable param of a template candidate: its values in the order given ("params":

@@ -206,6 +206,8 @@ typedef struct kopt_run_profile {
     int detached;                     /* made detached: not stored yet */
     int device;                       /* the GPU of its correctness check */
     char baseline_hash[65];           /* the baseline of its resolutions ("" none) */
+    char *program;                    /* a PyTorch program: its analysis as text (the kernel
+                                       * table, host gaps, fusion, class); else NULL */
 } kopt_run_profile;
 
 /* Correct first (kopt_run_eval, unless static_only; a verdict other than OK stops with
@@ -213,8 +215,11 @@ typedef struct kopt_run_profile {
  * ncu, or an imported report), the analysis, and the profile with its findings and
  * resolutions into the store. On an error *out may still hold what was done; the fault
  * (COMPILE, LAUNCH, KOPT) says which step failed. A PyTorch program (the reference of a
- * problem with a PyTorch reference, or a ModelNew .py candidate) is not profiled yet:
- * KOPT_E_UNSUPPORTED at once (nothing evaluated), with a message saying so. */
+ * problem with a PyTorch reference, or a ModelNew .py candidate) is not evaluated here (the
+ * caller did): its kernels are recorded and analyzed (kopt_profile_program,
+ * kopt_program_analyze) into `an` (the program's class, the findings) and `program` (the
+ * analysis as text), not stored; KOPT_E_UNSUPPORTED, saying why, when it ran no kernel on a
+ * GPU or could not be recorded. */
 kopt_status kopt_run_profile_candidate(kopt_run *run, kopt_ctx *ctx, const kopt_problem *prob,
                                        const kopt_candidate *cand,
                                        const kopt_run_profile_opts *opts,

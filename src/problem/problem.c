@@ -399,6 +399,22 @@ cleanup:
     return rc;
 }
 
+double kopt_problem_outputs_rtol(const kopt_problem *p)
+{
+    double r = 0;
+
+    for (int i = 0; i < p->ntensors; i++) {
+        const kopt_tensor_spec *t = &p->tensors[i];
+        double v;
+        if (t->role != KOPT_ROLE_OUTPUT && t->role != KOPT_ROLE_INOUT)
+            continue;
+        v = t->has_tol ? t->rtol : p->has_tol ? p->rtol : kopt_dtype_default_tol(t->dtype);
+        if (r == 0 || v < r)
+            r = v;
+    }
+    return r;
+}
+
 kopt_status kopt_problem_load(kopt_problem **out, kopt_ctx *ctx, const char *dir_or_json)
 {
     struct stat st;

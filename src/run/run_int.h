@@ -46,9 +46,9 @@ kopt_torch_baseline *kopt__run_load_baselines(kopt_run *run, kopt_ctx *ctx,
 /* The profile of a PyTorch program (s->subject->torch_module: a PyTorch reference, or a
  * ModelNew .py candidate), called by kopt_run_profile_candidate in place of the kernel path
  * (compile, SASS, metrics), with s set up (problem, subject, reference, options) and
- * nothing checked yet. Its contract, once written: correct first as for a kernel, then
- * the program's per-kernel profile and its analysis into s (prof, an) and the store. Today:
- * KOPT_E_UNSUPPORTED, saying that a PyTorch program's profile is not available yet
+ * nothing checked (its caller evaluated it): the program's kernels recorded and analyzed
+ * into s->an (the program's class, the findings) and s->program (the analysis as text);
+ * not stored yet. KOPT_E_UNSUPPORTED, saying why, when no GPU ran its kernels
  * (run_profile_program.c). */
 kopt_status kopt__run_profile_program(kopt_run *run, kopt_ctx *ctx, kopt_run_profile *s,
                                       const kopt_run_profile_opts *o);

@@ -262,6 +262,7 @@ void kopt_run_profile_free(kopt_run_profile *p)
     if (!p)
         return;
     kopt_analysis_free(p->an);
+    free(p->program);
     free(p->views);
     kopt_profile_free(p->prof);
     kopt_sass_free(p->sass);

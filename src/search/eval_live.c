@@ -163,8 +163,8 @@ static void profile(live *l, kopt_ctx *ctx, const kopt_candidate *c, const kopt_
     po.profile.device = l->o.eval.device;
     po.detached = l->o.spread;
     if (kopt_run_profile_candidate(l->run, ctx, l->prob, c, &po, &p) != KOPT_OK || !p || !p->an) {
-        /* the planner is told why it gets no class nor advice (a PyTorch program: its
-         * profile is not available yet; CUPTI refused; ...) */
+        /* the planner is told why it gets no class nor advice (a PyTorch program whose
+         * kernels no GPU ran; CUPTI refused; ...) */
         if (p && p->stopped && p->eval)
             snprintf(out->profile_note, sizeof(out->profile_note), "the profile's correctness "
                      "check gave %s", kopt_verdict_name(p->eval->verdict));
@@ -175,6 +175,13 @@ static void profile(live *l, kopt_ctx *ctx, const kopt_candidate *c, const kopt_
         return;
     }
     snprintf(out->cls, sizeof(out->cls), "%s", kopt_class_name(p->an->cls.final));
+    if (p->program) {                  /* a PyTorch program: what it runs, kernel by kernel */
+        kopt_buf f = KOPT_BUF_INIT;
+        kopt_buf_printf(&f, "%s%sthe program's kernels in one forward (kopt profile):\n%s",
+                        out->facts ? out->facts : "", out->facts ? "\n" : "", p->program);
+        free(out->facts);
+        out->facts = kopt_buf_detach(&f);
+    }
     if (l->o.no_tools) {
         char *m = kopt_run_profile_metrics_json(p->prof);
         kopt_buf_printf(&b, "%s", m ? m : "(no metrics)");

@@ -264,8 +264,8 @@ static kopt_status unprofiled_eval(void *self, kopt_ctx *ctx, const char *source
     memset(out, 0, sizeof(*out));
     out->verdict = KOPT_VERDICT_OK;
     out->time_ms = 1.0;
-    snprintf(out->profile_note, sizeof(out->profile_note), "model.py is a PyTorch program, "
-             "and a PyTorch program's profile is not available yet");
+    snprintf(out->profile_note, sizeof(out->profile_note), "model.py is a PyTorch program "
+             "whose kernels no GPU ran here");
     return KOPT_OK;
 }
 
@@ -291,8 +291,7 @@ static void test_prompt_profile_note(void)
         snprintf(path, sizeof(path), "%s/e1-p1-planner.prompt.md", dir);
         text = ktest_read_file(path);
         CHECK_STR_CONTAINS(text, "Roofline class: unknown (not profiled: model.py is a PyTorch "
-                                 "program, and a PyTorch program's profile is not available "
-                                 "yet)");
+                                 "program whose kernels no GPU ran here)");
         CHECK_STR_CONTAINS(text, "(no advice: this kernel was not profiled: model.py is a "
                                  "PyTorch program");
         json = kopt_search_json(s);

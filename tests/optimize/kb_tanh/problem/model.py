@@ -1,6 +1,6 @@
 # A KernelBench-style problem for CPU tests: tests/optimize/test_optimize.py (what the coder
 # is shown of a host-mode candidate's interface) and tests/unit/test_run.c (the profile of a
-# PyTorch program is not available yet, and says so). problem.json beside it is
+# PyTorch program without a GPU says why it was not made). problem.json beside it is
 # what `kopt kb import` writes for this file, with the check sizes cut to one size (so that
 # the other is shown unchanged). Nothing here runs: the tests use the scripted evaluator.
 import torch
