@@ -9,29 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The record analyzed (classes, fusion, host gaps, the program tools), on the device's
- * ceilings from the run when it has or can measure them. NULL when it cannot be read. */
-static kopt_program_analysis *analyze(kopt_ctx *ctx, kopt_run *run, const kopt_problem *prob,
-                                      const kopt_eval_opts *eo, const char *text,
-                                      kopt_program **prog, kopt_ceilings *ceil)
-{
-    kopt_program_analyze_opts po = KOPT_PROGRAM_ANALYZE_OPTS_INIT;
-    kopt_program_analysis *a = NULL;
-
-    if (kopt_program_from_json(prog, ctx, text, "the program profile") != KOPT_OK)
-        return NULL;
-    memset(ceil, 0, sizeof(*ceil));
-    if ((*prog)->nkernels && kopt_run_ceilings(run, ctx, eo->device, ceil) == KOPT_OK)
-        po.ceil = ceil;
-    po.problem = prob->name;
-    po.compute = prob->compute;
-    po.matmul_like = kopt_analyze_matmul_like(prob);
-    po.rtol = kopt_problem_outputs_rtol(prob);
-    if (kopt_program_analyze(&a, ctx, *prog, &po) != KOPT_OK)
-        return NULL;
-    return a;
-}
-
 int cli_profile_program(kopt_ctx *ctx, kopt_run *run, const kopt_problem *prob,
                         const kopt_candidate *cand, const char *cand_path,
                         const kopt_eval_opts *eo, int json, int with_ncu)
@@ -40,7 +17,6 @@ int cli_profile_program(kopt_ctx *ctx, kopt_run *run, const kopt_problem *prob,
     json_t *doc;
     kopt_program *prog = NULL;
     kopt_program_analysis *a = NULL;
-    kopt_ceilings ceil;
     int code;
 
     if (cand) {                        /* correct first */
@@ -68,7 +44,7 @@ int cli_profile_program(kopt_ctx *ctx, kopt_run *run, const kopt_problem *prob,
     }
     doc = json_loads(text, 0, NULL);
     if (json_array_size(json_object_get(doc, "kernels")) &&   /* none on the CPU build */
-        !(a = analyze(ctx, run, prob, eo, text, &prog, &ceil)))
+        kopt_run_program_analyze(run, ctx, prob, eo->device, NULL, text, &prog, &a) != KOPT_OK)
         kopt_log(ctx, KOPT_LOG_WARN, "the program profile was not analyzed: %s",
                  kopt_errmsg(ctx));
     if (json) {                        /* the record, and its analysis under "analysis" */

@@ -225,6 +225,13 @@ kopt_status kopt_run_profile_candidate(kopt_run *run, kopt_ctx *ctx, const kopt_
                                        const kopt_run_profile_opts *opts,
                                        kopt_run_profile **out);
 void kopt_run_profile_free(kopt_run_profile *p);
+/* A PyTorch program's record (kopt_profile_program's JSON) read into *prog and analyzed on
+ * the problem's terms (its compute type, whether it is a contraction, its outputs' rtol) and
+ * the device's ceilings: `ceil` when valid, else the run's for `device` (run NULL: none).
+ * *prog is set whenever the record was read (free both). */
+kopt_status kopt_run_program_analyze(kopt_run *run, kopt_ctx *ctx, const kopt_problem *prob,
+                                     int device, const kopt_ceilings *ceil, const char *record,
+                                     kopt_program **prog, kopt_program_analysis **out);
 /* A profile made with `detached`: its correctness check noted and stored, then the profile
  * and its findings, as kopt_run_profile_candidate would have (on the run's thread). */
 void kopt_run_profile_commit(kopt_run *run, kopt_ctx *ctx, kopt_run_profile *p);

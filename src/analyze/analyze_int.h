@@ -118,4 +118,7 @@ static inline double kopt__clamp01(double x)
     return x < 0 ? 0 : x > 1 ? 1 : x;
 }
 
+/* Whether `needle` occurs in `hay` (NULL: no), case ignored (input.c). */
+int kopt__contains_ci(const char *hay, const char *needle);
+
 #endif

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
-static int contains_ci(const char *hay, const char *needle)
+int kopt__contains_ci(const char *hay, const char *needle)
 {
     size_t n = strlen(needle);
     for (; hay && *hay; hay++)
@@ -22,8 +22,9 @@ int kopt_analyze_matmul_like(const kopt_problem *p)
 {
     return p->compute == KOPT_COMPUTE_FP16 || p->compute == KOPT_COMPUTE_BF16 ||
            p->compute == KOPT_COMPUTE_TF32 || p->compute == KOPT_COMPUTE_FP8 ||
-           contains_ci(p->name, "gemm") || contains_ci(p->name, "matmul") ||
-           contains_ci(p->description, "gemm") || contains_ci(p->description, "matmul");
+           kopt__contains_ci(p->name, "gemm") || kopt__contains_ci(p->name, "matmul") ||
+           kopt__contains_ci(p->description, "gemm") ||
+           kopt__contains_ci(p->description, "matmul");
 }
 
 /* The profile kernel for the i-th kernel launch named `name` (lowered symbol `lowered`). */

@@ -12,16 +12,36 @@
 #include <stdlib.h>
 #include <string.h>
 
+kopt_status kopt_run_program_analyze(kopt_run *run, kopt_ctx *ctx, const kopt_problem *prob,
+                                     int device, const kopt_ceilings *ceil, const char *record,
+                                     kopt_program **prog, kopt_program_analysis **out)
+{
+    kopt_program_analyze_opts po = KOPT_PROGRAM_ANALYZE_OPTS_INIT;
+    kopt_ceilings known;
+    kopt_status rc;
+
+    *out = NULL;
+    if ((rc = kopt_program_from_json(prog, ctx, record, "the program profile")) != KOPT_OK)
+        return rc;
+    if (ceil && ceil->valid)
+        po.ceil = ceil;
+    else if (run && kopt_run_ceilings(run, ctx, device, &known) == KOPT_OK)
+        po.ceil = &known;
+    po.problem = prob->name;
+    po.compute = prob->compute;
+    po.matmul_like = kopt_analyze_matmul_like(prob);
+    po.rtol = kopt_problem_outputs_rtol(prob);
+    return kopt_program_analyze(out, ctx, *prog, &po);
+}
+
 kopt_status kopt__run_profile_program(kopt_run *run, kopt_ctx *ctx, kopt_run_profile *s,
                                       const kopt_run_profile_opts *o)
 {
     const char *path = s->subject->path ? strrchr(s->subject->path, '/') : NULL;
     const kopt_candidate *cand = s->subject == s->ref || s->subject->is_reference ? NULL
                                                                           : s->subject;
-    kopt_program_analyze_opts po = KOPT_PROGRAM_ANALYZE_OPTS_INIT;
     kopt_program_analysis *a = NULL;
     kopt_program *prog = NULL;
-    kopt_ceilings ceil;
     char *text = NULL;
     kopt_status rc;
 
@@ -32,29 +52,19 @@ kopt_status kopt__run_profile_program(kopt_run *run, kopt_ctx *ctx, kopt_run_pro
                          path);
         return s->detached ? rc : kopt__run_fail(run, KOPT_RUN_FAULT_KOPT, rc);
     }
+    /* detached (one GPU of several, on a thread of its own): the run is not touched */
     if ((rc = kopt_profile_program(ctx, s->prob, cand, &o->eval, 1, &text)) != KOPT_OK ||
-        (rc = kopt_program_from_json(&prog, ctx, text, "the program profile")) != KOPT_OK) {
+        (rc = kopt_run_program_analyze(s->detached ? NULL : run, ctx, s->prob, s->device,
+                                       o->eval.ceilings, text, &prog, &a)) != KOPT_OK) {
         rc = kopt_seterr(ctx, KOPT_E_UNSUPPORTED, "%s: the PyTorch program %s was not "
                          "profiled: %s", s->prob->name, path, kopt_errmsg(ctx));
-        free(text);
-        return s->detached ? rc : kopt__run_fail(run, KOPT_RUN_FAULT_KOPT, rc);
-    }
-    free(text);
-    memset(&ceil, 0, sizeof(ceil));
-    if (o->eval.ceilings && o->eval.ceilings->valid)
-        po.ceil = o->eval.ceilings;
-    else if (!s->detached && kopt_run_ceilings(run, ctx, s->device, &ceil) == KOPT_OK)
-        po.ceil = &ceil;
-    po.problem = s->prob->name;
-    po.compute = s->prob->compute;
-    po.matmul_like = s->matmul_like;
-    po.rtol = kopt_problem_outputs_rtol(s->prob);
-    if ((rc = kopt_program_analyze(&a, ctx, prog, &po)) == KOPT_OK) {
+    } else {
         s->an = a->an;                 /* self-contained: its findings own their text */
         a->an = NULL;
         s->an->cls.final = a->cls;     /* the program's class: where its time goes */
         s->program = kopt_program_text(a);
     }
+    free(text);
     kopt_program_analysis_free(a);
     kopt_program_free(prog);
     return rc == KOPT_OK || s->detached ? rc : kopt__run_fail(run, KOPT_RUN_FAULT_KOPT, rc);

@@ -9,7 +9,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 /* Tensor over SIMT rate when neither ceilings nor device say (H100: TF32 2048 vs FP32 256
  * FLOP/clk per SM; BF16 twice TF32). */
@@ -39,27 +38,18 @@ static const char *const metrics[] = {
     NULL,
 };
 
-static int contains_ci(const char *hay, const char *needle)
-{
-    size_t n = strlen(needle);
-    for (; hay && *hay; hay++)
-        if (strncasecmp(hay, needle, n) == 0)
-            return 1;
-    return 0;
-}
-
 static int any_ci(const char *name, const char *const *tags)
 {
     for (int i = 0; tags[i]; i++)
-        if (contains_ci(name, tags[i]))
+        if (kopt__contains_ci(name, tags[i]))
             return 1;
     return 0;
 }
 
 static int gemm_name(const char *name)
 {
-    return (contains_ci(name, "gemm") && !contains_ci(name, "gemv") &&
-            !contains_ci(name, "splitKreduce")) || contains_ci(name, "nvjet");
+    return (kopt__contains_ci(name, "gemm") && !kopt__contains_ci(name, "gemv") &&
+            !kopt__contains_ci(name, "splitKreduce")) || kopt__contains_ci(name, "nvjet");
 }
 
 /* What a name says about a GEMM's precision. */
