@@ -17,7 +17,8 @@ int cli_profile_program(kopt_ctx *ctx, kopt_run *run, const kopt_problem *prob,
     json_t *doc;
     kopt_program *prog = NULL;
     kopt_program_analysis *a = NULL;
-    int code;
+    int64_t profile_id = 0;
+    int code, nresolved = 0;
 
     if (cand) {                        /* correct first */
         kopt_eval_result *r = NULL;
@@ -47,11 +48,24 @@ int cli_profile_program(kopt_ctx *ctx, kopt_run *run, const kopt_problem *prob,
         kopt_run_program_analyze(run, ctx, prob, eo->device, NULL, text, &prog, &a) != KOPT_OK)
         kopt_log(ctx, KOPT_LOG_WARN, "the program profile was not analyzed: %s",
                  kopt_errmsg(ctx));
+    if (a && kopt_run_program_store(run, ctx, prob, cand, a, text, &profile_id,
+                                    &nresolved) != KOPT_OK)
+        kopt_log(ctx, KOPT_LOG_WARN, "the program profile was not stored: %s",
+                 kopt_errmsg(ctx));
     if (json) {                        /* the record, and its analysis under "analysis" */
-        char *aj = a ? kopt_program_json(a) : NULL;
-        json_object_set_new(doc, "analysis", aj ? json_loads(aj, 0, NULL) : json_null());
-        free(aj);
-        cli_print_text(json_dumps(doc, JSON_INDENT(1)));
+        char *docs = kopt_run_program_document(text, a);
+        json_t *out = docs ? json_loads(docs, 0, NULL) : NULL;
+        free(docs);
+        if (!out) {
+            fprintf(stderr, "kopt profile: the program profile is not JSON\n");
+            code = KOPT_EXIT_ERROR;
+            goto done;
+        }
+        if (profile_id)
+            json_object_set_new(out, "stored", json_pack("{s:I, s:i}", "profile_id",
+                                (json_int_t)profile_id, "resolutions", nresolved));
+        cli_print_text(json_dumps(out, JSON_INDENT(1)));
+        json_decref(out);
     } else {
         printf("program    %s: %zu kernel(s) in one forward\n",
                cand_path ? cand_path : "the PyTorch reference",
@@ -60,10 +74,15 @@ int cli_profile_program(kopt_ctx *ctx, kopt_run *run, const kopt_problem *prob,
             kopt_program_print(stdout, ctx, a);
         if (json_object_get(doc, "metrics_note"))
             printf("metrics    %s\n", json_string_value(json_object_get(doc, "metrics_note")));
+        if (profile_id)
+            printf("stored     profile #%lld, %d resolution(s) of earlier findings\n",
+                   (long long)profile_id, nresolved);
     }
+    code = 0;
+done:
     kopt_program_analysis_free(a);
     kopt_program_free(prog);
     json_decref(doc);
     free(text);
-    return 0;
+    return code;
 }

@@ -98,6 +98,8 @@ const kopt_kernel_profile *kopt_profile_kernel(const kopt_profile *p, const char
  * ops) is small enough for one or two passes; the rules set is what the micro-tools read. */
 extern const char *const kopt_metrics_roofline[];   /* NULL-terminated */
 extern const char *const kopt_metrics_rules[];      /* NULL-terminated */
+/* A PyTorch program's kernels: the roofline set and the SM/memory throughput percentages. */
+extern const char *const kopt_metrics_program[];    /* NULL-terminated */
 
 /* ---- ncu ---------------------------------------------------------------------------- */
 

@@ -208,6 +208,9 @@ typedef struct kopt_run_profile {
     char baseline_hash[65];           /* the baseline of its resolutions ("" none) */
     char *program;                    /* a PyTorch program: its analysis as text (the kernel
                                        * table, host gaps, fusion, class); else NULL */
+    char *program_json;               /* the same: its record with the analysis under
+                                       * "analysis" (kopt_run_program_document); else NULL */
+    double program_ms;                /* the same: its forward's time (CUDA events) */
 } kopt_run_profile;
 
 /* Correct first (kopt_run_eval, unless static_only; a verdict other than OK stops with
@@ -217,9 +220,11 @@ typedef struct kopt_run_profile {
  * (COMPILE, LAUNCH, KOPT) says which step failed. A PyTorch program (the reference of a
  * problem with a PyTorch reference, or a ModelNew .py candidate) is not evaluated here (the
  * caller did): its kernels are recorded and analyzed (kopt_profile_program,
- * kopt_program_analyze) into `an` (the program's class, the findings) and `program` (the
- * analysis as text), not stored; KOPT_E_UNSUPPORTED, saying why, when it ran no kernel on a
- * GPU or could not be recorded. */
+ * kopt_program_analyze) into `an` (the program's class, the findings), `program` (the
+ * analysis as text) and `program_json`, and stored as a profile of source "program" (its
+ * metrics: the record with its analysis; its median: the forward's time) with its findings
+ * and resolutions against the baseline; KOPT_E_UNSUPPORTED, saying why, when it ran no
+ * kernel on a GPU or could not be recorded. */
 kopt_status kopt_run_profile_candidate(kopt_run *run, kopt_ctx *ctx, const kopt_problem *prob,
                                        const kopt_candidate *cand,
                                        const kopt_run_profile_opts *opts,
@@ -232,6 +237,18 @@ void kopt_run_profile_free(kopt_run_profile *p);
 kopt_status kopt_run_program_analyze(kopt_run *run, kopt_ctx *ctx, const kopt_problem *prob,
                                      int device, const kopt_ceilings *ceil, const char *record,
                                      kopt_program **prog, kopt_program_analysis **out);
+/* A program's record (kopt_profile_program's JSON) with its analysis (kopt_program_json;
+ * NULL: null) under "analysis": kopt profile --json's document, and a stored program
+ * profile's metrics. Caller frees; NULL when the record is not JSON. */
+char *kopt_run_program_document(const char *record, const kopt_program_analysis *a);
+/* A program's analysis `a` of `record` into the run's store, as kopt_run_profile_candidate
+ * stores one (source "program", the document of kopt_run_program_document, the findings, the
+ * resolutions against the subject profiled most recently): `subject` the candidate, NULL
+ * the reference. *profile_id (may be NULL): its row, 0 when the run has no store; *nresolved
+ * (may be NULL): resolutions recorded. */
+kopt_status kopt_run_program_store(kopt_run *run, kopt_ctx *ctx, const kopt_problem *prob,
+                                   const kopt_candidate *subject, kopt_program_analysis *a,
+                                   const char *record, int64_t *profile_id, int *nresolved);
 /* A profile made with `detached`: its correctness check noted and stored, then the profile
  * and its findings, as kopt_run_profile_candidate would have (on the run's thread). */
 void kopt_run_profile_commit(kopt_run *run, kopt_ctx *ctx, kopt_run_profile *p);

@@ -23,6 +23,27 @@ const char *const kopt_metrics_roofline[] = {
     NULL,
 };
 
+/* A PyTorch program's kernels (kopt profile of a program): the roofline set plus the SM and
+ * memory throughput (% of peak), so a kernel whose FLOP the counters miss (tensor cores) or
+ * that has none (a copy, a ReLU) still gets a measured class. */
+const char *const kopt_metrics_program[] = {
+    "gpu__time_duration.sum",
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_dadd_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum",
+    "sm__inst_executed_pipe_tensor.sum",
+    "sm__cycles_elapsed.avg.per_second",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    NULL,
+};
+
 /* What the micro-tools read (src/analyze/rules/). */
 const char *const kopt_metrics_rules[] = {
     "gpu__time_duration.sum",

@@ -29,9 +29,9 @@ static int join_metrics(json_t *kernels, const kopt_profile *p, char *note, size
     for (int i = 0; i < p->nkernels; i++) {
         json_t *m = json_object();
         double v;
-        for (int j = 0; kopt_metrics_roofline[j]; j++)   /* ncu's raw page holds more */
-            if (kopt_metrics_get(&p->kernels[i].metrics, kopt_metrics_roofline[j], &v))
-                json_object_set_new(m, kopt_metrics_roofline[j], json_real(v));
+        for (int j = 0; kopt_metrics_program[j]; j++)   /* ncu's raw page holds more */
+            if (kopt_metrics_get(&p->kernels[i].metrics, kopt_metrics_program[j], &v))
+                json_object_set_new(m, kopt_metrics_program[j], json_real(v));
         json_object_set_new(json_array_get(kernels, (size_t)i), "metrics", m);
         json_object_set_new(json_array_get(kernels, (size_t)i), "ncu_name",
                             json_string(p->kernels[i].kernel));
@@ -53,7 +53,7 @@ static kopt_status ncu_run(kopt_ctx *ctx, const kopt_problem *prob, const kopt_c
     if (fd < 0)
         return kopt_seterr(ctx, KOPT_E_IO, "a file for ncu's log: %s", log);
     close(fd);
-    no.metrics = kopt_metrics_roofline;
+    no.metrics = kopt_metrics_program;
     no.nvtx_range = "kopt_profile";
     no.log_file = log;
     if ((rc = kopt_ncu_argv(&argv, NULL, ctx, &no)) == KOPT_OK &&

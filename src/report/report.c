@@ -16,6 +16,7 @@ static const kopt__report_section sections[] = {
     {"environment", "Environment", NULL, kopt__report_env},
     {"roofline", "Roofline", kopt__report_has_roofline, kopt__report_roofline},
     {"evaluations", "Evaluations", kopt__report_has_evals, kopt__report_evals},
+    {"programs", "PyTorch programs", kopt__report_has_programs, kopt__report_programs},
     {"findings", "Findings", kopt__report_has_findings, kopt__report_findings},
     {"tuning", "Tuning", kopt__report_has_tuning, kopt__report_tuning},
     {"search-tree", "Search tree", kopt__report_has_tree, kopt__report_tree},

@@ -29,6 +29,10 @@ void kopt__report_findings(kopt_buf *b, json_t *doc);
 int kopt__report_has_tuning(json_t *doc);
 void kopt__report_tuning(kopt_buf *b, json_t *doc);
 
+/* programs.c: the stored PyTorch program profiles, kernel by kernel */
+int kopt__report_has_programs(json_t *doc);
+void kopt__report_programs(kopt_buf *b, json_t *doc);
+
 /* tree.c: the optimize search tree (doc["optimize"]) */
 int kopt__report_has_tree(json_t *doc);
 void kopt__report_tree(kopt_buf *b, json_t *doc);

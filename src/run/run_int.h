@@ -47,9 +47,12 @@ kopt_torch_baseline *kopt__run_load_baselines(kopt_run *run, kopt_ctx *ctx,
  * ModelNew .py candidate), called by kopt_run_profile_candidate in place of the kernel path
  * (compile, SASS, metrics), with s set up (problem, subject, reference, options) and
  * nothing checked (its caller evaluated it): the program's kernels recorded and analyzed
- * into s->an (the program's class, the findings) and s->program (the analysis as text);
- * not stored yet. KOPT_E_UNSUPPORTED, saying why, when no GPU ran its kernels
+ * into s->an (the program's class, the findings), s->program (the analysis as text) and
+ * s->program_json, stored unless detached. KOPT_E_UNSUPPORTED, saying why, when no GPU ran its kernels
  * (run_profile_program.c). */
+/* A profile and its findings into the run's store, with resolutions against its baseline
+ * (run_profile.c); a PyTorch program's (program_json set) as source "program". */
+void kopt__run_profile_store(kopt_run *run, kopt_run_profile *s, kopt_ctx *ctx);
 kopt_status kopt__run_profile_program(kopt_run *run, kopt_ctx *ctx, kopt_run_profile *s,
                                       const kopt_run_profile_opts *o);
 /* Note `parent` as the run's parent (the run a resumed or replayed one came from). */

@@ -90,27 +90,30 @@ char *kopt_run_profile_metrics_json(const kopt_profile *p)
     return text;
 }
 
-/* The profile and findings into the store; resolutions against the baseline. */
-static void store(kopt_run *run, kopt_run_profile *s, kopt_ctx *ctx, const char *parent_hash)
+/* The profile and findings into the store; resolutions against the baseline (the
+ * profile's own, else the candidate profiled most recently). A PyTorch program's: its
+ * record with the analysis, timed by its forward. */
+void kopt__run_profile_store(kopt_run *run, kopt_run_profile *s, kopt_ctx *ctx)
 {
     kopt_store_profile sp;
     kopt_store_finding *f = NULL;
-    int nf = s->an ? s->an->findings.n : 0;
+    int nf = s->an ? s->an->findings.n : 0, program = s->program_json != NULL;
     char *mjs;
 
-    if (!run->store || !s->eval || s->eval->verdict != KOPT_VERDICT_OK || s->static_only)
+    if (!run->store || s->static_only ||
+        (!program && (!s->eval || s->eval->verdict != KOPT_VERDICT_OK)))
         return;
-    mjs = kopt_run_profile_metrics_json(s->prof);
+    mjs = program ? NULL : kopt_run_profile_metrics_json(s->prof);
     memset(&sp, 0, sizeof(sp));
     sp.problem_hash = s->prob->hash;
     sp.candidate_hash = s->subject->hash;
-    sp.eval_id = s->eval->eval_id;
-    sp.source = s->prof ? s->prof->source : "static";
-    sp.median_ms = s->eval->timing.median_ms;
+    sp.eval_id = s->eval ? s->eval->eval_id : 0;
+    sp.source = program ? "program" : s->prof ? s->prof->source : "static";
+    sp.median_ms = s->eval ? s->eval->timing.median_ms : s->program_ms;
     sp.collect_ms = s->prof ? s->prof->collect_ms : 0;
     sp.passes = s->prof ? s->prof->passes : 0;
-    sp.metrics_json = mjs;
-    sp.baseline_hash = parent_hash;
+    sp.metrics_json = program ? s->program_json : mjs;
+    sp.baseline_hash = s->baseline_hash[0] ? s->baseline_hash : NULL;
     sp.run_id = run->id;
     f = calloc((size_t)nf + 1, sizeof(*f));
     for (int i = 0; f && i < nf; i++) {
@@ -158,7 +161,7 @@ void kopt_run_profile_commit(kopt_run *run, kopt_ctx *ctx, kopt_run_profile *p)
         kopt__run_note_result(run, ctx, p->device, p->eval);
         kopt__run_store_eval(run, ctx, p->prob, p->subject, p->eval, NULL);
     }
-    store(run, p, ctx, p->baseline_hash[0] ? p->baseline_hash : NULL);
+    kopt__run_profile_store(run, p, ctx);
 }
 
 kopt_status kopt_run_profile_candidate(kopt_run *run, kopt_ctx *ctx, const kopt_problem *prob,
@@ -253,7 +256,7 @@ kopt_status kopt_run_profile_candidate(kopt_run *run, kopt_ctx *ctx, const kopt_
     if ((rc = analyze(s, ctx, o.all_tools, o.only_tool)) != KOPT_OK)
         return failed(run, s, KOPT_RUN_FAULT_KOPT, rc);
     if (!s->detached)
-        store(run, s, ctx, parent_hash);
+        kopt__run_profile_store(run, s, ctx);
     return KOPT_OK;
 }
 
@@ -263,6 +266,7 @@ void kopt_run_profile_free(kopt_run_profile *p)
         return;
     kopt_analysis_free(p->an);
     free(p->program);
+    free(p->program_json);
     free(p->views);
     kopt_profile_free(p->prof);
     kopt_sass_free(p->sass);

@@ -4,10 +4,12 @@
  * program's kernels are recorded (kopt_profile_program: one forward traced, ncu's metrics
  * joined) and analyzed (kopt_program_analyze): the analysis's class (the time-weighted class
  * of the program) and findings become the profile's, and its text (the kernel table, host
- * gaps, fusion bytes) is kept in `program` for the planner. Not stored yet: the profile has
- * no evaluation of its own here (its caller evaluated the node). */
+ * gaps, fusion bytes) is kept in `program` for the planner, and the record with its analysis
+ * is stored as a profile of source "program" (timed by the record's forward: the caller
+ * evaluated the node, the profile has no evaluation of its own). */
 #include "run_int.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +34,50 @@ kopt_status kopt_run_program_analyze(kopt_run *run, kopt_ctx *ctx, const kopt_pr
     po.matmul_like = kopt_analyze_matmul_like(prob);
     po.rtol = kopt_problem_outputs_rtol(prob);
     return kopt_program_analyze(out, ctx, *prog, &po);
+}
+
+char *kopt_run_program_document(const char *record, const kopt_program_analysis *a)
+{
+    json_t *doc = json_loads(record, 0, NULL);
+    char *aj = a ? kopt_program_json(a) : NULL, *out;
+
+    if (!doc) {
+        free(aj);
+        return NULL;
+    }
+    json_object_set_new(doc, "analysis", aj ? json_loads(aj, 0, NULL) : json_null());
+    free(aj);
+    out = json_dumps(doc, JSON_INDENT(1));
+    json_decref(doc);
+    return out;
+}
+
+kopt_status kopt_run_program_store(kopt_run *run, kopt_ctx *ctx, const kopt_problem *prob,
+                                   const kopt_candidate *subject, kopt_program_analysis *a,
+                                   const char *record, int64_t *profile_id, int *nresolved)
+{
+    kopt_run_profile s;
+    kopt_candidate *ref = NULL;
+    kopt_status rc = KOPT_OK;
+
+    memset(&s, 0, sizeof(s));
+    if (!subject && (rc = kopt_candidate_from_reference(&ref, ctx, prob)) != KOPT_OK)
+        return rc;
+    s.prob = prob;
+    s.subject = subject ? subject : ref;
+    s.an = a->an;                                   /* borrowed */
+    s.program_ms = a->prog->forward_ms;
+    if (!(s.program_json = kopt_run_program_document(record, a)))
+        rc = kopt_seterr(ctx, KOPT_E_INVALID, "the program profile is not JSON");
+    else
+        kopt__run_profile_store(run, &s, ctx);
+    if (profile_id)
+        *profile_id = s.profile_id;
+    if (nresolved)
+        *nresolved = s.nresolved;
+    free(s.program_json);
+    kopt_candidate_free(ref);
+    return rc;
 }
 
 kopt_status kopt__run_profile_program(kopt_run *run, kopt_ctx *ctx, kopt_run_profile *s,
@@ -63,6 +109,10 @@ kopt_status kopt__run_profile_program(kopt_run *run, kopt_ctx *ctx, kopt_run_pro
         a->an = NULL;
         s->an->cls.final = a->cls;     /* the program's class: where its time goes */
         s->program = kopt_program_text(a);
+        s->program_json = kopt_run_program_document(text, a);
+        s->program_ms = prog->forward_ms;
+        if (!s->detached)
+            kopt__run_profile_store(run, s, ctx);
     }
     free(text);
     kopt_program_analysis_free(a);

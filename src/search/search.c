@@ -381,6 +381,13 @@ static char *advice_text(const kopt_search *s, const kopt_search_node *n)
     return kopt_buf_detach(&b);
 }
 
+/* The language of a source, for its code fence: a PyTorch program (the reference of a
+ * KernelBench problem, a ModelNew) is Python, everything else CUDA. */
+static const char *source_lang(const char *src)
+{
+    return src && strstr(src, "import torch") ? "python" : "cuda";
+}
+
 /* The variables every role sees about node i (docs/optimize.md lists them). */
 static void node_vars(kopt_search *s, kopt_ctx *ctx, vars *vs, int i)
 {
@@ -389,9 +396,11 @@ static void node_vars(kopt_search *s, kopt_ctx *ctx, vars *vs, int i)
 
     var_own(vs, "problem", problem_text(s->prob));
     var(vs, "reference", s->prob->ref_source);
+    var(vs, "reference_lang", source_lang(s->prob->ref_source));
     var(vs, "objective", kopt_run_tune_objective_name(s->o.objective));
     var(vs, "node", NULL);
     var(vs, "source", n->source);
+    var(vs, "source_lang", source_lang(n->source));
     outcome_line(s, n, &b);
     var_own(vs, "outcome", kopt_buf_detach(&b));
     var_own(vs, "time_ms", fmt(n->time_ms, 4));

@@ -16,7 +16,8 @@
 # of the problem and of the candidate (the file cheats write to them; the test checks that
 # kopt restored them). One correct candidate runs first and alone (it measures the device's
 # ceilings, cached for the rest); then the cases whose verdict does not depend on the
-# timings run $KOPT_KBADV_JOBS at a time (default 4); then the ones that do (SUSPECT)
+# timings run $KOPT_KBADV_JOBS at a time (default half the cores, 4 to 8); then the ones
+# that do (SUSPECT)
 # one at a time. Without a GPU: "skipped: no GPU", exit 77, as the other GPU tests.
 # usage: test_kb_adversarial.sh /path/to/kopt
 set -u
@@ -27,7 +28,8 @@ source "$REPO/tests/gpu/lib.sh" "$1"     # K, TMP (removed at exit); no GPU: exi
 source "$REPO/tests/lib/cases.sh"        # hdr, has_needs, in_list, run_jobs
 DIR=$REPO/tests/kb_adversarial
 PY=${KOPT_PYTHON:-python3}
-JOBS=${KOPT_KBADV_JOBS:-4}
+cores=$(nproc 2>/dev/null || echo 8)
+JOBS=${KOPT_KBADV_JOBS:-$(( cores / 2 < 4 ? 4 : cores / 2 > 8 ? 8 : cores / 2 ))}
 BATCH=8192 WIDTH=6144    # hardcoded_shape.py's WIDTH is this width
 SZ="--size batch=$BATCH --size width=$WIDTH --trials 2 --budget-ms 20 --reps 10:200 --timeout 30 --no-compile"
 WORK=$TMP

@@ -4,13 +4,15 @@
 # (a matmul + ReLU, a linear + GELU + LayerNorm, a conv + bias + ReLU) give a kernel table
 # of one forward: every kernel with its name, torch op, launch configuration, registers
 # and time; the library GEMM/convolution first; ncu's roofline metrics joined to each
-# kernel when ncu is here (else the note says why); the text table printed.
+# kernel when ncu is here (else the note says why); the text table printed, the profile
+# stored (source "program") and shown by kopt report. Three profiles, one of them stored
+# and printed as text (each profile is a traced forward and an ncu run: ~20 s).
 # Without a GPU: "skipped: no GPU" (exit 77). usage: test_profile_program.sh KOPT (repo root)
 source "$(dirname "$0")/lib.sh" "$1"
 export KOPT_TORCH_WORKER=${KOPT_TORCH_WORKER:-$PWD/libexec/kopt_torch_worker.py}
 check() { if [ "$2" = 0 ]; then passed=$((passed + 1)); echo "ok    $1"
           else failed=$((failed + 1)); echo "FAIL  $1"; fi; }
-for n in 1_matmul_relu:2:addmm,mm 5_linear_gelu_norm:3:addmm 6_conv_bias_relu:2:convolution; do
+for n in 1_matmul_relu:2:addmm,mm 6_conv_bias_relu:2:convolution; do
   IFS=: read -r name want ops <<< "$n"
   "$K" kb import "bench/kernelbench/problems/$name.py" --out "$TMP/p" > "$TMP/i" 2>&1
   "$K" profile "$TMP/p/$name" --json --no-store > "$TMP/$name.json" 2> "$TMP/$name.err"
@@ -39,6 +41,11 @@ PY
   check "$name: exit $rc, the kernel table of one forward ($nk kernels)" $(( rc != 0 || py != 0 ))
   [ $rc = 0 ] && [ $py = 0 ] || head -5 "$TMP/$name.err"
 done
-"$K" profile "$TMP/p/5_linear_gelu_norm" --no-store > "$TMP/t" 2>&1
-check "the text table" "$(grep -q "^program    the PyTorch reference: [0-9]* kernel(s) in one forward" "$TMP/t" && grep -q "^forward " "$TMP/t"; echo $?)"
+"$K" kb import bench/kernelbench/problems/5_linear_gelu_norm.py --out "$TMP/p" > "$TMP/i" 2>&1
+"$K" profile "$TMP/p/5_linear_gelu_norm" > "$TMP/t" 2>&1
+check "the text table: 3+ kernels, every one classed, the program's class" "$(grep -q "^program    the PyTorch reference: [3-9] kernel(s) in one forward" "$TMP/t" && grep -q "^forward " "$TMP/t" && ! grep -E "^ +[0-9]+  " "$TMP/t" | grep -q "unknown$" && grep -qE "^class      (compute|memory|latency)-bound by time" "$TMP/t"; echo $?)"
+check "stored as a program profile" "$(grep -q "^stored     profile #[0-9]" "$TMP/t"; echo $?)"
+"$K" report --last --kind profile -o "$TMP/r.html" > "$TMP/r.txt" 2>&1
+check "kopt report shows its kernel table" "$(grep -q "PyTorch programs" "$TMP/r.html" && grep -q "aten::addmm" "$TMP/r.html"; echo $?)"
+[ -s "$TMP/t" ] && grep -q "unknown$" "$TMP/t" && head -12 "$TMP/t"
 finish

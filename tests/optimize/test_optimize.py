@@ -308,6 +308,12 @@ def test_coder_contract():
     text = convs[0][0]["content"] if convs else ""
     check(p.returncode == 0 and header.strip() in text and "## The candidate ABI" in text,
           "coder prompt of a PyTorch-reference problem: include/kopt/candidate.h verbatim")
+    planners = conversations(db, doc.get("tree_id", 0), "planner")
+    ptext = planners[0][0]["content"] if planners else ""
+    current = ptext.split("## The current kernel: ")[-1]
+    check("## The reference kernel (do not change it)\n```python\n" in ptext and
+          current.split("\n")[1] == "```python" and "```cuda" not in ptext,
+          "a PyTorch reference and the root's source are fenced as python in the planner prompt")
     main, _, at_check = text.partition("At the check sizes")
     want_main = ["    %s = %d" % (k, v) for k, v in spec["sizes"].items()]
     want_check = ["    %s = %d" % (k, spec["check_sizes"].get(k, v)) for k, v in

@@ -858,6 +858,28 @@ done:
     kopt_program_free(p);
 }
 
+/* Kernels whose FLOP the counters cannot give (tensor-pipe instructions outnumber the FP
+ * ones: a BF16 tensor-core GEMM, and an elementwise mul with tensor-pipe counts as recorded
+ * on Hopper) get their class from the measured SM and memory throughput. */
+static void test_throughput_classes(void)
+{
+    kopt_program *p = load("throughput_classes.json");
+    kopt_program_analysis *a = p ? analyze(p, 1e-2) : NULL;
+
+    if (!a)
+        goto done;
+    CHECK_EQ_INT(p->kernels[0].tensor, 1);
+    CHECK_EQ_INT(p->kernels[1].tensor, 1);     /* 1 M tensor-pipe vs 0.5 M FMUL (warps) */
+    CHECK_EQ_INT(a->kernel_cls[0].final, KOPT_CLASS_COMPUTE);
+    CHECK_STR_CONTAINS(a->kernel_cls[0].reasoning, "its FLOP are not known");
+    CHECK_EQ_INT(a->kernel_cls[1].final, KOPT_CLASS_MEMORY);
+    CHECK_EQ_INT(a->cls, KOPT_CLASS_COMPUTE);                  /* 95% of the time */
+    CHECK(finding(a, "library_gemm_fp32") == NULL);            /* it runs on tensor cores */
+done:
+    kopt_program_analysis_free(a);
+    kopt_program_free(p);
+}
+
 /* ---- recorded on an H200 (tests/data/program/README.md) ------------------------------ */
 
 /* The three references' records: origins from the real names, host gaps bounded by the
@@ -872,11 +894,11 @@ static void test_recorded_h200(void)
         int nkernels;
         kopt_kernel_origin first;
         double gap_share;
-        int launch_bound, unfused;
+        int launch_bound, unfused, gemm_fp32;
     } cases[] = {
-        {"1_matmul_relu.json", 2, KOPT_ORIGIN_CUBLAS, 0.589, 1, 0},
-        {"5_linear_gelu_norm.json", 3, KOPT_ORIGIN_CUBLAS, 0.265, 0, 1},
-        {"6_conv_bias_relu.json", 4, KOPT_ORIGIN_CUDNN, 0.751, 1, 1},
+        {"1_matmul_relu.json", 2, KOPT_ORIGIN_CUBLAS, 0.589, 1, 0, 1},
+        {"5_linear_gelu_norm.json", 3, KOPT_ORIGIN_CUBLAS, 0.265, 0, 1, 1},
+        {"6_conv_bias_relu.json", 4, KOPT_ORIGIN_CUDNN, 0.751, 1, 1, 0},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         kopt_program *p = load(cases[i].file);
@@ -892,6 +914,12 @@ static void test_recorded_h200(void)
         a = analyze(p, 1e-2);
         CHECK_EQ_INT(finding(a, "launch_bound_program") != NULL, cases[i].launch_bound);
         CHECK_EQ_INT(finding(a, "unfused_chain") != NULL, cases[i].unfused);
+        /* The library's FP32 GEMM/convolution (SIMT: a few thousand tensor-pipe
+         * instructions beside millions of FFMA) is no tensor-core kernel: its FLOP count,
+         * its class is compute-bound, and an FP32 GEMM under rtol 1e-2 is told TF32. */
+        CHECK_EQ_INT(p->kernels[0].tensor, 0);
+        CHECK_EQ_INT(a->kernel_cls[0].final, KOPT_CLASS_COMPUTE);
+        CHECK_EQ_INT(finding(a, "library_gemm_fp32") != NULL, cases[i].gemm_fp32);
         if (finding(a, "launch_bound_program"))
             CHECK(fabs(finding(a, "launch_bound_program")->gain - cases[i].gap_share) < 0.001);
         kopt_program_analysis_free(a);
@@ -919,6 +947,7 @@ int main(int argc, char **argv)
         KTEST(test_tools_need_a_program),
         KTEST(test_text_and_json),
         KTEST(test_render_unknowns),
+        KTEST(test_throughput_classes),
         KTEST(test_recorded_h200),
     };
     int rc;

@@ -12,7 +12,10 @@
  */
 #include "ktest.h"
 
+#include "kopt/report.h"
 #include "kopt/run.h"
+
+#include <jansson.h>
 
 static kopt_ctx *ctx;
 static char *tmp;
@@ -364,12 +367,68 @@ static void test_profile_program(void)
     kopt_run_close(run);
 }
 
+/* A program's analysis stored as a profile of source "program": its record with the
+ * analysis as the metrics, the forward's time as the median, its findings (recorded record
+ * of a synthetic three-kernel chain, tests/data/program/elementwise_chain.json). */
+static void test_program_store(void)
+{
+    char *db = kopt_path_join(tmp, "program.db"), *rec = NULL, *js = NULL, *doc = NULL;
+    char *html = NULL;
+    kopt_run *run = open_run(db, KOPT_RUN_PROFILE, 0, NULL);
+    kopt_problem *prob = NULL;
+    kopt_program *prog = NULL;
+    kopt_program_analysis *a = NULL;
+    json_t *o = NULL, *p, *m;
+    int64_t id = 0;
+    size_t len;
+
+    if (!run || !CHECK_EQ_INT(kopt_problem_load(&prob, ctx, KB_TANH), KOPT_OK) ||
+        !CHECK_EQ_INT(kopt_file_read(ctx, KOPT_TEST_DATA_DIR "/program/elementwise_chain.json",
+                                     &rec, &len), KOPT_OK) ||
+        !CHECK_EQ_INT(kopt_run_program_analyze(run, ctx, prob, 0, NULL, rec, &prog, &a),
+                      KOPT_OK))
+        goto done;
+    CHECK(a->an && a->an->findings.n > 0);
+    CHECK_EQ_INT(kopt_run_program_store(run, ctx, prob, NULL, a, rec, &id, NULL), KOPT_OK);
+    CHECK(id > 0);
+    if (!CHECK_EQ_INT(kopt_store_profiles_json(kopt_run_store(run), ctx, 0, id, &js), KOPT_OK) ||
+        !CHECK((o = json_loads(js, 0, NULL)) != NULL))
+        goto done;
+    p = json_array_get(o, 0);
+    CHECK_EQ_STR(json_string_value(json_object_get(p, "source")), "program");
+    CHECK_NEAR(json_number_value(json_object_get(p, "median_ms")), 0.05, 1e-12);
+    CHECK_EQ_INT(json_array_size(json_object_get(p, "findings")), a->an->findings.n);
+    m = json_object_get(p, "metrics");
+    CHECK_EQ_INT(json_array_size(json_object_get(m, "kernels")), 3);
+    CHECK_EQ_STR(json_string_value(json_object_get(json_object_get(json_object_get(m,
+                 "analysis"), "class"), "program")), kopt_class_name(a->cls));
+    /* kopt report shows it kernel by kernel */
+    if (CHECK_EQ_INT(kopt_report_document_json(ctx, db, kopt_run_id(run), &doc), KOPT_OK) &&
+        CHECK_EQ_INT(kopt_report_html(ctx, doc, NULL, &html), KOPT_OK)) {
+        CHECK_STR_CONTAINS(html, "PyTorch programs");
+        CHECK_STR_CONTAINS(html, ">vectorized_elementwise_kernel</td><td>aten</td><td>aten::mul"
+                                 "</td><td>8192x1x1</td>");
+        CHECK_STR_CONTAINS(html, "(28.0% of the forward)");
+    }
+done:
+    free(doc);
+    free(html);
+    json_decref(o);
+    free(js);
+    free(rec);
+    kopt_program_analysis_free(a);
+    kopt_program_free(prog);
+    kopt_problem_free(prob);
+    kopt_run_close(run);
+    free(db);
+}
+
 int main(int argc, char **argv)
 {
     static const ktest_case cases[] = {
         KTEST(test_run_records), KTEST(test_run_without_store), KTEST(test_eval_linked),
         KTEST(test_tune_resume_and_replay), KTEST(test_tune_faults),
-        KTEST(test_profile_program),
+        KTEST(test_profile_program), KTEST(test_program_store),
     };
     int rc;
 
