@@ -160,6 +160,11 @@ typedef struct kopt_eval_result {
     kopt_timing ref_timing;
     double speedup;             /* reference median / candidate median; 0 when unknown */
     kopt_roofline roofline, ref_roofline;
+    kopt_roofline fast_roofline; /* the candidate against a faster rate the problem admits
+                                 * (an FP32 contraction whose tolerance admits TF32: the TF32
+                                 * tensor-core rate), the bound of the speed-of-light check;
+                                 * valid only where there is one */
+    int fast_compute;           /* its kopt_compute (with fast_roofline) */
     int compile_cache_hit;
     double compile_ms, verify_ms, time_ms, total_ms;  /* wall time of each stage */
     double ref_setup_ms, cand_setup_ms;   /* each worker's start: process, context, modules */

@@ -121,4 +121,7 @@ static inline double kopt__clamp01(double x)
 /* Whether `needle` occurs in `hay` (NULL: no), case ignored (input.c). */
 int kopt__contains_ci(const char *hay, const char *needle);
 
+/* findings.c: a finding's texts freed (the finding itself is the caller's) */
+void kopt__finding_release(kopt_finding *f);
+
 #endif

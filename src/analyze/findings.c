@@ -17,7 +17,7 @@ static char *dup_or_null(const char *s, int *nomem)
     return d;
 }
 
-static void finding_release(kopt_finding *f)
+void kopt__finding_release(kopt_finding *f)
 {
     free(f->seen);
     free(f->why);
@@ -51,7 +51,7 @@ kopt_status kopt_findings_add(kopt_findings *fs, const kopt_finding *f)
     if (copy.nevidence > (int)(sizeof(copy.evidence) / sizeof(copy.evidence[0])))
         copy.nevidence = (int)(sizeof(copy.evidence) / sizeof(copy.evidence[0]));
     if (nomem) {
-        finding_release(&copy);
+        kopt__finding_release(&copy);
         return KOPT_E_NOMEM;
     }
     fs->f[fs->n++] = copy;
@@ -63,7 +63,7 @@ void kopt_findings_clear(kopt_findings *fs)
     if (!fs)
         return;
     for (int i = 0; i < fs->n; i++)
-        finding_release(&fs->f[i]);
+        kopt__finding_release(&fs->f[i]);
     free(fs->f);
     fs->f = NULL;
     fs->n = fs->cap = 0;

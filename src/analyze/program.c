@@ -153,6 +153,42 @@ static void build_views(kopt_program_analysis *a)
     }
 }
 
+/* 1 when kernel k computes a contraction (a GEMM or a convolution): its torch op or its
+ * name says so. */
+static int contraction_kernel(const kopt_program_kernel *kp)
+{
+    static const char *const ops[] = {"mm", "conv", "linear", "matmul", "einsum", "gemm", NULL};
+
+    for (int i = 0; ops[i]; i++)
+        if ((kp->op && kopt__contains_ci(kp->op, ops[i])) || kopt__contains_ci(kp->name, ops[i]))
+            return 1;
+    return 0;
+}
+
+/* no_tensor_cores judges the problem (a contraction) kernel by kernel: in a program, only
+ * the kernels that compute the contraction are its subject, not the elementwise ones
+ * around them (a ReLU is no tensor-core candidate). */
+static void drop_elementwise_tensor_advice(kopt_program_analysis *a)
+{
+    kopt_findings *fs = a->an ? &a->an->findings : NULL;
+    int w = 0;
+
+    for (int i = 0; fs && i < fs->n; i++) {
+        kopt_finding *f = &fs->f[i];
+        int k = 0;
+        while (k < a->prog->nkernels && strcmp(a->labels[k], f->kernel) != 0)
+            k++;
+        if (strcmp(f->tool, "no_tensor_cores") == 0 && k < a->prog->nkernels &&
+            !contraction_kernel(&a->prog->kernels[k])) {
+            kopt__finding_release(f);
+            continue;
+        }
+        fs->f[w++] = *f;
+    }
+    if (fs)
+        fs->n = w;
+}
+
 /* A kernel tool's advice on a library's kernel is about code the program does not own:
  * say so at the head of its change, with what acting on it takes. */
 static kopt_status note_library_kernels(kopt_program_analysis *a, kopt_ctx *ctx)
@@ -276,6 +312,7 @@ kopt_status kopt_program_analyze(kopt_program_analysis **out, kopt_ctx *ctx,
     if ((rc = kopt_analyze_run(&a->an, ctx, &a->in, &ao)) != KOPT_OK ||
         (rc = note_library_kernels(a, ctx)) != KOPT_OK)
         goto cleanup;
+    drop_elementwise_tensor_advice(a);
     *out = a;
     a = NULL;
 cleanup:

@@ -176,6 +176,11 @@ char *kopt_eval_result_json(const kopt_eval_result *r)
                             r->energy_runs, "window_s", num(r->energy_window_s)));
     json_object_set_new(root, "roofline", roofline_json(&r->roofline));
     json_object_set_new(root, "reference_roofline", roofline_json(&r->ref_roofline));
+    if (r->fast_roofline.valid) {
+        json_t *f = roofline_json(&r->fast_roofline);
+        json_object_set_new(f, "compute", json_string(kopt_compute_name(r->fast_compute)));
+        json_object_set_new(root, "fast_roofline", f);
+    }
     json_object_set_new(root, "wall_ms", json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
                         "compile", num(r->compile_ms), "verify", num(r->verify_ms), "time",
                         num(r->time_ms), "total", num(r->total_ms), "reference_worker_setup",

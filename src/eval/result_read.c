@@ -290,6 +290,11 @@ kopt_status kopt_eval_result_from_json(kopt_eval_result **out, kopt_ctx *ctx, co
     }
     roofline(&r->roofline, json_object_get(j, "roofline"));
     roofline(&r->ref_roofline, json_object_get(j, "reference_roofline"));
+    roofline(&r->fast_roofline, json_object_get(j, "fast_roofline"));
+    for (int c = 0; r->fast_roofline.valid && c < KOPT_NCOMPUTE; c++)
+        if (strcmp(kopt_compute_name((kopt_compute)c), json_string_value(json_object_get(
+                json_object_get(j, "fast_roofline"), "compute")) ?: "") == 0)
+            r->fast_compute = c;
     v = json_object_get(j, "wall_ms");
     r->compile_ms = dnum(v, "compile");
     r->verify_ms = dnum(v, "verify");

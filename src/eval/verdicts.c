@@ -73,8 +73,11 @@ int kopt__speed_of_light(kopt_eval_result *r, const kopt_bound *b, const kopt_pr
         return 0;
     guard = r->roofline;
     fast = kopt__guard_compute((int)prob->compute, b);
-    if (fast != (int)prob->compute && r->ceilings.gflops[fast] > r->ceilings.gflops[prob->compute])
+    if (fast != (int)prob->compute && r->ceilings.gflops[fast] > r->ceilings.gflops[prob->compute]) {
         kopt__roofline(&guard, b->flops, b->bytes, fast, &r->ceilings, r->timing.median_ms);
+        r->fast_roofline = guard;
+        r->fast_compute = fast;
+    }
     if (r->timing.median_ms * margin >= guard.bound_ms)
         return 0;
     kopt__set_verdict(r, KOPT_VERDICT_SUSPECT, "correct, but its median %.4f ms is faster "

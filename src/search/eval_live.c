@@ -88,6 +88,17 @@ static char *mismatch_report(const kopt_eval_result *r)
     return b.len ? kopt_buf_detach(&b) : NULL;
 }
 
+/* The share of the time no change can save beyond: 1 - the bound over the median, against
+ * the fastest rate the problem admits (TF32 tensor cores for an FP32 contraction whose
+ * tolerance admits them); 1 when not known. */
+static double live_headroom(const kopt_eval_result *r)
+{
+    const kopt_roofline *h = r->fast_roofline.valid ? &r->fast_roofline : &r->roofline;
+
+    return h->valid && h->pct_of_bound > 0 && h->pct_of_bound <= 100
+               ? 1.0 - h->pct_of_bound / 100.0 : 1.0;
+}
+
 /* Resources of each kernel, the roofline position and the device's ceilings, for the
  * planner. */
 static char *facts_of(const kopt_eval_result *r)
@@ -111,10 +122,17 @@ static char *facts_of(const kopt_eval_result *r)
                             r->roofline.pct_of_bound);
         kopt_buf_printf(&b, "); %.0f GB/s, %.0f GFLOP/s achieved\n", r->roofline.achieved_gbs,
                         r->roofline.achieved_gflops);
-        if (r->roofline.pct_of_bound > 0 && r->roofline.pct_of_bound <= 100)
+        if (r->fast_roofline.valid && r->fast_roofline.pct_of_bound > 0)
+            kopt_buf_printf(&b, "roofline at the %s tensor-core rate (the tolerance admits it; "
+                            "kopt's speed-of-light check uses this bound): %.1f%% of the %s "
+                            "bound (%.4f ms)\n", kopt_compute_name(r->fast_compute),
+                            r->fast_roofline.pct_of_bound, r->fast_roofline.limiter,
+                            r->fast_roofline.bound_ms);
+        if (live_headroom(r) < 1.0)
             kopt_buf_printf(&b, "headroom: no change can save more than %.0f%% of the time "
-                            "(the bound is the problem's own work at the device's best rate)\n",
-                            100.0 - r->roofline.pct_of_bound);
+                            "(the bound is the problem's own work at the device's best rate%s)\n",
+                            100.0 * live_headroom(r), r->fast_roofline.valid ?
+                            " the tolerance admits" : "");
     }
     if (r->has_device)
         kopt_buf_printf(&b, "device: %s (sm_%d%d, %d SMs)", r->device.name,
@@ -149,12 +167,11 @@ static void from_result(kopt_search_outcome *out, const kopt_eval_result *r, con
 
 /* The class and the advice (or raw metrics) of a correct candidate. Spread: detached, and
  * kept in *keep for the commit. */
-static void profile(live *l, kopt_ctx *ctx, const kopt_candidate *c, const kopt_roofline *roof,
+static void profile(live *l, kopt_ctx *ctx, const kopt_candidate *c, const kopt_eval_result *r,
                     kopt_search_outcome *out, kopt_run_profile **keep)
 {
     /* no advice can save more than the roofline leaves: its estimate is capped there */
-    const double headroom = roof->valid && roof->pct_of_bound > 0 && roof->pct_of_bound <= 100
-                                ? 1.0 - roof->pct_of_bound / 100.0 : 1.0;
+    const double headroom = live_headroom(r);
     kopt_run_profile_opts po = KOPT_RUN_PROFILE_OPTS_INIT;
     kopt_run_profile *p = NULL;
     kopt_buf b = KOPT_BUF_INIT;
@@ -311,7 +328,7 @@ static kopt_status live_evaluate(void *self, kopt_ctx *ctx, const char *source, 
     if (r->arch[0])
         snprintf(l->arch, sizeof(l->arch), "%s", r->arch);
     if (r->verdict == KOPT_VERDICT_OK && !l->o.no_profile)
-        profile(l, ctx, c, &r->roofline, out, l->o.spread ? &p : NULL);
+        profile(l, ctx, c, r, out, l->o.spread ? &p : NULL);
     else if (r->verdict == KOPT_VERDICT_OK)
         snprintf(out->profile_note, sizeof(out->profile_note), "profiling is off (--no-profile)");
     if (l->o.spread) {   /* stored by the commit, on the search's thread */

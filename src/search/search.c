@@ -351,6 +351,44 @@ static char *launch_text(const kopt_problem *p)
                                              "mode; the candidate ABI above)");
 }
 
+/* The coder's section on how the candidate runs: a device-mode problem's launch plan (kept
+ * unless the file gives its own in front matter), or host mode's entry point and the front
+ * matter keys a host-mode file may use. */
+static char *launch_section(const kopt_problem *p, const char *launch, const char *device)
+{
+    kopt_buf b = KOPT_BUF_INIT;
+
+    if (p->ref_torch || p->ref_host_mode) {
+        kopt_buf_printf(&b, "## How the candidate runs\n"
+            "Host mode: kopt compiles the file with nvcc into a shared object and calls "
+            "kopt_candidate_run(io) for every run, checked and timed alike; it launches its "
+            "kernels on (cudaStream_t)io->stream, with grids and blocks of its own choosing, "
+            "and returns 0. The file starts with its front matter:\n"
+            "```\n/*@kopt\n{\"mode\": \"host\"%s, \"scratch\": [{\"name\": \"tmp\", "
+            "\"dtype\": \"f32\", \"shape\": [\"N\", \"M\"]}]}\n*/\n```\n"
+            "`scratch` (optional): extra device buffers, after the problem's tensors in "
+            "io->tensors, their contents undefined at each run; shapes are expressions of the "
+            "problem's sizes.%s\nThe device: %s\n",
+            p->allow_libraries ? ", \"libraries\": [\"cublas\"]" : "",
+            p->allow_libraries ? " `libraries` (optional): [\"cublas\"] links cuBLAS "
+                                 "(cublas_v2.h) for calls such as cublasGemmEx." :
+                                 " This problem does not allow library calls.",
+            device);
+        return kopt_buf_detach(&b);
+    }
+    kopt_buf_printf(&b, "## How the kernel is launched\n"
+        "The problem's launch plan: `%s`\nThe device: %s\n"
+        "The kernel is launched as that plan says (same kernel name, grid, block and arguments)\n"
+        "unless the file starts with its own, for example:\n```\n/*@kopt\n"
+        "{\"launches\": [{\"kernel\": \"my_kernel\", \"grid\": [\"cdiv(B, 4)\"], \"block\": [128],\n"
+        "               \"smem\": \"4 * 128 * 4\", \"args\": [\"x\", \"y\", \"B\", \"N\"]}]}\n*/\n```\n"
+        "Grid, block and `smem` (dynamic shared memory in bytes) are integer expressions of the\n"
+        "problem's sizes (`+ - * / %%`, `min`, `max`, `cdiv`); there is no SM-count variable (write\n"
+        "the number). `args` name the problem's tensors (device pointers) and sizes; a launch plan\n"
+        "may hold several launches, run in order.\n", launch, device);
+    return kopt_buf_detach(&b);
+}
+
 /* The roofline class for the prompts; without one, why (the profile's note), so that a
  * planner is not left to guess whether the kernel was profiled at all. */
 static char *class_text(const kopt_search_node *n)
@@ -401,6 +439,9 @@ static void node_vars(kopt_search *s, kopt_ctx *ctx, vars *vs, int i)
     var(vs, "node", NULL);
     var(vs, "source", n->source);
     var(vs, "source_lang", source_lang(n->source));
+    var(vs, "reply_note", strcmp(source_lang(n->source), "python") == 0
+        ? "The current kernel is the PyTorch program: write the whole new .cu file (edit "
+          "blocks apply to a CUDA source only).\n" : "");
     outcome_line(s, n, &b);
     var_own(vs, "outcome", kopt_buf_detach(&b));
     var_own(vs, "time_ms", fmt(n->time_ms, 4));
@@ -419,7 +460,9 @@ static void node_vars(kopt_search *s, kopt_ctx *ctx, vars *vs, int i)
     var(vs, "abi", s->abi);
     {
         const char *d = n->facts ? strstr(n->facts, "device: ") : NULL;
-        var_own(vs, "device", d ? strndup(d + 8, strcspn(d + 8, "\n")) : strdup("(not known)"));
+        char *dev = d ? strndup(d + 8, strcspn(d + 8, "\n")) : strdup("(not known)");
+        var_own(vs, "launch_section", launch_section(s->prob, s->launch, dev ? dev : ""));
+        var_own(vs, "device", dev);
     }
     var(vs, "advice_kind", s->o.no_tools ? "Raw metrics" : "Micro-tool advice (selected by "
         "the roofline class)");

@@ -314,6 +314,11 @@ def test_coder_contract():
     check("## The reference kernel (do not change it)\n```python\n" in ptext and
           current.split("\n")[1] == "```python" and "```cuda" not in ptext,
           "a PyTorch reference and the root's source are fenced as python in the planner prompt")
+    check("## How the candidate runs\nHost mode:" in text and '"libraries": ["cublas"]' in text
+          and "## How the kernel is launched" not in text and
+          "write the whole new .cu file" in text,
+          "a host-mode coder prompt: its entry point and front matter keys, not a launch plan; "
+          "the whole file asked for against a PyTorch program")
     main, _, at_check = text.partition("At the check sizes")
     want_main = ["    %s = %d" % (k, v) for k, v in spec["sizes"].items()]
     want_check = ["    %s = %d" % (k, spec["check_sizes"].get(k, v)) for k, v in
@@ -337,7 +342,8 @@ def test_coder_contract():
     convs = conversations(db, doc.get("tree_id", 0), "coder")
     text = convs[0][0]["content"] if convs else ""
     check(p.returncode == 0 and text and "## The problem's sizes" in text and
-          "## The candidate ABI" not in text,
+          "## The candidate ABI" not in text and "## How the kernel is launched" in text and
+          "write the whole new .cu file" not in text,
           "a device-mode problem's coder prompt: the sizes, no host-mode ABI")
 
 

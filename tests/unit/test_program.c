@@ -880,6 +880,39 @@ done:
     kopt_program_free(p);
 }
 
+/* A contraction problem: no_tensor_cores speaks of the GEMM kernel, not of the ReLU after it
+ * (the problem is matmul-like, its elementwise kernels are not). */
+static void test_tensor_advice_on_the_contraction_only(void)
+{
+    kopt_program *p = load("sgemm_fp32.json");
+    kopt_program_analyze_opts o = KOPT_PROGRAM_ANALYZE_OPTS_INIT;
+    kopt_program_analysis *a = NULL;
+    kopt_ceilings c;
+    int on_gemm = 0, on_other = 0;
+
+    if (!p)
+        return;
+    ceilings(&c);
+    o.ceil = &c;
+    o.rtol = 1e-2;
+    o.problem = "fixture";
+    o.matmul_like = 1;
+    if (!CHECK_EQ_INT(kopt_program_analyze(&a, ctx, p, &o), KOPT_OK))
+        goto done;
+    for (int i = 0; i < a->an->findings.n; i++) {
+        const kopt_finding *f = &a->an->findings.f[i];
+        if (strcmp(f->tool, "no_tensor_cores") == 0) {
+            on_gemm += strncmp(f->kernel, "#1 ", 3) == 0;
+            on_other += strncmp(f->kernel, "#1 ", 3) != 0;
+        }
+    }
+    CHECK_EQ_INT(on_gemm, 1);
+    CHECK_EQ_INT(on_other, 0);
+done:
+    kopt_program_analysis_free(a);
+    kopt_program_free(p);
+}
+
 /* ---- recorded on an H200 (tests/data/program/README.md) ------------------------------ */
 
 /* The three references' records: origins from the real names, host gaps bounded by the
@@ -948,6 +981,7 @@ int main(int argc, char **argv)
         KTEST(test_text_and_json),
         KTEST(test_render_unknowns),
         KTEST(test_throughput_classes),
+        KTEST(test_tensor_advice_on_the_contraction_only),
         KTEST(test_recorded_h200),
     };
     int rc;

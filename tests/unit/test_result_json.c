@@ -115,6 +115,43 @@ static void test_fields_land_where_they_belong(void)
     kopt_ctx_free(ctx);
 }
 
+/* The roofline at the faster rate the tolerance admits reads back and is written again. */
+static void test_fast_roofline_reads_back(void)
+{
+    kopt_ctx *ctx = kopt_ctx_new();
+    kopt_eval_result *r = NULL;
+    char path[4096], *text = NULL, *with = NULL, *again = NULL;
+    json_t *j = NULL, *k = NULL;
+    size_t len;
+
+    snprintf(path, sizeof(path), "%s/results/cpu_torch_wrong.json", KOPT_TEST_DATA_DIR);
+    if (!CHECK_EQ_INT(kopt_file_read(ctx, path, &text, &len), KOPT_OK) ||
+        !CHECK((j = json_loads(text, 0, NULL)) != NULL))
+        goto done;
+    json_object_set_new(j, "fast_roofline", json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:s, s:s, "
+                        "s:s}", "flops", 1.374e11, "bytes", 2e8, "achieved_gbs", 200.0,
+                        "achieved_gflops", 137400.0, "bound_ms", 0.3436, "pct_of_bound", 34.36,
+                        "limiter", "compute", "compute_ceiling", "measured", "compute", "tf32"));
+    with = json_dumps(j, 0);
+    if (!CHECK_EQ_INT(kopt_eval_result_from_json(&r, ctx, with), KOPT_OK))
+        goto done;
+    CHECK(r->fast_roofline.valid);
+    CHECK_EQ_INT(r->fast_compute, KOPT_COMPUTE_TF32);
+    CHECK_NEAR(r->fast_roofline.pct_of_bound, 34.36, 1e-9);
+    again = kopt_eval_result_json(r);
+    CHECK(again && (k = json_loads(again, 0, NULL)) != NULL);
+    CHECK_EQ_STR(json_string_value(json_object_get(json_object_get(k, "fast_roofline"),
+                 "compute")), "tf32");
+done:
+    json_decref(k);
+    json_decref(j);
+    free(again);
+    free(with);
+    free(text);
+    kopt_eval_result_free(r);
+    kopt_ctx_free(ctx);
+}
+
 static void test_not_a_result_is_refused(void)
 {
     kopt_ctx *ctx = kopt_ctx_new();
@@ -137,7 +174,7 @@ int main(int argc, char **argv)
         KTEST(test_h100_pytorch_ok_reads_back),
         KTEST(test_h200_host_mode_wrong_reads_back),
         KTEST(test_cpu_wrong_at_two_size_sets_reads_back),
-        KTEST(test_fields_land_where_they_belong),
+        KTEST(test_fields_land_where_they_belong), KTEST(test_fast_roofline_reads_back),
         KTEST(test_not_a_result_is_refused),
     };
     return ktest_main(argc, argv, cases, KTEST_COUNT(cases));

@@ -169,6 +169,50 @@ static void test_no_measurable_work_is_suspect(void)
     CHECK_EQ_INT(r.verdict, KOPT_VERDICT_OK);
 }
 
+/* An FP32 contraction whose tolerance admits TF32: the speed-of-light check holds it to the
+ * TF32 tensor-core rate, and the result keeps that roofline (fast_roofline, what the
+ * planner's headroom is measured against); a tight tolerance keeps FP32's and none. */
+static void test_fast_roofline(void)
+{
+    kopt_eval_result r;
+    kopt_bound b;
+    kopt_problem prob;
+    kopt_btensor out;
+
+    memset(&b, 0, sizeof(b));
+    memset(&prob, 0, sizeof(prob));
+    memset(&out, 0, sizeof(out));
+    prob.compute = KOPT_COMPUTE_FP32;
+    out.role = KOPT_ROLE_OUTPUT;
+    out.rtol = 1e-2;
+    b.ntensors = 1;
+    b.tensors = &out;
+    b.has_work = 1;
+    b.flops = 2.0 * 4096 * 4096 * 4096;      /* 137.4 GFLOP */
+    b.bytes = 2e8;
+    for (int tight = 0; tight < 2; tight++) {
+        memset(&r, 0, sizeof(r));
+        r.ceilings.valid = 1;
+        r.ceilings.dram_copy_gbs = r.ceilings.dram_read_gbs = r.ceilings.dram_write_gbs = 3000;
+        r.ceilings.gflops[KOPT_COMPUTE_FP32] = 50000;
+        r.ceilings.gflops[KOPT_COMPUTE_TF32] = 400000;
+        r.ceilings.measured[KOPT_COMPUTE_FP32] = r.ceilings.measured[KOPT_COMPUTE_TF32] = 1;
+        r.timing.n = 50;
+        r.timing.median_ms = tight ? 3.0 : 1.0;  /* TF32 at 1 ms: below FP32's 2.75 ms bound */
+        r.verdict = KOPT_VERDICT_OK;
+        out.rtol = tight ? 1e-5 : 1e-2;
+        CHECK_EQ_INT(kopt__speed_of_light(&r, &b, &prob, 1.0), 0);
+        CHECK_EQ_INT(r.verdict, KOPT_VERDICT_OK);
+        CHECK_NEAR(r.roofline.bound_ms, b.flops / 5e10, 1e-9);
+        CHECK_EQ_INT(r.fast_roofline.valid, !tight);
+        if (!tight) {
+            CHECK_EQ_INT(r.fast_compute, KOPT_COMPUTE_TF32);
+            CHECK_NEAR(r.fast_roofline.bound_ms, b.flops / 4e11, 1e-9);
+            CHECK_NEAR(r.fast_roofline.pct_of_bound, 100 * b.flops / 4e11, 1e-6);   /* 34.4 */
+        }
+    }
+}
+
 static void test_wrong_only_at_check_sizes_is_shape_specific(void)
 {
     kopt_eval_result r;
@@ -323,7 +367,7 @@ int main(int argc, char **argv)
         KTEST(test_mismatch_in_a_later_part),
         KTEST(test_nan_where_the_reference_has_nan),
         KTEST(test_median_precision),
-        KTEST(test_no_measurable_work_is_suspect),
+        KTEST(test_no_measurable_work_is_suspect), KTEST(test_fast_roofline),
         KTEST(test_wrong_only_at_check_sizes_is_shape_specific),
         KTEST(test_torch_census_and_clock),
         KTEST(test_sass_precision),
