@@ -2,7 +2,10 @@
  * record is a JSONL file (kopt_llm_exchange_json lines: what --llm-record writes) or a stored
  * run (loaded through options.load_run). By default a request gets the first unused
  * recorded answer with the same request hash (kopt_llm_request_hash); "@order" hands them
- * out in recorded order, whatever is asked. Spec: replay:FILE|RUN[@order]. */
+ * out in recorded order role by role (a planner gets the next planner answer, whatever it
+ * asks), an answer recorded twice for the same request kept once (manual mode records a
+ * reply file again when a later step reads it): the prompts may then differ from the
+ * recording's (other templates, a restated problem). Spec: replay:FILE|RUN[@order]. */
 #include "llm_int.h"
 
 #include <ctype.h>
@@ -15,6 +18,7 @@
 
 typedef struct rec {
     char hash[65];
+    char role[24];              /* "" unknown */
     kopt_llm_outcome outcome;
     char *text, *finish_reason, *model, *error;
     kopt_llm_usage usage;
@@ -23,7 +27,7 @@ typedef struct rec {
 
 typedef struct replay_state {
     rec *r;
-    int n, next, in_order;
+    int n, in_order;
     char *source;
     pthread_mutex_t lock;
 } replay_state;
@@ -76,9 +80,19 @@ static kopt_status parse_line(replay_state *s, kopt_ctx *ctx, const char *line, 
                          lineno);
         goto cleanup;
     }
+    if (s->in_order) {           /* the same request answered the same way: once */
+        const char *t = json_string_value(json_object_get(reply, "text"));
+        for (int i = 0; i < s->n; i++)
+            if (strcmp(s->r[i].hash, hash) == 0 && s->r[i].text && t &&
+                strcmp(s->r[i].text, t) == 0)
+                goto cleanup;
+    }
     r = &s->r[s->n++];
     memset(r, 0, sizeof(*r));
     memcpy(r->hash, hash, 65);
+    snprintf(r->role, sizeof(r->role), "%s",
+             json_string_value(json_object_get(j, "role")) ? json_string_value(
+                 json_object_get(j, "role")) : "");
     r->outcome = (kopt_llm_outcome)o;
     r->text = dup_member(reply, "text");
     r->finish_reason = dup_member(reply, "finish_reason");
@@ -188,9 +202,11 @@ static void call_replay(void *state, const kopt_llm_request *rq, const char *req
 
     (void)request_json;
     pthread_mutex_lock(&s->lock);
-    if (s->in_order) {
-        if (s->next < s->n)
-            r = &s->r[s->next++];
+    if (s->in_order) {           /* the next unused one of this role (any, without roles) */
+        for (int i = 0; i < s->n && !r; i++)
+            if (!s->r[i].used && (!rq->role || !s->r[i].role[0] ||
+                                  strcmp(s->r[i].role, rq->role) == 0))
+                r = &s->r[i];
     } else {
         for (int i = 0; i < s->n && !r; i++)
             if (!s->r[i].used && strcmp(s->r[i].hash, out->request_hash) == 0)

@@ -777,6 +777,57 @@ cleanup:
     kopt_ctx_free(ctx);
 }
 
+/* In order, role by role: a coder asking first gets the first coder answer, planners the
+ * planner answers in their order; an answer recorded twice for the same request (manual
+ * mode reads a reply file again) is handed out once. */
+static void test_replay_order_by_role(void)
+{
+    kopt_ctx *ctx = kopt_ctx_new();
+    char *dir = ktest_tmpdir("llmorder"), *path = NULL, *spec = NULL;
+    const char *const lines[][3] = {{"planner", "1", "p1"}, {"planner", "2", "p2"},
+                                    {"planner", "1", "p1"}, {"coder", "3", "c1"}};
+    const char *const asked[][2] = {{"coder", "c1"}, {"planner", "p1"}, {"planner", "p2"}};
+    kopt_llm_client *c = NULL;
+    kopt_llm_reply r = {0};
+    FILE *f;
+
+    if (!CHECK(dir != NULL) || asprintf(&path, "%s/roles.jsonl", dir) < 0 ||
+        !CHECK((f = fopen(path, "w")) != NULL))
+        goto cleanup;
+    for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
+        fprintf(f, "{\"role\": \"%s\", \"request_hash\": \"%064d\", \"reply\": "
+                "{\"outcome\": \"ok\", \"text\": \"%s\"}}\n", lines[i][0], atoi(lines[i][1]),
+                lines[i][2]);
+    fclose(f);
+    if (asprintf(&spec, "replay:%s@order", path) < 0 ||
+        !CHECK_EQ_INT(kopt_llm_open(&c, ctx, spec, NULL), KOPT_OK))
+        goto cleanup;
+    for (size_t i = 0; i < sizeof(asked) / sizeof(asked[0]); i++) {
+        kopt_llm_message m = {"user", "whatever"};
+        kopt_llm_request rq = one(&m);
+        rq.role = asked[i][0];
+        CHECK_EQ_INT(kopt_llm_call(c, ctx, &rq, &r), KOPT_OK);
+        CHECK_EQ_STR(r.text, asked[i][1]);
+        kopt_llm_reply_clear(&r);
+    }
+    {
+        kopt_llm_message m = {"user", "whatever"};
+        kopt_llm_request rq = one(&m);
+        rq.role = "planner";                       /* the duplicate was kept once */
+        CHECK_EQ_INT(kopt_llm_call(c, ctx, &rq, &r), KOPT_E_ERROR);
+        CHECK_EQ_INT(r.outcome, KOPT_LLM_REPLAY_MISS);
+        kopt_llm_reply_clear(&r);
+    }
+cleanup:
+    kopt_llm_close(c);
+    free(spec);
+    if (dir)
+        ktest_rmtree(dir);
+    free(path);
+    free(dir);
+    kopt_ctx_free(ctx);
+}
+
 static void test_budgets(void)
 {
     kopt_ctx *ctx = kopt_ctx_new();
@@ -944,7 +995,7 @@ int main(int argc, char **argv)
         KTEST(test_error_message), KTEST(test_scrub), KTEST(test_spec_parse),
         KTEST(test_open_errors), KTEST(test_retry_policy), KTEST(test_prices),
         KTEST(test_request_hash), KTEST(test_bad_request), KTEST(test_command_backend),
-        KTEST(test_parallel), KTEST(test_replay), KTEST(test_budgets),
+        KTEST(test_parallel), KTEST(test_replay), KTEST(test_replay_order_by_role), KTEST(test_budgets),
         KTEST(test_store_record_and_replay), KTEST(test_outcome_names),
     };
     return ktest_main(argc, argv, cases, KTEST_COUNT(cases));
