@@ -11,11 +11,15 @@ original is left. The search itself (plans, candidates, outcomes, replies) is un
 `kopt optimize --replay T PROBLEM --llm replay:T@order` rebuilds each tree from the copy
 (tests/cli/test_kb_replay.sh).
 
-usage: kb_run_record.py RUN_DIR ORIGINALS_DIR RESTATED_DIR OUT_DIR
+usage: kb_run_record.py RUN_DIR ORIGINALS_DIR RESTATED_DIR OUT_DIR [ROUNDS_DIR]
   RUN_DIR        the run: kb.db and one prompt folder per problem (NAME/*.md)
   ORIGINALS_DIR  the imported KernelBench problems (NAME/model.py) the run used
   RESTATED_DIR   the restated problems (NAME/model.py), as the copy should name them
   OUT_DIR        where the copy goes: kb.db and NAME/*.md
+  ROUNDS_DIR     the `kopt optimize --json` output of each round, rR-NAME.json: the last
+                 round's trees, laundered the same way, go to OUT_DIR/trees.json (what the
+                 replay must rebuild: each node's id, parent, kind, state, verdict, source
+                 hash and time)
 """
 import hashlib
 import json
@@ -79,6 +83,22 @@ def main():
             if f.endswith(".md"):
                 text = open(os.path.join(run, n, f)).read()
                 open(os.path.join(out, n, f), "w").write(launder(text))
+    if len(sys.argv) > 5:
+        rounds = sys.argv[5]
+        trees = []
+        for n in names:
+            last = sorted((int(f[1:f.index("-")]), f) for f in os.listdir(rounds)
+                          if f.endswith("-%s.json" % n) and f.startswith("r"))
+            if not last:
+                continue
+            doc = json.loads(launder(open(os.path.join(rounds, last[-1][1])).read()))
+            nodes = [{k: nd.get(k) for k in ("id", "parent", "kind", "state", "verdict", "hash",
+                                             "time_ms", "expansion")} for nd in doc["nodes"]]
+            trees.append({"tree": doc["tree_id"], "problem": n, "round": last[-1][0],
+                          "expansions": max(nd["expansion"] or 0 for nd in nodes),
+                          "best": (doc.get("best") or {}).get("id"), "nodes": nodes})
+        with open(os.path.join(out, "trees.json"), "w") as f:
+            json.dump(trees, f, indent=1)
     # no line of an original (a docstring, a comment) may be left anywhere
     marks = set()
     for n in names:

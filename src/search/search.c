@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 
 /* ---- open / close ------------------------------------------------------------------------ */
@@ -1411,6 +1412,27 @@ static int stopped(kopt_search *s, kopt_llm_client *llm)
     return 0;
 }
 
+/* 1 when the manual folder holds a prompt without its reply (a step still waiting). */
+static int manual_outstanding(const char *dir)
+{
+    DIR *d = dir ? opendir(dir) : NULL;
+    struct dirent *e;
+    int out = 0;
+
+    while (d && !out && (e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        char reply[1024];
+        struct stat st;
+        if (n <= 10 || strcmp(e->d_name + n - 10, ".prompt.md") != 0)
+            continue;
+        snprintf(reply, sizeof(reply), "%s/%.*s.reply.md", dir, (int)(n - 10), e->d_name);
+        out = stat(reply, &st) != 0;
+    }
+    if (d)
+        closedir(d);
+    return out;
+}
+
 kopt_status kopt_search_go(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm,
                            kopt_search_evaluator *ev)
 {
@@ -1479,6 +1501,19 @@ kopt_status kopt_search_go(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm,
             snprintf(s->st.stop_reason, sizeof(s->st.stop_reason), "the reference did not "
                      "evaluate OK (%s)", s->nodes[0].failure[0] ? s->nodes[0].failure :
                      kopt_verdict_name(s->nodes[0].verdict));
+            break;
+        }
+        /* --propose again before the last proposals were evaluated: nothing new (another
+         * step would select without their outcomes), unless a step's manual prompts are
+         * still waiting for replies (that step is asked again to read them) */
+        if (s->o.propose_only && !proposed && steps == 0 && pend >= 0 &&
+            !manual_outstanding(s->o.manual_dir)) {
+            int npend = 0;
+            for (int i = 0; i < s->n; i++)
+                npend += s->nodes[i].state == KOPT_SEARCH_PENDING;
+            snprintf(s->st.stop_reason, sizeof(s->st.stop_reason), "%d candidate(s) pending "
+                     "evaluation: nothing more proposed; evaluate them first (--evaluate)",
+                     npend);
             break;
         }
         if ((r = repair(s, ctx, llm)) != 0) {

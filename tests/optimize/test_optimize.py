@@ -242,6 +242,12 @@ def test_propose_evaluate():
     pend = doc.get("stats", {}).get("pending", 0)
     check(p.returncode == 0 and pend >= 2 and doc["stats"]["evaluated"] == 0,
           "--propose leaves candidates pending and evaluates nothing (%d pending)" % pend)
+    nodes, asked = len(doc.get("nodes", [])), exchanges(db, 1)
+    p, doc = kopt(db, "--resume", "1", "--propose", "--llm", llm("softmax"), "--json")
+    check(p.returncode == 0 and len(doc.get("nodes", [])) == nodes and exchanges(db, 1) == asked
+          and "pending evaluation" in doc["stats"]["stop_reason"],
+          "--propose again before an evaluation: nothing asked, no node added (%s)"
+          % doc.get("stats", {}).get("stop_reason"))
     for _ in range(5):
         asked = exchanges(db, 1)
         p, doc = kopt(db, "--resume", "1", "--evaluate", "--evaluator", "fake", "--llm",
