@@ -209,8 +209,9 @@ static void profile(live *l, kopt_ctx *ctx, const kopt_candidate *c, const kopt_
             if (i == 0)
                 snprintf(out->tool, sizeof(out->tool), "%s", f->tool);
             const int capped = f->gain > headroom;
-            kopt_buf_printf(&b, "%s: %s (saves about %.0f%% of the time%s)%s%s\n", f->tool,
-                            f->title, (capped ? headroom : f->gain) * 100,
+            kopt_buf_printf(&b, "%s%s%s%s: %s (saves about %.0f%% of the time%s)%s%s\n",
+                            f->tool, f->kernel[0] ? " [" : "", f->kernel,
+                            f->kernel[0] ? "]" : "", f->title, (capped ? headroom : f->gain) * 100,
                             capped ? ", capped at the roofline's headroom" : "",
                             f->change ? " Change: " : "", f->change ? f->change : "");
         }

@@ -372,7 +372,8 @@ static char *launch_section(const kopt_problem *p, const char *launch, const cha
             "problem's sizes.%s\nThe device: %s\n",
             p->allow_libraries ? ", \"libraries\": [\"cublas\"]" : "",
             p->allow_libraries ? " `libraries` (optional): [\"cublas\"] links cuBLAS "
-                                 "(cublas_v2.h) for calls such as cublasGemmEx." :
+                                 "(cublas_v2.h: cublasGemmEx, ...; cublasLt.h's functions "
+                                 "resolve through it)." :
                                  " This problem does not allow library calls.",
             device);
         return kopt_buf_detach(&b);
@@ -1209,6 +1210,14 @@ static int repair(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm)
         node_vars(s, ctx, &vs, i);
         var(&vs, "failure", n->failure[0] ? n->failure : kopt_verdict_name(n->verdict));
         var(&vs, "message", n->message);
+        var(&vs, "failure_note", !n->failure[0] && n->verdict == KOPT_VERDICT_SUSPECT
+            ? "SUSPECT: the outputs were right, but kopt does not trust the time, so the "
+              "candidate does not count. Either the time is below what the device allows for "
+              "the problem's stated work (the candidate skips part of that work: it relies on "
+              "structure of the generated inputs the problem does not promise, or on "
+              "something cached between runs), or the timing itself was disturbed (work left "
+              "running after the call returns, another stream). Repair it by doing the "
+              "problem's stated work inside the call, on io->stream.\n" : "");
         var_own(&vs, "log", debugger_log(n));
         var(&vs, "plan", n->plan.text);
         var(&vs, "parent_source", n->parent >= 0 ? s->nodes[n->parent].source : "");

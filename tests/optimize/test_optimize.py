@@ -516,6 +516,22 @@ def test_cute_debugger():
     check(len(repaired) == 1, "cute: the debugger repaired it")
 
 
+def test_suspect_repair():
+    """A SUSPECT candidate's debugger is told what SUSPECT means (right outputs, a time kopt
+    does not trust) and what a repair must do; the repair is evaluated."""
+    db = fresh_db("suspect")
+    p, doc = kopt(db, os.path.join(ROOT, "examples/softmax"), "--evaluator", "fake", "--llm",
+                  llm("suspect"), "--search", "greedy", "--iterations", "1", "--no-tune",
+                  "--no-cute", "--json")
+    convs = conversations(db, doc.get("tree_id", 0), "debugger")
+    text = convs[0][0]["content"] if convs else ""
+    check(p.returncode == 0 and "## How it failed: SUSPECT\nSUSPECT: the outputs were right" in
+          text and "problem's stated work inside the call" in text,
+          "a SUSPECT candidate's debugger prompt says what SUSPECT means and what to repair")
+    repaired = [n for n in doc.get("nodes", []) if n["kind"] == "repair" and n.get("verdict") == "OK"]
+    check(len(repaired) == 1, "the SUSPECT candidate's repair is evaluated OK")
+
+
 def test_template_reply():
     """A coder that answers with a template (front matter "params") gets a typed failure on
     that node; the run goes on (on the GPU it once ended the whole run)."""
@@ -586,6 +602,7 @@ def all_tests():
     test_code_search()
     test_search_bound()
     test_cute_debugger()
+    test_suspect_repair()
     test_start()
     test_template_reply()
 
