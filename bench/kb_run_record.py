@@ -19,7 +19,7 @@ usage: kb_run_record.py RUN_DIR ORIGINALS_DIR RESTATED_DIR OUT_DIR [ROUNDS_DIR]
   ROUNDS_DIR     the `kopt optimize --json` output of each round, rR-NAME.json: the last
                  round's trees, laundered the same way, go to OUT_DIR/trees.json (what the
                  replay must rebuild: each node's id, parent, kind, state, verdict, source
-                 hash and time)
+                 hash and time); every round's output, laundered, to OUT_DIR/rounds/
 """
 import hashlib
 import json
@@ -99,6 +99,11 @@ def main():
                           "best": (doc.get("best") or {}).get("id"), "nodes": nodes})
         with open(os.path.join(out, "trees.json"), "w") as f:
             json.dump(trees, f, indent=1)
+        os.makedirs(os.path.join(out, "rounds"), exist_ok=True)
+        for f in sorted(os.listdir(rounds)):
+            if f.startswith("r") and f.endswith(".json"):
+                with open(os.path.join(out, "rounds", f), "w") as g:
+                    g.write(launder(open(os.path.join(rounds, f)).read()))
     # no line of an original (a docstring, a comment) may be left anywhere
     marks = set()
     for n in names:

@@ -262,10 +262,15 @@ typedef struct kopt_search_opts {
     /* width W (docs/scale.md): expansions selected per step, with virtual visits so that
      * they differ, and pending nodes evaluated at once (0 or 1: one, the plain search) */
     int width;
+    /* rounds: a step asks the repairs of what failed and one expansion, then everything
+     * pending is evaluated: how --propose/--evaluate drive a tree (stored with it, so that
+     * a replay grows it the same way); 0: a repair is evaluated (and repaired again) before
+     * the next expansion */
+    int rounds;
 } kopt_search_opts;
 #define KOPT_SEARCH_OPTS_INIT {1, KOPT_SEARCH_MCTS, 10, 0, 1.0, 1.0, 0.5, 0.25, 1, 3, 0.02, 2, \
     2, KOPT_TUNE_TIME, 0, 0, 0, 0, 16, 2, 0, 0.0, NULL, NULL, 0.8, 0.1, 8192, NULL, NULL, NULL, \
-    0, 0, NULL, NULL, 0, NULL, NULL, 0}
+    0, 0, NULL, NULL, 0, NULL, NULL, 0, 0}
 /* The most expansions a step selects (and evaluations at once). */
 #define KOPT_SEARCH_MAX_WIDTH 64
 /* The searches per node a kopt_search_opts gives (max_searches resolved). */

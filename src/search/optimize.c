@@ -17,7 +17,7 @@
 char *kopt_search_opts_json(const kopt_search_opts *o)
 {
     json_t *j = json_pack("{s:s,s:i,s:i,s:f,s:f,s:f,s:f,s:i,s:i,s:f,s:i,s:i,s:s,s:b,s:b,s:b,"
-                          "s:i,s:i,s:i,s:i,s:i}",
+                          "s:i,s:i,s:i,s:i,s:i,s:b}",
         "search", kopt_search_policy_name(o->policy), "iterations", o->iterations,
         "proposals", o->proposals, "uct_c", o->uct_c, "widen_c", o->widen_c,
         "widen_alpha", o->widen_alpha, "top_quantile", o->top_quantile,
@@ -26,7 +26,7 @@ char *kopt_search_opts_json(const kopt_search_opts *o)
         "objective", kopt_run_tune_objective_name(o->objective), "no_tools", o->no_tools,
         "no_memory", o->no_memory, "no_tune", o->no_tune, "tune_budget", o->tune_budget,
         "tune_after", o->tune_after, "cute", o->cute, "max_searches", o->max_searches,
-        "width", o->width > 1 ? o->width : 1);
+        "width", o->width > 1 ? o->width : 1, "rounds", o->rounds);
     char *t = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     return t;
@@ -81,6 +81,7 @@ void kopt_search_opts_load(kopt_search_opts *o, const char *text, int keep_itera
     get_int(j, "cute", &o->cute);
     get_int(j, "max_searches", &o->max_searches);
     get_int(j, "width", &o->width);
+    get_bool(j, "rounds", &o->rounds);
     json_decref(j);
 }
 
@@ -363,6 +364,10 @@ kopt_status kopt_optimize_open(kopt_optimize **out, kopt_ctx *ctx, const kopt_op
         op->o.search.start_source = op->start_source;
         op->o.search.start_name = o->start;
     }
+    /* a tree driven by --propose/--evaluate grows in rounds (kept with it for its replay);
+     * the caller's rounds (kopt optimize --rounds) are kept too */
+    if (o->propose_only || o->evaluate_only || o->search.rounds)
+        op->o.search.rounds = 1;
     opts_text = tree_options(op);
     if ((rc = kopt_store_opt_tree_put(store, ctx, op->tree_id, op->prob->hash, op->prob->path,
                                       opts_text)) != KOPT_OK ||

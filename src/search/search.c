@@ -1530,7 +1530,7 @@ kopt_status kopt_search_go(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm,
                 break;
             steps++;
             progress(s, llm, "repairs asked");
-            if (!s->o.propose_only)
+            if (!s->o.propose_only && !s->o.rounds)
                 continue;
         }
         if ((e = expansions(s)) >= s->o.iterations) {

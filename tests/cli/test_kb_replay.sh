@@ -20,7 +20,7 @@ fail=0 n=0
 while IFS=$'\t' read -r tree problem expansions; do
   n=$((n + 1))
   cp "$D/kb.db" "$T/kb.db"
-  "$K" optimize --replay "$tree" "$D/problems/$problem" --llm "replay:$tree@order" \
+  "$K" optimize --replay "$tree" "$D/problems/$problem" --llm "replay:$tree@order" --rounds \
     --iterations "$expansions" --db "$T/kb.db" --json > "$T/$tree.json" 2> "$T/$tree.err"
   rc=$?
   if msg=$(python3 - "$D/trees.json" "$tree" "$T/$tree.json" <<'PY'

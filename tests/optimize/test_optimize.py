@@ -242,6 +242,10 @@ def test_propose_evaluate():
     pend = doc.get("stats", {}).get("pending", 0)
     check(p.returncode == 0 and pend >= 2 and doc["stats"]["evaluated"] == 0,
           "--propose leaves candidates pending and evaluates nothing (%d pending)" % pend)
+    stored = json.loads(rows(db, "SELECT options_json FROM opt_trees WHERE tree_id=?", 1)[0][0])
+    check(stored.get("rounds") is True,
+          "a tree driven by --propose/--evaluate is stored as growing in rounds (%s)"
+          % stored.get("rounds"))
     nodes, asked = len(doc.get("nodes", [])), exchanges(db, 1)
     p, doc = kopt(db, "--resume", "1", "--propose", "--llm", llm("softmax"), "--json")
     check(p.returncode == 0 and len(doc.get("nodes", [])) == nodes and exchanges(db, 1) == asked
