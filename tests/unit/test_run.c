@@ -7,8 +7,10 @@
  * store with its strategy, seed and budget, evaluates nothing stored again and ends where
  * an uninterrupted run ends; a stored tuning run replays by id; set-up faults say which
  * kind they are (usage, input); the profile of a PyTorch program (a PyTorch reference, a
- * ModelNew .py candidate) goes to the program profile, which without a GPU says plainly why
- * it was not profiled, handing no Python to a CUDA compiler.
+ * ModelNew .py candidate) goes to the program profile, which with the worker on the CPU
+ * (no GPU ran its kernels) says plainly why it was not profiled, handing no Python to a CUDA
+ * compiler; a program's analysis is stored as a profile of source "program" and shown by
+ * kopt report.
  */
 #include "ktest.h"
 
@@ -348,6 +350,9 @@ static void check_program_refused(kopt_run *run, const kopt_problem *prob,
 
 static void test_profile_program(void)
 {
+    /* the PyTorch worker on the CPU, on every machine: a program whose kernels no GPU ran
+     * (on a GPU machine the program is profiled: unit.test_run_gpu, gpu_profile_program) */
+    char *was = getenv("KOPT_TORCH_DEVICE") ? strdup(getenv("KOPT_TORCH_DEVICE")) : NULL;
     kopt_problem *prob = NULL;
     kopt_candidate *cand = NULL;
     kopt_run *run = open_run(NULL, KOPT_RUN_PROFILE, 0, NULL);
@@ -356,6 +361,7 @@ static void test_profile_program(void)
                                 "    def forward(self, x):\n"
                                 "        return torch.tanh(x) * 2.0\n");
 
+    setenv("KOPT_TORCH_DEVICE", "cpu", 1);
     if (run && CHECK_EQ_INT(kopt_problem_load(&prob, ctx, KB_TANH), KOPT_OK)) {
         check_program_refused(run, prob, NULL, "model.py");
         if (py && CHECK_EQ_INT(kopt_candidate_load(&cand, ctx, py, prob), KOPT_OK))
@@ -365,6 +371,11 @@ static void test_profile_program(void)
     kopt_problem_free(prob);
     free(py);
     kopt_run_close(run);
+    if (was)
+        setenv("KOPT_TORCH_DEVICE", was, 1);
+    else
+        unsetenv("KOPT_TORCH_DEVICE");
+    free(was);
 }
 
 /* A program's analysis stored as a profile of source "program": its record with the
