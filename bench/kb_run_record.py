@@ -4,8 +4,8 @@
 The run (issue 28, point 4) evaluated the problems imported from a KernelBench snapshot, so
 the store and the prompt files hold each problem's model.py, which is not ours to commit.
 This writes a copy in which every trace of those files is replaced by kopt's restatement of
-the same problem (same computation, sizes and input distributions; tests/data/kb_run/src/,
-imported into tests/data/kb_run/problems/): the root's source and its hash in the store's
+the same problem (same computation, sizes and input distributions;
+tests/data/kb_run/problems/NAME/model.py): the root's source and its hash in the store's
 rows, the prompts (raw and JSON-escaped), the problem paths; then checks that no line of an
 original is left. The search itself (plans, candidates, outcomes, replies) is unchanged, so
 `kopt optimize --replay T PROBLEM --llm replay:T@order` rebuilds each tree from the copy

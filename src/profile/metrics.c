@@ -8,18 +8,21 @@
 /* Two replay passes on GH100 (measured with the host API, tests/unit/test_cupti_host.c):
  * time, DRAM bytes, FLOP counters by precision, tensor-pipe instructions, and the SM clock
  * the kernel ran at (CUPTI does not lock clocks; ncu locks them to base unless told not). */
-const char *const kopt_metrics_roofline[] = {
-    "gpu__time_duration.sum",
-    "dram__bytes_read.sum",
-    "dram__bytes_write.sum",
-    "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_dadd_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum",
-    "sm__inst_executed_pipe_tensor.sum",
+#define ROOFLINE_METRICS \
+    "gpu__time_duration.sum", \
+    "dram__bytes_read.sum", \
+    "dram__bytes_write.sum", \
+    "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum", \
+    "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum", \
+    "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum", \
+    "smsp__sass_thread_inst_executed_op_dadd_pred_on.sum", \
+    "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum", \
+    "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum", \
+    "sm__inst_executed_pipe_tensor.sum", \
     "sm__cycles_elapsed.avg.per_second",
+
+const char *const kopt_metrics_roofline[] = {
+    ROOFLINE_METRICS
     NULL,
 };
 
@@ -27,17 +30,7 @@ const char *const kopt_metrics_roofline[] = {
  * memory throughput (% of peak), so a kernel whose FLOP the counters miss (tensor cores) or
  * that has none (a copy, a ReLU) still gets a measured class. */
 const char *const kopt_metrics_program[] = {
-    "gpu__time_duration.sum",
-    "dram__bytes_read.sum",
-    "dram__bytes_write.sum",
-    "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_dadd_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum",
-    "sm__inst_executed_pipe_tensor.sum",
-    "sm__cycles_elapsed.avg.per_second",
+    ROOFLINE_METRICS
     "sm__throughput.avg.pct_of_peak_sustained_elapsed",
     "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
     "dram__throughput.avg.pct_of_peak_sustained_elapsed",
