@@ -15,12 +15,15 @@ usage: kb_run_record.py RUN_DIR ORIGINALS_DIR RESTATED_DIR OUT_DIR [ROUNDS_DIR]
   RUN_DIR        the run: kb.db and one prompt folder per problem (NAME/*.md)
   ORIGINALS_DIR  the imported KernelBench problems (NAME/model.py) the run used
   RESTATED_DIR   the restated problems (NAME/model.py), as the copy should name them
-  OUT_DIR        where the copy goes: kb.db and NAME/*.md
+  OUT_DIR        where the copy goes: kb.db and NAME/*.md, and kb.db.gz: the copy cut to
+                 what a replay reads (trees, nodes, replies, runs; the prompts' text is in
+                 NAME/*.md), gzipped: tests/data/kb_run's fixture
   ROUNDS_DIR     the `kopt optimize --json` output of each round, rR-NAME.json: the last
                  round's trees, laundered the same way, go to OUT_DIR/trees.json (what the
                  replay must rebuild: each node's id, parent, kind, state, verdict, source
                  hash and time); every round's output, laundered, to OUT_DIR/rounds/
 """
+import gzip
 import hashlib
 import json
 import os
@@ -31,6 +34,23 @@ import sys
 
 def sha(text):
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def write_fixture(db, path):
+    """The store cut to what `kopt optimize --replay` reads, gzipped."""
+    tmp = path + ".tmp.db"
+    shutil.copyfile(db, tmp)
+    con = sqlite3.connect(tmp)
+    for table in ("evaluations", "candidates", "profiles", "findings", "resolutions",
+                  "torch_baselines", "tune_runs", "tune_evals"):
+        con.execute("DELETE FROM %s" % table)
+    con.execute("UPDATE llm_exchanges SET request_json='{}'")   # replayed in order
+    con.commit()
+    con.execute("VACUUM")
+    con.close()
+    with open(tmp, "rb") as f, gzip.GzipFile(path, "wb", 9, mtime=0) as g:
+        shutil.copyfileobj(f, g)
+    os.remove(tmp)
 
 
 def main():
@@ -83,6 +103,7 @@ def main():
             if f.endswith(".md"):
                 text = open(os.path.join(run, n, f)).read()
                 open(os.path.join(out, n, f), "w").write(launder(text))
+    write_fixture(db, os.path.join(out, "kb.db.gz"))
     if len(sys.argv) > 5:
         rounds = sys.argv[5]
         trees = []

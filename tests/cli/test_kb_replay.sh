@@ -3,7 +3,8 @@
 # answering through manual mode, mcts with 2 proposals, 3 rounds on an H100;
 # bench/results/2026-11-27-h100-kb-manual) replayed without a GPU or a model: each tree is
 # rebuilt by `kopt optimize --replay T PROBLEM --llm replay:T@order` from the recorded store
-# (its replies in order, role by role; its outcomes by source hash) and must come out node
+# (tests/data/kb_run/kb.db.gz: its replies in order, role by role; its outcomes by source
+# hash) and must come out node
 # for node as recorded (id, parent, kind, state, verdict, source hash, time) with the same
 # best node; the only nodes beyond the recording may be unanswered repairs of candidates
 # that failed in the last round (their debugger was never asked in the recording). A regression test of the search: a change in selection, expansion, repair or
@@ -19,7 +20,7 @@ unset KOPT_SERVER KOPT_DB
 fail=0 n=0
 while IFS=$'\t' read -r tree problem expansions; do
   n=$((n + 1))
-  cp "$D/kb.db" "$T/kb.db"
+  gzip -dc "$D/kb.db.gz" > "$T/kb.db"
   "$K" optimize --replay "$tree" "$D/problems/$problem" --llm "replay:$tree@order" --rounds \
     --iterations "$expansions" --db "$T/kb.db" --json > "$T/$tree.json" 2> "$T/$tree.err"
   rc=$?

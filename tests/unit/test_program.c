@@ -49,7 +49,8 @@ static void ceilings(kopt_ceilings *c)
         c->measured[k] = c->gflops[k] > 0;
 }
 
-static kopt_program_analysis *analyze(const kopt_program *p, double rtol)
+/* Analyzed at the unit test's ceilings; `matmul_like`: the problem is a contraction. */
+static kopt_program_analysis *analyze_as(const kopt_program *p, double rtol, int matmul_like)
 {
     kopt_program_analyze_opts o = KOPT_PROGRAM_ANALYZE_OPTS_INIT;
     kopt_ceilings c;
@@ -59,9 +60,15 @@ static kopt_program_analysis *analyze(const kopt_program *p, double rtol)
     o.ceil = &c;
     o.rtol = rtol;
     o.problem = "fixture";
+    o.matmul_like = matmul_like;
     if (!CHECK_EQ_INT(kopt_program_analyze(&a, ctx, p, &o), KOPT_OK))
         printf("  %s\n", kopt_errmsg(ctx));
     return a;
+}
+
+static kopt_program_analysis *analyze(const kopt_program *p, double rtol)
+{
+    return analyze_as(p, rtol, 0);
 }
 
 static const kopt_finding *finding(const kopt_program_analysis *a, const char *tool)
@@ -885,19 +892,10 @@ done:
 static void test_tensor_advice_on_the_contraction_only(void)
 {
     kopt_program *p = load("sgemm_fp32.json");
-    kopt_program_analyze_opts o = KOPT_PROGRAM_ANALYZE_OPTS_INIT;
-    kopt_program_analysis *a = NULL;
-    kopt_ceilings c;
+    kopt_program_analysis *a = p ? analyze_as(p, 1e-2, 1) : NULL;
     int on_gemm = 0, on_other = 0;
 
-    if (!p)
-        return;
-    ceilings(&c);
-    o.ceil = &c;
-    o.rtol = 1e-2;
-    o.problem = "fixture";
-    o.matmul_like = 1;
-    if (!CHECK_EQ_INT(kopt_program_analyze(&a, ctx, p, &o), KOPT_OK))
+    if (!a)
         goto done;
     for (int i = 0; i < a->an->findings.n; i++) {
         const kopt_finding *f = &a->an->findings.f[i];
