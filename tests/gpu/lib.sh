@@ -1,6 +1,11 @@
 # Shared by the GPU test scripts: skip without a GPU, run kopt eval, check verdicts.
 # Usage: source tests/gpu/lib.sh KOPT_BINARY
 K=${1:?path to kopt}
+# placed by ctest on a GPU of its own (scripts/test.sh, tests/gpu/placement/): that one only
+if [[ "${CTEST_RESOURCE_GROUP_0_GPUS:-}" =~ ^id:([0-9]+), ]]; then
+  export CUDA_VISIBLE_DEVICES=${BASH_REMATCH[1]}
+  echo "on GPU ${BASH_REMATCH[1]} (ctest's placement)"
+fi
 TMP=$(mktemp -d)
 export KOPT_CACHE_DIR=${KOPT_CACHE_DIR:-$TMP/cache} KOPT_DB=$TMP/kopt.db
 trap 'rm -rf "$TMP"' EXIT

@@ -14,16 +14,23 @@
 #                                    gets its verdict
 # Every OK candidate is also checked for a positive median. Each case runs on its own copy
 # of the problem and of the candidate (the file cheats write to them; the test checks that
-# kopt restored them). One correct candidate runs first and alone (it measures the device's
-# ceilings, cached for the rest); then the cases whose verdict does not depend on the
-# timings run $KOPT_KBADV_JOBS at a time (default half the cores, 4 to 8); then the ones
-# that do (SUSPECT)
-# one at a time. Without a GPU: "skipped: no GPU", exit 77, as the other GPU tests.
+# kopt restored them). One correct candidate runs first and alone: it measures the device's
+# ceilings into its store, which every later case starts from (a copy each). Then the cases
+# whose verdict does not depend on the timings run $KOPT_KBADV_JOBS at a time (default half
+# the cores, 4 to 8), the longest first; then the ones that do (SUSPECT) one at a time.
+# Without a GPU: "skipped: no GPU", exit 77, as the other GPU tests.
 # usage: test_kb_adversarial.sh /path/to/kopt
 set -u
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=tests/gpu/lib.sh
 source "$REPO/tests/gpu/lib.sh" "$1"     # K, TMP (removed at exit); no GPU: exit 77
+# placed on GPU k of several (tests/gpu/placement/): the GPU the other tests share visible
+# too, as the second device, for the cases that need two GPUs (output_other_gpu.py); kopt
+# times on the first, GPU k
+if [ -n "${CTEST_RESOURCE_GROUP_0_GPUS:-}" ] && [ "${KOPT_TEST_GPUS:-1}" -gt 1 ] &&
+   [ -n "${KOPT_TEST_SHARED_GPU:-}" ]; then
+  export CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES,$KOPT_TEST_SHARED_GPU
+fi
 # shellcheck source=tests/lib/cases.sh
 source "$REPO/tests/lib/cases.sh"        # hdr, has_needs, in_list, run_jobs
 DIR=$REPO/tests/kb_adversarial
@@ -95,6 +102,8 @@ run_case() {   # FILE: evaluates it on its own copies into $WORK/case/NAME/
   mkdir -p "$d"
   cp -r "$P0" "$d/p"
   cp "$f" "$d/"
+  # the ceilings the first case measured alone (its store), not ones measured beside others
+  [ -f "$WORK/first.db" ] && cp "$WORK/first.db" "$d/kopt.db"
   args=$(hdr "$f" args)
   t0=$SECONDS
   # shellcheck disable=SC2086  # options are words
@@ -174,10 +183,12 @@ for f in "$DIR"/*.py "$DIR"/*.cu; do
   if [ -n "$need" ] && ! has_needs "$need"; then skip "$name" "needs $need"; continue; fi
   all+=("$f")
   if [ "$f" = "$first" ]; then continue; fi
-  if in_list SUSPECT "$want" || [ -n "$(hdr "$f" pending)" ]; then serial+=("$f"); else parallel+=("$f"); fi
+  if in_list SUSPECT "$want" || [ -n "$(hdr "$f" pending)" ]; then serial+=("$f")
+  elif [ "$name" = ok_load_inline ]; then parallel=("$f" "${parallel[@]}")   # the longest
+  else parallel+=("$f"); fi
 done
 t_all=$SECONDS
-[ -e "$first" ] && run_case "$first"
+[ -e "$first" ] && run_case "$first" && cp "$WORK/case/$(basename "$first" .py)/kopt.db" "$WORK/first.db"
 run_jobs "$JOBS" run_case "${parallel[@]}"
 for f in "${serial[@]}"; do run_case "$f"; done
 for f in "${all[@]}"; do judge "$f"; done

@@ -169,6 +169,53 @@ static void test_no_measurable_work_is_suspect(void)
     CHECK_EQ_INT(r.verdict, KOPT_VERDICT_OK);
 }
 
+/* Ceilings measured low (other work on the GPU while they were measured) do not make a
+ * correct kernel timed alone "faster than the device allows": the guard raises each to 90%
+ * of the spec-derived rate (an H100 SXM: 3352 GB/s from 2619 MHz x 5120 bits x 2), while
+ * the reported roofline keeps the measured ones; a time faster than the spec rate is still
+ * SUSPECT, and says that the floor was used. */
+static void test_guard_floor(void)
+{
+    kopt_eval_result r;
+    kopt_bound b;
+    kopt_problem prob;
+    kopt_ceilings g;
+    const double measured[] = {3100, 2000, 2000}, median[] = {0.25, 0.33, 0.2};
+    const int suspect[] = {1, 0, 1};
+
+    memset(&b, 0, sizeof(b));
+    memset(&prob, 0, sizeof(prob));
+    prob.compute = KOPT_COMPUTE_FP32;
+    b.has_work = 1;
+    b.bytes = 1e9;
+    b.flops = 1e6;
+    for (int i = 0; i < 3; i++) {
+        memset(&r, 0, sizeof(r));
+        r.device.cc_major = 9;
+        r.device.sm_count = 132;
+        r.device.clock_khz = 1980000;
+        r.device.mem_clock_khz = 2619000;
+        r.device.mem_bus_width = 5120;
+        r.ceilings.valid = 1;
+        r.ceilings.dram_copy_gbs = r.ceilings.dram_read_gbs = measured[i];
+        r.ceilings.gflops[KOPT_COMPUTE_FP32] = 62000;
+        r.ceilings.measured[KOPT_COMPUTE_FP32] = 1;
+        r.timing.n = 50;
+        r.timing.median_ms = median[i];
+        r.verdict = KOPT_VERDICT_OK;
+        CHECK_EQ_INT(kopt__speed_of_light(&r, &b, &prob, 1.1), suspect[i]);
+        CHECK_EQ_INT(r.verdict, suspect[i] ? KOPT_VERDICT_SUSPECT : KOPT_VERDICT_OK);
+        CHECK_NEAR(r.roofline.bound_ms, 1e9 / (measured[i] * 1e6), 1e-9);   /* as measured */
+        kopt__guard_ceilings(&g, &r.ceilings, &r.device);
+        CHECK_NEAR(g.dram_copy_gbs, measured[i] < 3000 ? 0.9 * 3352.32 : measured[i], 0.01);
+        CHECK_NEAR(g.gflops[KOPT_COMPUTE_FP32], 62000, 1e-9);   /* above 90% of 66.9 TFLOP/s */
+        if (i == 2)
+            CHECK_STR_CONTAINS(r.message, "none below 90% of the spec rate");
+        if (i == 0)
+            CHECK(strstr(r.message, "spec rate") == NULL);
+    }
+}
+
 /* An FP32 contraction whose tolerance admits TF32: the speed-of-light check holds it to the
  * TF32 tensor-core rate, and the result keeps that roofline (fast_roofline, what the
  * planner's headroom is measured against); a tight tolerance keeps FP32's and none. */
@@ -368,6 +415,7 @@ int main(int argc, char **argv)
         KTEST(test_nan_where_the_reference_has_nan),
         KTEST(test_median_precision),
         KTEST(test_no_measurable_work_is_suspect), KTEST(test_fast_roofline),
+        KTEST(test_guard_floor),
         KTEST(test_wrong_only_at_check_sizes_is_shape_specific),
         KTEST(test_torch_census_and_clock),
         KTEST(test_sass_precision),
