@@ -2,11 +2,12 @@
 # Run every test (unit, CLI, GPU) with CTest, then repeat the reason of each skipped test,
 # which CTest itself does not print (the GPU tests say "skipped: no GPU" without one).
 # Usage: scripts/test.sh [ctest args], e.g. -L unit, or -j 8 (tests side by side, the
-# longest first by their COST). On a machine with GPUs the tests are placed
-# (tests/gpu/placement/place.cmake): the ones that time or profile get a GPU to themselves
-# (one GPU: in turn, while the CPU-only tests go on beside them; several: spread over
-# GPUs 1..N-1 while the rest use GPU 0). KOPT_TEST_PLACE=0 runs them as plain ctest does
-# (RUN_SERIAL: alone). The KernelBench CLI tests also run their own independent steps side
+# longest first by their COST). The tests that time or profile run alone (RUN_SERIAL).
+# KOPT_TEST_PLACE=1 places the tests on a machine's GPUs instead (tests/gpu/placement/
+# place.cmake): the ones that time or profile get a GPU to themselves (one GPU: in turn,
+# while the CPU-only tests go on beside them; several: spread over GPUs 1..N-1 while the
+# rest use GPU 0). Not yet the default: it has not run on a GPU machine yet.
+# The KernelBench CLI tests also run their own independent steps side
 # by side, $KOPT_TEST_JOBS at a time (default: the number of cores; tests/lib/cases.sh).
 cd "$(dirname "$0")/.."
 args=()
@@ -22,7 +23,7 @@ else
 fi
 gpus=${#ids[@]}
 ctest_minor=$(ctest --version | sed -n '1s/^ctest version 3\.\([0-9]*\).*/\1/p')
-if [ "${KOPT_TEST_PLACE:-1}" != 0 ] && [ "$gpus" -gt 0 ] && [ "${ctest_minor:-0}" -ge 18 ] &&
+if [ "${KOPT_TEST_PLACE:-0}" = 1 ] && [ "$gpus" -gt 0 ] && [ "${ctest_minor:-0}" -ge 18 ] &&
    mkdir -p build/Testing; then
   spec=build/Testing/kopt-gpus.json
   if [ "$gpus" = 1 ]; then
@@ -36,7 +37,7 @@ if [ "${KOPT_TEST_PLACE:-1}" != 0 ] && [ "$gpus" -gt 0 ] && [ "${ctest_minor:-0}
   export KOPT_TEST_GPUS=$gpus KOPT_TEST_SHARED_GPU=${ids[0]}
   args=(--resource-spec-file "$spec")
 elif [ "$gpus" -gt 0 ]; then
-  echo "placement: off (KOPT_TEST_PLACE=${KOPT_TEST_PLACE:-1}, ctest 3.${ctest_minor:-?}): the tests that time or profile run alone"
+  echo "placement: off (KOPT_TEST_PLACE=${KOPT_TEST_PLACE:-0}, ctest 3.${ctest_minor:-?}): the tests that time or profile run alone"
 fi
 ctest --test-dir build --output-on-failure "${args[@]}" "$@"
 rc=$?

@@ -1,7 +1,7 @@
 # Read by ctest (not cmake) after every test is defined: places the tests on the GPUs when
-# scripts/test.sh found some (KOPT_TEST_GPUS = their count) and gave ctest the resource file
-# it wrote. Without it (plain `ctest`, no GPU, an older ctest) nothing changes: the tests
-# that time or profile run alone (RUN_SERIAL), as configured.
+# `KOPT_TEST_PLACE=1 scripts/test.sh` found some (KOPT_TEST_GPUS = their count) and gave
+# ctest the resource file it wrote. Without it (plain `ctest`, no GPU, an older ctest)
+# nothing changes: the tests that time or profile run alone (RUN_SERIAL), as configured.
 #
 # Three kinds of tests:
 #  - alone on a GPU: they time or profile, so no other GPU work may share their GPU;
