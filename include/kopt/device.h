@@ -74,6 +74,12 @@ kopt_status kopt_device_measure(kopt_ctx *ctx, int ordinal, const char *cache_di
  * stay 0 for them; what the architecture table lacks stays 0, unknown). */
 void kopt_ceilings_fill_spec(kopt_ceilings *c, const kopt_device_info *dev);
 
+/* The DRAM rate in GB/s: the fastest measured (copy, read, write; 0 when none), and the
+ * spec-derived one (two transfers a memory clock over the bus; 0 when the device does not
+ * say). */
+double kopt_ceilings_dram_gbs(const kopt_ceilings *c);
+double kopt_dram_spec_gbs(const kopt_device_info *dev);
+
 /* Read the "ceilings" object of a measuring worker's answer (JSON text) into *out: each
  * rate present and positive is marked measured, the others stay 0 and unmeasured.
  * measured_at is left empty. KOPT_E_INVALID when the text is not a JSON object. */

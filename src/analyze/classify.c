@@ -64,11 +64,7 @@ const char *kopt__rates(const kopt_analysis_input *in, int compute, double *gbs,
     if (compute < 0 || compute >= KOPT_NCOMPUTE)
         compute = KOPT_COMPUTE_FP32;
     if (c && c->valid) {
-        *gbs = c->dram_copy_gbs;
-        if (c->dram_read_gbs > *gbs)
-            *gbs = c->dram_read_gbs;
-        if (c->dram_write_gbs > *gbs)
-            *gbs = c->dram_write_gbs;
+        *gbs = kopt_ceilings_dram_gbs(c);
         *gflops = c->gflops[compute];
         if (compute == KOPT_COMPUTE_FP64 && c->fp64_fma_gflops > 0 && !kopt__uses_dmma(in)) {
             *gflops = c->fp64_fma_gflops;   /* no DMMA in its SASS: the FMA path's rate */
@@ -80,8 +76,7 @@ const char *kopt__rates(const kopt_analysis_input *in, int compute, double *gbs,
         kopt_ceilings spec;
         memset(&spec, 0, sizeof(spec));
         kopt_ceilings_fill_spec(&spec, in->dev);
-        /* Double data rate: two transfers per memory clock over the bus. */
-        *gbs = 2.0 * in->dev->mem_clock_khz * 1e3 * (in->dev->mem_bus_width / 8.0) / 1e9;
+        *gbs = kopt_dram_spec_gbs(in->dev);
         *gflops = spec.gflops[compute];
         if (*gbs > 0 || *gflops > 0)
             return "spec-derived";

@@ -34,9 +34,9 @@ void kopt__wrong_verdict(kopt_eval_result *r, const char *ref_name);
  * and SUSPECT for a median at or below zero after the timer's cost is subtracted, or below
  * the speed-of-light bound (divided by `margin`). 1 when SUSPECT. */
 /* The speed-of-light guard's ceilings: the measured ones, none below this share of the
- * spec-derived rate (verdicts.c). 1 when one was raised. */
+ * spec-derived rate (verdicts.c). */
 #define KOPT_GUARD_SPEC_FLOOR 0.9
-int kopt__guard_ceilings(kopt_ceilings *g, const kopt_ceilings *c, const kopt_device_info *d);
+void kopt__guard_ceilings(kopt_ceilings *g, const kopt_ceilings *c, const kopt_device_info *d);
 int kopt__speed_of_light(kopt_eval_result *r, const kopt_bound *b, const kopt_problem *prob,
                          double margin);
 

@@ -47,17 +47,10 @@ double kopt_kb_peak_gbs(const kopt_device_info *dev, const kopt_ceilings *c)
 {
     double best = 0;
 
-    /* DDR: two transfers a memory clock, bus width in bits */
-    if (dev && dev->mem_clock_khz > 0 && dev->mem_bus_width > 0)
-        best = 2.0 * dev->mem_clock_khz * 1e3 * (dev->mem_bus_width / 8.0) / 1e9;
-    if (c && c->valid) {
-        if (c->dram_copy_gbs > best)
-            best = c->dram_copy_gbs;
-        if (c->dram_read_gbs > best)
-            best = c->dram_read_gbs;
-        if (c->dram_write_gbs > best)
-            best = c->dram_write_gbs;
-    }
+    if (dev)
+        best = kopt_dram_spec_gbs(dev);
+    if (c && c->valid && kopt_ceilings_dram_gbs(c) > best)
+        best = kopt_ceilings_dram_gbs(c);
     return best;
 }
 

@@ -39,6 +39,24 @@ void kopt_ceilings_fill_spec(kopt_ceilings *c, const kopt_device_info *dev)
         c->l2_gbs = 0;
 }
 
+double kopt_ceilings_dram_gbs(const kopt_ceilings *c)
+{
+    double bw = c->dram_copy_gbs;
+
+    if (c->dram_read_gbs > bw)
+        bw = c->dram_read_gbs;
+    if (c->dram_write_gbs > bw)
+        bw = c->dram_write_gbs;
+    return bw;
+}
+
+double kopt_dram_spec_gbs(const kopt_device_info *dev)
+{
+    if (dev->mem_clock_khz <= 0 || dev->mem_bus_width <= 0)
+        return 0;
+    return 2.0 * dev->mem_clock_khz * 1e3 * (dev->mem_bus_width / 8.0) / 1e9;
+}
+
 void kopt__roofline(kopt_roofline *r, double flops, double bytes, int compute,
                     const kopt_ceilings *c, double median_ms)
 {
@@ -47,11 +65,7 @@ void kopt__roofline(kopt_roofline *r, double flops, double bytes, int compute,
     memset(r, 0, sizeof(*r));
     if (!c->valid || median_ms <= 0)
         return;
-    bw = c->dram_copy_gbs;
-    if (c->dram_read_gbs > bw)
-        bw = c->dram_read_gbs;
-    if (c->dram_write_gbs > bw)
-        bw = c->dram_write_gbs;
+    bw = kopt_ceilings_dram_gbs(c);
     rate = compute >= 0 && compute < KOPT_NCOMPUTE ? c->gflops[compute] : 0;
     t_mem = bw > 0 ? bytes / (bw * 1e6) : 0;           /* GB/s -> bytes per ms */
     t_comp = rate > 0 ? flops / (rate * 1e6) : 0;

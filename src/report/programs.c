@@ -32,6 +32,13 @@ static void dim3(kopt_buf *b, json_t *v)
                     (long long)json_integer_value(json_array_get(v, 2)));
 }
 
+static void text_cell(kopt_buf *b, json_t *o, const char *key)
+{
+    kopt_buf_printf(b, "<td>");
+    kopt__report_esc(b, kopt__report_str(o, key));
+    kopt_buf_printf(b, "</td>");
+}
+
 static void program(kopt_buf *b, json_t *p)
 {
     json_t *a = json_object_get(json_object_get(p, "metrics"), "analysis"), *k;
@@ -50,11 +57,9 @@ static void program(kopt_buf *b, json_t *p)
         kopt__report_esc(b, kopt__report_str(k, "name"));
         kopt_buf_printf(b, "\">");
         kopt__report_esc(b, kopt__report_str(k, "short_name"));
-        kopt_buf_printf(b, "</td><td>");
-        kopt__report_esc(b, kopt__report_str(k, "origin"));
-        kopt_buf_printf(b, "</td><td>");
-        kopt__report_esc(b, kopt__report_str(k, "op"));
         kopt_buf_printf(b, "</td>");
+        text_cell(b, k, "origin");
+        text_cell(b, k, "op");
         dim3(b, json_object_get(k, "grid"));
         dim3(b, json_object_get(k, "block"));
         kopt_buf_printf(b, "<td class=\"n\">%lld</td><td class=\"n\">",
@@ -63,9 +68,9 @@ static void program(kopt_buf *b, json_t *p)
         kopt_buf_printf(b, "</td><td class=\"n\">%.1f</td><td class=\"n\">",
                         100 * json_number_value(json_object_get(k, "share")));
         kopt__report_num(b, json_object_get(k, "gbs"), 1, "");
-        kopt_buf_printf(b, "</td><td>");
-        kopt__report_esc(b, kopt__report_str(json_object_get(k, "class"), "final"));
-        kopt_buf_printf(b, "</td></tr>\n");
+        kopt_buf_printf(b, "</td>");
+        text_cell(b, json_object_get(k, "class"), "final");
+        kopt_buf_printf(b, "</tr>\n");
     }
     kopt_buf_printf(b, "</table>\n<p>forward ");
     kopt__report_num(b, json_object_get(a, "forward_ms"), 4, " ms");

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <sys/stat.h>
 
 /* ---- open / close ------------------------------------------------------------------------ */
@@ -1422,24 +1421,17 @@ static int stopped(kopt_search *s, kopt_llm_client *llm)
 }
 
 /* 1 when the manual folder holds a prompt without its reply (a step still waiting). */
-static int manual_outstanding(const char *dir)
+static int manual_outstanding(kopt_ctx *ctx, const char *dir)
 {
-    DIR *d = dir ? opendir(dir) : NULL;
-    struct dirent *e;
-    int out = 0;
+    char **names = NULL;
+    int n = 0;
 
-    while (d && !out && (e = readdir(d))) {
-        size_t n = strlen(e->d_name);
-        char reply[1024];
-        struct stat st;
-        if (n <= 10 || strcmp(e->d_name + n - 10, ".prompt.md") != 0)
-            continue;
-        snprintf(reply, sizeof(reply), "%s/%.*s.reply.md", dir, (int)(n - 10), e->d_name);
-        out = stat(reply, &st) != 0;
-    }
-    if (d)
-        closedir(d);
-    return out;
+    if (dir)   /* fails only out of memory, keeping the names it had */
+        (void)kopt_optimize_waiting(ctx, dir, &names, &n);
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    return n > 0;
 }
 
 kopt_status kopt_search_go(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm,
@@ -1516,7 +1508,7 @@ kopt_status kopt_search_go(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm,
          * step would select without their outcomes), unless a step's manual prompts are
          * still waiting for replies (that step is asked again to read them) */
         if (s->o.propose_only && !proposed && steps == 0 && pend >= 0 &&
-            !manual_outstanding(s->o.manual_dir)) {
+            !manual_outstanding(ctx, s->o.manual_dir)) {
             int npend = 0;
             for (int i = 0; i < s->n; i++)
                 npend += s->nodes[i].state == KOPT_SEARCH_PENDING;

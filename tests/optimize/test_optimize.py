@@ -503,13 +503,19 @@ def test_search_bound():
               "%s: the prompts do not describe the tool, nothing is searched" % what)
 
 
-def test_cute_debugger():
-    db = fresh_db("cutedebug")
+def debugger_run(script, name):
+    """One greedy iteration on examples/softmax whose coder answers from SCRIPT (a failing
+    candidate): the run, its JSON and the first debugger prompt ("" when none)."""
+    db = fresh_db(name)
     p, doc = kopt(db, os.path.join(ROOT, "examples/softmax"), "--evaluator", "fake", "--llm",
-                  llm("cute"), "--search", "greedy", "--iterations", "1", "--no-tune",
+                  llm(script), "--search", "greedy", "--iterations", "1", "--no-tune",
                   "--no-cute", "--json")
     convs = conversations(db, doc.get("tree_id", 0), "debugger")
-    text = convs[0][0]["content"] if convs else ""
+    return p, doc, convs[0][0]["content"] if convs else ""
+
+
+def test_cute_debugger():
+    p, doc, text = debugger_run("cute", "cutedebug")
     raw = open(os.path.join(ROOT, "tests/data/cute/broken_cute.nvcc.log")).read()
     check(p.returncode == 0 and "first error: cute/algorithm/gemm.hpp:408: static assertion "
           "failed" in text and "from the candidate: broken_cute.cu:25" in text,
@@ -523,12 +529,7 @@ def test_cute_debugger():
 def test_suspect_repair():
     """A SUSPECT candidate's debugger is told what SUSPECT means (right outputs, a time kopt
     does not trust) and what a repair must do; the repair is evaluated."""
-    db = fresh_db("suspect")
-    p, doc = kopt(db, os.path.join(ROOT, "examples/softmax"), "--evaluator", "fake", "--llm",
-                  llm("suspect"), "--search", "greedy", "--iterations", "1", "--no-tune",
-                  "--no-cute", "--json")
-    convs = conversations(db, doc.get("tree_id", 0), "debugger")
-    text = convs[0][0]["content"] if convs else ""
+    p, doc, text = debugger_run("suspect", "suspect")
     check(p.returncode == 0 and "## How it failed: SUSPECT\nSUSPECT: the outputs were right" in
           text and "problem's stated work inside the call" in text,
           "a SUSPECT candidate's debugger prompt says what SUSPECT means and what to repair")
