@@ -3,8 +3,8 @@
  * stdout and stderr, working folder and KOPT_* settings. Each evaluation is the ordinary
  * one-shot evaluation (fresh worker processes, fresh seeds, every check); only the
  * workers' start is done ahead. The pool (src/eval/pool.c) keeps two evaluations' workers
- * by default; an evaluation takes the ready ones and each is replaced the moment it is
- * taken, so requests sent back to back find theirs ready. `kopt eval --server` (or
+ * by default; an evaluation takes the ready ones and each is replaced once the
+ * evaluation's workers are set up, so requests sent back to back find theirs ready. `kopt eval --server` (or
  * $KOPT_SERVER) sends an evaluation there. */
 #include "cli.h"
 #include "kopt/serve.h"
@@ -54,8 +54,9 @@ static void help(FILE *f)
                "The pool: each worker is a fresh process that makes its CUDA context, then its\n"
                "output buffer (at the last evaluation's size), and waits. An evaluation takes\n"
                "two: ready ones first (oldest first), one still starting only when none is\n"
-               "ready. Each worker taken is replaced at once, and the replacement gets ready\n"
-               "while that evaluation runs, so requests sent back to back find ready workers.\n"
+               "ready. Each worker taken is replaced once the evaluation's workers are set up,\n"
+               "and the replacement gets ready while that evaluation runs, so requests sent\n"
+               "back to back find ready workers.\n"
                "A worker is used once: every evaluation still runs in fresh processes, with\n"
                "fresh seeds and every check. Each idle worker holds a CUDA context (GPU memory)\n"
                "and its pinned buffer. Each request's line on stderr says how ready the\n"

@@ -7,6 +7,8 @@ install(TARGETS kopt_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS kopt_worker RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/kopt)
 install(PROGRAMS libexec/kopt_torch_worker.py DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/kopt)
 install(FILES libexec/kopt_torch_timing.py libexec/kopt_torch_sandbox.py libexec/kopt_torch_guard.py
+              libexec/kopt_torch_compare.py libexec/kopt_torch_program.py
+              libexec/kopt_torch_zygote.py
         DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/kopt)
 install(TARGETS kopt kopt_shared EXPORT koptTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -45,6 +45,7 @@ import kopt_torch_timing
 
 EVENT_FD = 3
 SHM_FD = 4
+FORKED = False      # set by kopt_torch_zygote.py in a worker it forked (torch imported there)
 
 # kopt's dtype codes (include/kopt/problem.h) and roles
 DTYPES = ["f32", "f16", "bf16", "f64", "i32", "i64"]
@@ -168,6 +169,8 @@ class Worker:
         self.device = torch.device(dev)
         self.cuda = self.device.type == "cuda"
         info = {"name": "cpu", "torch": torch.__version__, "exec_ms": 0.0}
+        if FORKED:
+            info["forked"] = True
         if self.cuda:
             torch.cuda.set_device(self.device)
             p = torch.cuda.get_device_properties(self.device)

@@ -27,9 +27,10 @@ static int one(kopt_ctx *ctx, kopt_eval_session *s, const kopt_problem *p,
         fprintf(stderr, "%s %d: %s\n", label, i, kopt_errmsg(ctx));
         return 1;
     }
-    printf("%s %d: %.0f ms, %s, reference %s, worker %s\n", label, i, kopt_now_ms() - t0,
+    printf("%s %d: %.0f ms, %s, reference %s, worker %s%s\n", label, i, kopt_now_ms() - t0,
            kopt_verdict_name(r->verdict), r->ref_reused ? "reused" : "run",
-           r->worker_ahead ? "started ahead" : "started now");
+           r->worker_ahead ? "started ahead" : "started now",
+           r->worker_forked ? " (forked by the zygote)" : "");
     if (r->verdict != KOPT_VERDICT_OK)  /* what went wrong, in its own words */
         printf("  message %s %d: %s\n", label, i, r->message);
     if (r->trace)                      /* where it went, step by step (kept in the log) */

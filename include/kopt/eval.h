@@ -220,6 +220,9 @@ typedef struct kopt_eval_result {
     /* 1: the candidate's PyTorch worker was started ahead, at the end of the session's
      * previous evaluation (torch imported while the search worked) */
     int worker_ahead;
+    /* 1: the candidate's PyTorch worker was forked by the session's zygote, torch imported
+     * there once (docs/kernelbench.md, "Workers forked ready-imported") */
+    int worker_forked;
     /* PyTorch path: which clock timed the candidate ("libkopt": CUDA events kept in C, out
      * of the candidate's reach; otherwise why not), and the kernel census of its checked
      * call (CUPTI activity): kernels launched, those not from a library (torch's aten,

@@ -50,6 +50,15 @@ typedef struct kopt_sandbox_opts {
 kopt_status kopt_sandbox_lockdown(kopt_ctx *ctx, const kopt_sandbox_opts *opts, char *report,
                                   size_t cap);
 
+/* What kopt's worker start applies before the worker's program runs (in the child of its
+ * fork, before exec; the PyTorch zygote's child, forked ready-imported, calls it through
+ * ctypes): `tmpdir` (NULL or "": none) as working and temporary folder ($TMPDIR, $TMP,
+ * $TEMP), RLIMIT_CPU of cpu_s seconds and RLIMIT_FSIZE of fsize_mb MiB (0: none), no core
+ * dumps, no new privileges, this process the reaper of its orphaned descendants, and with
+ * no_network a network namespace of its own ($KOPT_SANDBOX_NETWORK says what was had).
+ * For a single-threaded process (a user namespace needs one). */
+void kopt_sandbox_enter(const char *tmpdir, double cpu_s, double fsize_mb, int no_network);
+
 /* Remember the first bytes of a function the harness relies on (a timer), at most 8. */
 void kopt_sandbox_watch(const char *name, const void *code);
 

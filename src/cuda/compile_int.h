@@ -66,5 +66,8 @@ const char *kopt__include_dir(void);
 
 /* kopt's runtime kernels' source (runtime_kernels.c), for the build's prebuilt cubins. */
 const char *kopt__runtime_source(void);
+/* The build's or the install's prebuilt runtime cubin for `arch` (what kopt_compile_runtime
+ * takes first), or NULL: no compiler runs (a worker started ahead loads it early). */
+kopt_compiled *kopt__runtime_prebuilt(const char *arch);
 
 #endif

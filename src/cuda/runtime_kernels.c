@@ -365,7 +365,7 @@ static kopt_compiled *prebuilt_in(const char *dir, const char *arch, const char 
 /* Where the build or the install put the prebuilt cubins: $KOPT_RUNTIME_DIR; beside
  * libkopt.so (the install's libexec/kopt/kopt-runtime, relocatable); beside the running
  * program (the build tree's kopt); the configured install path; the build tree. */
-static kopt_compiled *prebuilt(const char *arch)
+kopt_compiled *kopt__runtime_prebuilt(const char *arch)
 {
     const char *env = getenv("KOPT_RUNTIME_DIR"), *lib = kopt_self_lib(), *exe = kopt_self_exe();
     char want[65], *dirs[5] = {NULL, NULL, NULL, NULL, NULL};
@@ -402,7 +402,7 @@ kopt_status kopt_compile_runtime(kopt_compiled **out, kopt_ctx *ctx, const kopt_
     kopt__nvrtc_job job = {0};
 
     if (!(o && o->no_cache) &&
-        (*out = prebuilt(o && o->arch ? o->arch : "sm_90a")) != NULL) {
+        (*out = kopt__runtime_prebuilt(o && o->arch ? o->arch : "sm_90a")) != NULL) {
         kopt_log(ctx, KOPT_LOG_INFO, "runtime kernels: %s (prebuilt)", (*out)->binary_path);
         return KOPT_OK;
     }

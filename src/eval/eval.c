@@ -835,6 +835,9 @@ struct kopt_eval_session {
     /* workers started by kopt_eval_session_warm, each making its CUDA context: the first
      * run's reference and serving candidate workers */
     kopt__worker_proc *pre_ref, *pre_cand;
+    /* the PyTorch workers' zygote (zygote.c): started at the first PyTorch evaluation, it
+     * forks the later ones' workers with torch imported ($KOPT_TORCH_ZYGOTE=0: none) */
+    kopt__zygote *zygote;
 };
 
 /* A worker kopt_eval_session_warm started, when it is still up (else NULL, dropped). */
@@ -851,6 +854,24 @@ static kopt__worker_proc *take_warm(kopt__worker_proc **slot)
 }
 
 /* ---- problems with a PyTorch reference (docs/kernelbench.md) ----------------------------- */
+
+/* The session's zygote, started at its first PyTorch evaluation (it imports while that one's
+ * workers start by exec) and again when the one it had cannot serve any more (it ended, or
+ * the environment changed: kopt serve applies each client's). */
+static void session_zygote(kopt_ctx *ctx, kopt_eval_session *S, const char *script)
+{
+    const char *e = getenv("KOPT_TORCH_ZYGOTE");
+
+    if (e && strcmp(e, "0") == 0)
+        return;
+    if (S->zygote && !kopt__zygote_usable(S->zygote)) {
+        kopt__zygote_free(S->zygote);
+        S->zygote = NULL;
+    }
+    if (!S->zygote && kopt__zygote_start(ctx, kopt_torch_python(), script, &S->zygote) != KOPT_OK)
+        kopt_log(ctx, KOPT_LOG_INFO, "PyTorch zygote not started: %s (workers start by exec)",
+                 kopt_errmsg(ctx));
+}
 
 /* The job of one PyTorch-worker subject: "reference" (the Model, eager), "compile"
  * (torch.compile of it), "modelnew" (a KernelBench-native candidate) or "host" (a kopt-native
@@ -910,14 +931,15 @@ static json_t *torch_job(kopt_ctx *ctx, const char *subject, const kopt_problem 
     return job;
 }
 
-/* Run one PyTorch-worker subject to its end. */
-static kopt_status torch_start(kopt_ctx *ctx, json_t *job, size_t total, kopt__worker_proc **proc)
+/* Start one PyTorch-worker subject (forked by the session's zygote when it is ready). */
+static kopt_status torch_start(kopt_ctx *ctx, kopt_eval_session *S, json_t *job, size_t total,
+                               kopt__worker_proc **proc)
 {
     kopt_status rc;
 
     if (!job)
         return kopt_seterr(ctx, KOPT_E_NOMEM, "job");
-    rc = kopt__worker_start(ctx, job, total, proc);
+    rc = kopt__worker_start_via(ctx, S ? S->zygote : NULL, job, total, proc);
     json_decref(job);
     return rc;
 }
@@ -1060,7 +1082,7 @@ static void fill_ahead(kopt_ctx *ctx, kopt_eval_session *S, const char *subject,
         if (S->ahead[a])
             continue;
         job = torch_job(ctx, subject, prob, phases, nphases, 0, cand, comp, o, script);
-        if (job && kopt__worker_start_ahead(ctx, job, &S->ahead[a]) == KOPT_OK)
+        if (job && kopt__worker_start_ahead(ctx, S->zygote, job, &S->ahead[a]) == KOPT_OK)
             snprintf(S->ahead_subject[a], sizeof(S->ahead_subject[a]), "%s", subject);
         json_decref(job);
     }
@@ -1275,6 +1297,8 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
     }
     if ((rc = kopt_torch_worker_find(ctx, &script)) != KOPT_OK)
         goto fail;
+    if (S)
+        session_zygote(ctx, S, script);
     r->seed = o.seed ? o.seed : fresh_seed();
     for (int p = 0; p < nphases; p++) {
         phases[p].ntrials = o.trials;
@@ -1365,7 +1389,7 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
         kopt__torch_baseline_key(&bkey, prob, &r->sizes, &o, cpu, r->has_device ? &nvml : NULL);
         cmp_defer = kopt__torch_baseline_candidates(&o, &bkey) > 0;
     }
-    if (!reuse && (rc = torch_start(ctx, torch_streaming(torch_job(ctx, "reference", prob, phases,
+    if (!reuse && (rc = torch_start(ctx, S, torch_streaming(torch_job(ctx, "reference", prob, phases,
                                                                    nphases, 1, NULL, NULL, &o,
                                                                    script), stream, 1, 0),
                                     stream ? 0 : total, &ref_proc)) != KOPT_OK)
@@ -1387,7 +1411,7 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
         json_decref(job);
         if (rc != KOPT_OK)
             goto fail;
-    } else if (cand && (rc = torch_start(ctx, torch_streaming(torch_job(ctx, cand_subject, prob,
+    } else if (cand && (rc = torch_start(ctx, S, torch_streaming(torch_job(ctx, cand_subject, prob,
                                                                         phases, nphases, 0, cand,
                                                                         comp, &o, script),
                                                               stream, 0, cpu ? 0 : total),
@@ -1395,7 +1419,7 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
         goto fail;
     }
     if (o.torch_compile && !o.no_timing && !cmp_reuse && !cmp_defer &&
-        (rc = torch_start(ctx, torch_streaming(torch_job(ctx, "compile", prob, phases, 1, 1, NULL,
+        (rc = torch_start(ctx, S, torch_streaming(torch_job(ctx, "compile", prob, phases, 1, 1, NULL,
                                                          NULL, &o, script), stream, 0,
                                                cpu ? 0 : cmp_total),
                           cmp_shm, &cmp_proc)) != KOPT_OK)
@@ -1498,7 +1522,7 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
              * worker starts */
             kopt_log(ctx, KOPT_LOG_INFO, "torch.compile baseline: the cached one is not used "
                      "(%s): timing it", why);
-            if ((rc = torch_start(ctx, torch_streaming(torch_job(ctx, "compile", prob, phases, 1,
+            if ((rc = torch_start(ctx, S, torch_streaming(torch_job(ctx, "compile", prob, phases, 1,
                                                                  1, NULL, NULL, &o, script),
                                                        stream, 0, cpu ? 0 : cmp_total),
                                   cmp_shm, &cmp_proc)) != KOPT_OK)
@@ -1601,6 +1625,7 @@ static kopt_status eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_
     if (rc != KOPT_OK)
         goto fail;
     setup_from_device(cand_run.device, &r->cand_setup);
+    r->worker_forked = json_is_true(json_object_get(cand_run.device, "forked"));
     pin_warning(ctx, cand_run.device, "candidate");
     r->cand_setup_ms = r->cand_setup.total_ms;
     kopt__torch_sandbox_report(&cand_run, !o.no_sandbox, r->sandbox, sizeof(r->sandbox),
@@ -2008,6 +2033,7 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
         kopt__worker_ready(ctx, cand_proc);
     else if (serve && !served_before)
         kopt__worker_ready(ctx, S->cand);
+    kopt__eval_pool_replace(o.pool, ctx);   /* the taken workers' replacements, now */
     trace_step(trace, "workers_ready", &ts);
     if (ref_proc && !ref_comp_host) {
         /* kept (idle, holding its outputs) until the end: see kopt__worker_collect */
@@ -2286,5 +2312,6 @@ void kopt_eval_session_close(kopt_eval_session *s)
         kopt__worker_proc_release(s->ahead[a]);
     kopt__worker_proc_release(s->ref_proc);
     kopt__worker_run_free(&s->ref_run);
+    kopt__zygote_free(s->zygote);      /* after its workers: their ends were its to report */
     free(s);
 }

@@ -5,10 +5,14 @@
  * Each prestarted worker says when its context is made and when its output buffer is
  * mapped ("idle" events, read here without waiting). An evaluation takes the readiest
  * workers (buffer mapped at the last evaluation's size, else context made, else the one
- * started longest ago), oldest first, and each worker taken is replaced at once, so that
- * the replacements make their contexts while this evaluation runs and are ready for the one
- * after the next: with two evaluations' workers (the default in kopt serve), requests sent
- * back to back find theirs ready. */
+ * started longest ago), oldest first. "Context made" means set up for any job: a worker
+ * started ahead also loads kopt's runtime module, makes cuRAND's generator and its L2 flush
+ * buffer while it waits (worker.c, early_setup). Each worker taken is replaced once the
+ * evaluation's workers have their jobs set up (kopt__eval_pool_replace): the replacements
+ * make their contexts while this evaluation runs and are ready for the one after the next
+ * (with two evaluations' workers, kopt serve's default), and no context is being made
+ * while the taken workers load their jobs, which a context's creation on the same GPU
+ * slows (measured: bench/results/2026-11-27-h100-serve-early). */
 #include "worker_int.h"
 #include "kopt/eval.h"
 
@@ -22,6 +26,7 @@
 struct kopt_eval_pool {
     int device, want, n;
     size_t shm_size;                  /* the last evaluation's buffer: made ahead at it */
+    int owed;                         /* workers taken and not replaced yet */
     kopt__worker_proc *idle[POOL_MAX];   /* oldest first */
     kopt_eval_pool_stats st;
 };
@@ -83,6 +88,7 @@ static kopt_status top_up(kopt_eval_pool *p, kopt_ctx *ctx, int all)
 kopt_status kopt_eval_pool_fill(kopt_eval_pool *p, kopt_ctx *ctx)
 {
     prune(p);
+    p->owed = 0;
     return top_up(p, ctx, 1);
 }
 
@@ -130,11 +136,37 @@ void kopt__eval_pool_note_size(kopt_eval_pool *p, size_t shm_size)
         p->shm_size = shm_size <= POOL_BUFFERS_MAX / (size_t)p->want ? shm_size : 0;
 }
 
+/* KOPT_POOL_REPLACE=take: replacements start as their workers are taken (before 0.1.x's
+ * default; kept to compare): they then make their contexts while the taken workers load
+ * their jobs, and a new context's creation slows another process's module loads and
+ * allocations on the same GPU. By default they start once the taken workers are set up. */
+static int replace_at_take(void)
+{
+    const char *e = getenv("KOPT_POOL_REPLACE");
+    return e && strcmp(e, "take") == 0;
+}
+
+void kopt__eval_pool_replace(kopt_eval_pool *p, kopt_ctx *ctx)
+{
+    kopt_ctx *scratch;
+
+    if (!p || !p->owed)
+        return;
+    p->owed = 0;
+    /* the replacements make their contexts while the evaluation runs, for the one after the
+     * next. A failure is the caller's evaluation's concern only in the log. */
+    if ((scratch = kopt_ctx_new())) {
+        if (top_up(p, scratch, 0) != KOPT_OK)
+            kopt_log(ctx, KOPT_LOG_WARN, "worker pool: no replacement started: %s",
+                     kopt_errmsg(scratch));
+        kopt_ctx_free(scratch);
+    }
+}
+
 kopt__worker_proc *kopt__eval_pool_take(kopt_eval_pool *p, kopt_ctx *ctx, int device)
 {
     kopt__worker_proc *w;
     int best = -1, best_state = -1;
-    kopt_ctx *scratch;
 
     if (!p || p->device != device)
         return NULL;
@@ -158,13 +190,8 @@ kopt__worker_proc *kopt__eval_pool_take(kopt_eval_pool *p, kopt_ctx *ctx, int de
         p->st.taken_context++;
     else
         p->st.taken_starting++;
-    /* its replacement starts now, not after this evaluation: it makes its context while this
-     * one runs. A failure is the caller's evaluation's concern only in the log. */
-    if ((scratch = kopt_ctx_new())) {
-        if (top_up(p, scratch, 0) != KOPT_OK)
-            kopt_log(ctx, KOPT_LOG_WARN, "worker pool: no replacement started: %s",
-                     kopt_errmsg(scratch));
-        kopt_ctx_free(scratch);
-    }
+    p->owed++;
+    if (replace_at_take())
+        kopt__eval_pool_replace(p, ctx);
     return w;
 }

@@ -119,6 +119,7 @@ char *kopt_eval_result_json(const kopt_eval_result *r)
     json_object_set_new(root, "speedup", r->speedup > 0 ? num(r->speedup) : json_null());
     json_object_set_new(root, "reference_reused", json_boolean(r->ref_reused));
     json_object_set_new(root, "worker_ahead", json_boolean(r->worker_ahead));
+    json_object_set_new(root, "worker_forked", json_boolean(r->worker_forked));
     if (r->torch_ref)
         json_object_set_new(root, "pytorch", json_pack("{s:o, s:o, s:o, s:o, s:o, s:s}",
                             "eager_ms", r->ref_timing.n ? num(r->ref_timing.median_ms)

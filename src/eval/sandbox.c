@@ -104,6 +104,18 @@ void kopt__sandbox_enter(const kopt__sandbox_limits *lim)
     setenv("KOPT_SANDBOX_NETWORK", net, 1);
 }
 
+void kopt_sandbox_enter(const char *tmpdir, double cpu_s, double fsize_mb, int no_network)
+{
+    kopt__sandbox_limits lim;
+
+    memset(&lim, 0, sizeof(lim));
+    snprintf(lim.tmpdir, sizeof(lim.tmpdir), "%s", tmpdir ? tmpdir : "");
+    lim.cpu_s = cpu_s;
+    lim.fsize_mb = fsize_mb;
+    lim.no_network = no_network;
+    kopt__sandbox_enter(&lim);
+}
+
 /* ---- in the worker, before the candidate runs ------------------------------------------ */
 
 #define NSIGS 65

@@ -177,6 +177,8 @@ static void *fault_in(void *arg)
     return NULL;
 }
 
+#define REAP_ZYGOTE_S 30.0   /* a forked worker's end, as its zygote reports it */
+
 struct kopt__worker_proc {
     pid_t pid;
     int job_w, ev_r, log_fd, shm_fd;
@@ -191,13 +193,15 @@ struct kopt__worker_proc {
     size_t shm_size;
     char tmpdir[PATH_MAX];     /* the sandbox's private folder, removed at the end */
     double t0;
+    kopt__zygote *zygote;      /* forked by this zygote (borrowed), not by us */
     kopt__worker_run run;
 };
 
 /* Pipes, the output buffer's file (empty until the job), the log, and the worker process;
  * `early` >= 0: the worker makes its context on that device before its job comes. */
 static kopt_status launch(kopt_ctx *ctx, json_t *wrap, json_t *program,
-                          const kopt__sandbox_limits *sandbox, int early, kopt__worker_proc **out)
+                          const kopt__sandbox_limits *sandbox, int early, kopt__zygote *zygote,
+                          kopt__worker_proc **out)
 {
     int job_p[2] = {-1, -1}, ev_p[2] = {-1, -1};
     kopt__worker_proc *w = calloc(1, sizeof(*w));
@@ -238,14 +242,26 @@ static kopt_status launch(kopt_ctx *ctx, json_t *wrap, json_t *program,
         rc = kopt_seterr(ctx, KOPT_E_NOMEM, "worker arguments");
         goto cleanup;
     }
-    w->pid = fork();
-    if (w->pid < 0) {
-        rc = kopt_seterr(ctx, KOPT_E_ERROR, "fork: %s", strerror(errno));
-        goto cleanup;
+    if (zygote && json_array_size(program) >= 3 && !json_array_size(wrap)) {
+        /* the PyTorch worker, forked ready-imported: its arguments after the script's */
+        int fds[4] = {job_p[0], ev_p[1], w->shm_fd, w->log_fd};
+        json_t *args = json_array();
+        for (size_t i = 2; args && i < json_array_size(program); i++)
+            json_array_append(args, json_array_get(program, i));
+        if (args && kopt__zygote_fork(zygote, ctx, args, sandbox, fds, &w->pid) == KOPT_OK)
+            w->zygote = zygote;
+        json_decref(args);
     }
-    if (w->pid == 0)
-        child(job_p[0], ev_p[1], w->shm_fd, w->log_fd, argv, sandbox);
-    setpgid(w->pid, w->pid);
+    if (!w->zygote) {
+        w->pid = fork();
+        if (w->pid < 0) {
+            rc = kopt_seterr(ctx, KOPT_E_ERROR, "fork: %s", strerror(errno));
+            goto cleanup;
+        }
+        if (w->pid == 0)
+            child(job_p[0], ev_p[1], w->shm_fd, w->log_fd, argv, sandbox);
+        setpgid(w->pid, w->pid);
+    }
     signal(SIGPIPE, SIG_IGN);
     w->job_w = job_p[1];
     job_p[1] = -1;
@@ -281,7 +297,7 @@ static void join_faults(kopt__worker_proc *w)
 
 kopt_status kopt__worker_prestart(kopt_ctx *ctx, int device, kopt__worker_proc **out)
 {
-    return launch(ctx, NULL, NULL, NULL, device, out);
+    return launch(ctx, NULL, NULL, NULL, device, NULL, out);
 }
 
 kopt_status kopt__worker_buffer(kopt_ctx *ctx, kopt__worker_proc *w, size_t shm_size)
@@ -357,7 +373,7 @@ kopt_status kopt__worker_send(kopt_ctx *ctx, kopt__worker_proc *w, json_t *job, 
 /* Launch `job`'s program (with `extra` appended to it, if any) in its sandbox, if it has one:
  * a folder of its own made here and named in the job's "sandbox". No job sent yet. */
 static kopt_status start_process(kopt_ctx *ctx, json_t *job, const char *extra,
-                                 kopt__worker_proc **out)
+                                 kopt__zygote *zygote, kopt__worker_proc **out)
 {
     kopt__sandbox_limits lim;
     json_t *sb = json_object_get(job, "sandbox"), *program = json_object_get(job, "program");
@@ -383,7 +399,7 @@ static kopt_status start_process(kopt_ctx *ctx, json_t *job, const char *extra,
     } else {
         json_incref(program);
     }
-    rc = launch(ctx, json_object_get(job, "wrap"), program, sb ? &lim : NULL, -1, out);
+    rc = launch(ctx, json_object_get(job, "wrap"), program, sb ? &lim : NULL, -1, zygote, out);
     json_decref(program);
     if (rc != KOPT_OK) {
         if (tmpdir[0])
@@ -394,10 +410,10 @@ static kopt_status start_process(kopt_ctx *ctx, json_t *job, const char *extra,
     return KOPT_OK;
 }
 
-kopt_status kopt__worker_start(kopt_ctx *ctx, json_t *job, size_t shm_size,
-                               kopt__worker_proc **out)
+kopt_status kopt__worker_start_via(kopt_ctx *ctx, kopt__zygote *zygote, json_t *job,
+                                   size_t shm_size, kopt__worker_proc **out)
 {
-    kopt_status rc = start_process(ctx, job, NULL, out);
+    kopt_status rc = start_process(ctx, job, NULL, zygote, out);
 
     if (rc == KOPT_OK && (rc = kopt__worker_send(ctx, *out, job, shm_size)) != KOPT_OK) {
         kopt__worker_proc_free(*out);
@@ -406,7 +422,14 @@ kopt_status kopt__worker_start(kopt_ctx *ctx, json_t *job, size_t shm_size,
     return rc;
 }
 
-kopt_status kopt__worker_start_ahead(kopt_ctx *ctx, const json_t *job, kopt__worker_proc **out)
+kopt_status kopt__worker_start(kopt_ctx *ctx, json_t *job, size_t shm_size,
+                               kopt__worker_proc **out)
+{
+    return kopt__worker_start_via(ctx, NULL, job, shm_size, out);
+}
+
+kopt_status kopt__worker_start_ahead(kopt_ctx *ctx, kopt__zygote *zygote, const json_t *job,
+                                     kopt__worker_proc **out)
 {
     json_t *copy = json_deep_copy(job);   /* the sandbox folder is written into it */
     kopt_status rc;
@@ -417,7 +440,7 @@ kopt_status kopt__worker_start_ahead(kopt_ctx *ctx, const json_t *job, kopt__wor
     const char *dev = json_string_value(json_object_get(json_object_get(job, "torch"), "device"));
     char arg[64];
     snprintf(arg, sizeof(arg), "--ahead=%s", dev && strlen(dev) < 40 ? dev : "");
-    rc = start_process(ctx, copy, arg, out);
+    rc = start_process(ctx, copy, arg, zygote, out);
     json_decref(copy);
     return rc;
 }
@@ -548,8 +571,17 @@ static void reap(kopt__worker_proc *w)
 
     if (w->reaped)
         return;
-    while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR)
-        ;
+    if (w->zygote) {                   /* the zygote's child: it says how it ended */
+        if (!kopt__zygote_wait(w->zygote, w->pid, REAP_ZYGOTE_S, &status)) {
+            kill(-w->pid, SIGKILL);
+            kill(w->pid, SIGKILL);
+            status = kopt__zygote_wait(w->zygote, w->pid, REAP_ZYGOTE_S, &status) ? status
+                                                                                : SIGKILL;
+        }
+    } else {
+        while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR)
+            ;
+    }
     kill(-w->pid, SIGKILL);
     w->reaped = 1;
     w->run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -644,7 +676,12 @@ void kopt__worker_proc_release(kopt__worker_proc *w)
 {
     if (!w)
         return;
-    if (w->pid > 0 && !w->reaped) {
+    if (w->pid > 0 && !w->reaped && w->zygote) {
+        kill(-w->pid, SIGKILL);        /* the zygote reaps it */
+        kill(w->pid, SIGKILL);
+        kopt__zygote_forget(w->zygote, w->pid);
+        w->reaped = 1;
+    } else if (w->pid > 0 && !w->reaped) {
         kill(-w->pid, SIGKILL);        /* nothing of it may outlive the evaluation */
         kill(w->pid, SIGKILL);
         if (waitpid(w->pid, NULL, WNOHANG) == 0) {
@@ -786,9 +823,13 @@ void kopt__worker_proc_free(kopt__worker_proc *w)
     if (w->shm_fd >= 0)
         close(w->shm_fd);
     if (w->pid > 0 && !w->reaped) {
+        int status;
         kill(-w->pid, SIGKILL);
         kill(w->pid, SIGKILL);
-        waitpid(w->pid, NULL, 0);
+        if (w->zygote)                 /* its end, as the zygote saw it */
+            kopt__zygote_wait(w->zygote, w->pid, REAP_ZYGOTE_S, &status);
+        else
+            waitpid(w->pid, NULL, 0);
     }
     if (w->job_w >= 0)
         close(w->job_w);

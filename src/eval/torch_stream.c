@@ -114,6 +114,10 @@ static int fill_checks(kopt__stream_phase *sp, int run, const json_t *checks)
     return k == sp->nout ? 0 : -1;
 }
 
+/* GPU memory, in multiples of a subject's outputs, of one subject exiting (6), the next one
+ * running (4) and the reference's comparison (2) together */
+#define STREAM_EXIT_FACTOR 12.0
+
 kopt_status kopt__torch_stream(kopt_ctx *ctx, kopt__worker_proc *ref, kopt__worker_proc *subj,
                                kopt__stream_phase *ph, int nphases, size_t export_bytes,
                                double timeout_s, kopt__worker_run *out, double *compare_ms)
@@ -195,9 +199,20 @@ kopt_status kopt__torch_stream(kopt_ctx *ctx, kopt__worker_proc *ref, kopt__work
         kopt__worker_proc_free(subj);
         return rc;
     }
-    /* once its result is in, its exit (a GB-scale context torn down) is not waited for */
-    rc = kopt__worker_collect(ctx, subj, timeout_s, out);
-    kopt__worker_proc_release(subj);
+    /* once its result is in, its exit (a GB-scale context torn down) is not waited for,
+     * unless the GPU could not hold it beside the next evaluation's workers: measured on an
+     * 80 GB H100 with 7.5 GB outputs, a candidate exiting still held 5.8x its outputs while
+     * the next one held 3.8x and the reference's comparison asked for 1x more, and the
+     * comparison ran out of memory (bench/results/2026-11-27-h100-serve-early) */
+    {
+        double mem = json_number_value(json_object_get(kopt__worker_device(subj), "total_mem"));
+        int wait = mem > 0 && STREAM_EXIT_FACTOR * (double)export_bytes > 0.9 * mem;
+        rc = kopt__worker_collect(ctx, subj, timeout_s, out);
+        if (wait)
+            kopt__worker_proc_free(subj);   /* waits for its end */
+        else
+            kopt__worker_proc_release(subj);
+    }
     return rc;
 }
 

@@ -855,31 +855,20 @@ static kopt_status make_context(worker *w, int ordinal)
     return KOPT_OK;
 }
 
-static kopt_status setup(worker *w, json_t *job, json_t **dev)
+/* The runtime module (kopt's own kernels) at `path`, unless it is the one loaded already. */
+static kopt_status load_runtime(worker *w, const char *path)
 {
-    int ordinal = (int)json_integer_value(json_object_get(job, "device"));
-    const char *rt = json_string_value(json_object_get(job, "runtime"));
-    double t0 = kopt_now_ms(), t_ctx, t_rand, t_mod, t_buf;
     kopt_status rc;
 
-    if (w->pctx && w->ordinal != ordinal) {
-        w->fail_kind = "harness";
-        return kopt_seterr(w->ctx, KOPT_E_INVALID, "the worker made its context on device %d "
-                           "before its job, which is for device %d", w->ordinal, ordinal);
+    if (w->rt && strcmp(w->rt_path, path) == 0)
+        return KOPT_OK;
+    if (w->rt) {
+        w->cu->cuModuleUnload(w->rt);
+        w->rt = NULL;
     }
-    if (!w->pctx && (rc = make_context(w, ordinal)) != KOPT_OK)
+    if ((rc = load_module(w, path, &w->rt)) != KOPT_OK)
         return rc;
-    t_ctx = w->early_ms > 0 ? w->early_ms : kopt_now_ms() - t0;
-    if ((rc = device_json(w, dev)) != KOPT_OK)
-        return rc;
-    CU(cuStreamCreate(&w->stream, CU_STREAM_NON_BLOCKING), "create stream");
-    if (!rt) {
-        w->fail_kind = "harness";
-        return kopt_seterr(w->ctx, KOPT_E_INVALID, "job has no runtime module");
-    }
-    t_mod = kopt_now_ms();
-    if ((rc = load_module(w, rt, &w->rt)) != KOPT_OK)
-        return rc;
+    snprintf(w->rt_path, sizeof(w->rt_path), "%s", path);
 #define GETF(var, name) CU(cuModuleGetFunction(&w->var, w->rt, name), "runtime kernel " name)
     GETF(f_from_f32, "kopt_from_f32");
     GETF(f_from_f64, "kopt_from_f64");
@@ -894,36 +883,121 @@ static kopt_status setup(worker *w, json_t *job, json_t **dev)
     GETF(f_checksum, "kopt_checksum");
     GETF(f_hash_random, "kopt_hash_random");
 #undef GETF
-    t_rand = kopt_now_ms();
-    if (json_array_size(json_object_get(job, "wrap")) > 0) {
+    return KOPT_OK;
+}
+
+/* What every job needs once the context is up and does not depend on the job: the stream,
+ * cuRAND's generator (unless `no_curand`), the sink and the L2 flush buffer. Each step is
+ * done once: a worker started ahead does them while it waits for its job (early_setup). */
+static kopt_status device_setup(worker *w, int no_curand, double *curand_ms, double *buffers_ms)
+{
+    double t = kopt_now_ms();
+    kopt_status rc;
+
+    if (!w->stream)
+        CU(cuStreamCreate(&w->stream, CU_STREAM_NON_BLOCKING), "create stream");
+    if (no_curand) {
         /* under compute-sanitizer, cuRAND's module (every kernel of it instrumented) would
          * cost minutes: inputs come from kopt_hash_random instead (generate) */
         w->cr = NULL;
-    } else if ((rc = kopt__curand_load(w->ctx, &w->cr)) != KOPT_OK) {
-        w->fail_kind = "harness";
-        return rc;
+    } else if (!w->gen) {
+        if ((rc = kopt__curand_load(w->ctx, &w->cr)) != KOPT_OK) {
+            w->fail_kind = "harness";
+            return rc;
+        }
+        if (w->cr->curandCreateGenerator(&w->gen, CURAND_RNG_PSEUDO_PHILOX4_32_10) !=
+                CURAND_STATUS_SUCCESS ||
+            w->cr->curandSetStream(w->gen, (cudaStream_t)w->stream) != CURAND_STATUS_SUCCESS) {
+            w->gen = NULL;
+            w->fail_kind = "harness";
+            return kopt_seterr(w->ctx, KOPT_E_CUDA, "cannot create the cuRAND generator");
+        }
     }
-    if (w->cr && (w->cr->curandCreateGenerator(&w->gen, CURAND_RNG_PSEUDO_PHILOX4_32_10) !=
-                      CURAND_STATUS_SUCCESS ||
-                  w->cr->curandSetStream(w->gen, (cudaStream_t)w->stream) != CURAND_STATUS_SUCCESS)) {
-        w->fail_kind = "harness";
-        return kopt_seterr(w->ctx, KOPT_E_CUDA, "cannot create the cuRAND generator");
-    }
-    json_object_set_new(*dev, "context_ms", json_real(t_ctx));
-    if (w->early_ms > 0)               /* made while the parent prepared the job */
-        json_object_set_new(*dev, "context_early", json_true());
-    json_object_set_new(*dev, "module_ms", json_real(t_rand - t_mod));
-    json_object_set_new(*dev, "curand_ms", json_real(kopt_now_ms() - t_rand));
-    t_buf = kopt_now_ms();
-    CU(cuMemAlloc(&w->sink, 4096), "allocate");
-    {
-        int l2 = (int)json_integer_value(json_object_get(*dev, "l2_bytes"));
-        size_t bytes = (size_t)(l2 > 0 ? l2 : 64 << 20) * 2;
+    *curand_ms = kopt_now_ms() - t;
+    t = kopt_now_ms();
+    if (!w->sink)
+        CU(cuMemAlloc(&w->sink, 4096), "allocate");
+    if (!w->flush_buf) {
+        int l2 = 0;
+        size_t bytes;
+        CU(cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, w->dev), "device attribute");
+        bytes = (size_t)(l2 > 0 ? l2 : 64 << 20) * 2;
         w->flush_n4 = bytes / 16;
         CU(cuMemAlloc(&w->flush_buf, bytes), "allocate the L2 flush buffer");
         CU(cuMemsetD8(w->flush_buf, 0, bytes), "clear the L2 flush buffer");
     }
-    json_object_set_new(*dev, "buffers_ms", json_real(kopt_now_ms() - t_buf));
+    *buffers_ms = kopt_now_ms() - t;
+    return KOPT_OK;
+}
+
+/* A worker started ahead (--early-device), its context made: the prebuilt runtime module of
+ * its device's architecture, the device's description and device_setup, while the parent
+ * prepares the job. Whatever
+ * fails here is done again, and reported, when the job comes. */
+static void early_setup(worker *w)
+{
+    double t0 = kopt_now_ms(), c, b;
+    int major = 0, minor = 0;
+    char arch[24];
+    kopt_compiled *rt;
+
+    if (w->cu->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                    w->dev) != CUDA_SUCCESS ||
+        w->cu->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                                    w->dev) != CUDA_SUCCESS)
+        return;
+    kopt_arch_for_cc(major, minor, arch);
+    if ((rt = kopt__runtime_prebuilt(arch)) != NULL) {
+        if (load_runtime(w, rt->binary_path) != KOPT_OK)
+            w->rt = NULL;
+        kopt_compiled_free(rt);
+    }
+    if (device_json(w, &w->dev_info) != KOPT_OK)
+        w->dev_info = NULL;
+    if (device_setup(w, 0, &c, &b) == KOPT_OK)
+        w->early_setup_ms = kopt_now_ms() - t0;
+}
+
+static kopt_status setup(worker *w, json_t *job, json_t **dev)
+{
+    int ordinal = (int)json_integer_value(json_object_get(job, "device"));
+    const char *rt = json_string_value(json_object_get(job, "runtime"));
+    double t0 = kopt_now_ms(), t_ctx, t_mod, curand_ms = 0, buffers_ms = 0;
+    kopt_status rc;
+
+    if (w->pctx && w->ordinal != ordinal) {
+        w->fail_kind = "harness";
+        return kopt_seterr(w->ctx, KOPT_E_INVALID, "the worker made its context on device %d "
+                           "before its job, which is for device %d", w->ordinal, ordinal);
+    }
+    if (!w->pctx && (rc = make_context(w, ordinal)) != KOPT_OK)
+        return rc;
+    t_ctx = w->early_ms > 0 ? w->early_ms : kopt_now_ms() - t0;
+    /* asked early when it could be: answering waits while another process on the GPU makes
+     * its context (measured: 130-240 ms back to back in kopt serve) */
+    if (w->dev_info && w->ordinal == ordinal)
+        *dev = json_deep_copy(w->dev_info);
+    else if ((rc = device_json(w, dev)) != KOPT_OK)
+        return rc;
+    if (!rt) {
+        w->fail_kind = "harness";
+        return kopt_seterr(w->ctx, KOPT_E_INVALID, "job has no runtime module");
+    }
+    t_mod = kopt_now_ms();
+    if ((rc = load_runtime(w, rt)) != KOPT_OK)
+        return rc;
+    t_mod = kopt_now_ms() - t_mod;
+    if ((rc = device_setup(w, json_array_size(json_object_get(job, "wrap")) > 0, &curand_ms,
+                           &buffers_ms)) != KOPT_OK)
+        return rc;
+    json_object_set_new(*dev, "context_ms", json_real(t_ctx));
+    if (w->early_ms > 0)               /* made while the parent prepared the job */
+        json_object_set_new(*dev, "context_early", json_true());
+    if (w->early_setup_ms > 0)         /* and the module, cuRAND and buffers too */
+        json_object_set_new(*dev, "setup_early_ms", json_real(w->early_setup_ms));
+    json_object_set_new(*dev, "module_ms", json_real(t_mod));
+    json_object_set_new(*dev, "curand_ms", json_real(curand_ms));
+    json_object_set_new(*dev, "buffers_ms", json_real(buffers_ms));
     return KOPT_OK;
 }
 
@@ -1325,10 +1399,12 @@ int kopt_worker_main_args(int argc, char **argv)
         if (strncmp(argv[i], "--early-device=", 15) == 0) {
             double t0 = kopt_now_ms();
             early = 1;
-            if (make_context(&w, atoi(argv[i] + 15)) == KOPT_OK)
+            if (make_context(&w, atoi(argv[i] + 15)) == KOPT_OK) {
                 w.early_ms = kopt_now_ms() - t0;
-            else
+                early_setup(&w);
+            } else {
                 w.pctx = NULL;
+            }
         }
     /* the job is the first line; what follows it (the "go") stays in `in`. An early
      * worker may first get {"op": "buffer", "shm_size": N} lines: it maps and pins its
@@ -1373,6 +1449,7 @@ int kopt_worker_main_args(int argc, char **argv)
     if (rc != KOPT_OK)
         emit_error(&w);
     json_decref(job);
+    json_decref(w.dev_info);
     kopt_ctx_free(w.ctx);
     /* leave the context to the process exit: a faulted context cannot be torn down cleanly */
     return rc == KOPT_OK ? 0 : 1;

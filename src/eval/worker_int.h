@@ -33,6 +33,7 @@ int kopt_worker_main_args(int argc, char **argv);
 
 
 #include <jansson.h>
+#include <sys/types.h>
 
 /* What came back from one worker. */
 typedef struct kopt__worker_run {
@@ -61,13 +62,18 @@ typedef struct kopt__worker_run {
  * only one runs on the GPU at a time: start writes the job; ready waits for "hello";
  * finish sends "go", collects the events until the worker exits, and frees the proc. */
 typedef struct kopt__worker_proc kopt__worker_proc;
+typedef struct kopt__zygote kopt__zygote;
 kopt_status kopt__worker_start(kopt_ctx *ctx, json_t *job, size_t shm_size,
                                kopt__worker_proc **out);
+/* The same, forked by `zygote` when it is ready (the PyTorch worker), else by exec. */
+kopt_status kopt__worker_start_via(kopt_ctx *ctx, kopt__zygote *zygote, json_t *job,
+                                   size_t shm_size, kopt__worker_proc **out);
 kopt_status kopt__worker_ready(kopt_ctx *ctx, kopt__worker_proc *w);
 /* Start a worker of `job`'s program, in `job`'s sandbox, ahead of the job: its program gets
  * "--ahead" (the PyTorch worker imports torch meanwhile); kopt__worker_give hands it a job
  * of the same program and sandbox later (an evaluation session's next candidate). */
-kopt_status kopt__worker_start_ahead(kopt_ctx *ctx, const json_t *job, kopt__worker_proc **out);
+kopt_status kopt__worker_start_ahead(kopt_ctx *ctx, kopt__zygote *zygote, const json_t *job,
+                                     kopt__worker_proc **out);
 kopt_status kopt__worker_give(kopt_ctx *ctx, kopt__worker_proc *w, json_t *job, size_t shm_size);
 /* Start in two steps: prestart launches a worker with no job, which makes its CUDA context
  * on `device` meanwhile (--early-device); send gives it its job and output buffer. The
@@ -95,13 +101,16 @@ int kopt__worker_early_state(kopt__worker_proc *w, size_t shm_size);
 int kopt__worker_early_context(kopt__worker_proc *w);
 int kopt__worker_pid(const kopt__worker_proc *w);
 /* A prestarted worker of the pool for `device`, or NULL (pool.c): the readiest (context
- * made and buffer mapped, else context made, else the longest starting), oldest first. A
- * replacement is started at once (its failure is logged on ctx, not returned). */
+ * made and buffer mapped, else context made, else the longest starting), oldest first. Its
+ * replacement starts at kopt__eval_pool_replace (its failure is logged on ctx). */
 struct kopt_eval_pool;
 kopt__worker_proc *kopt__eval_pool_take(struct kopt_eval_pool *p, kopt_ctx *ctx, int device);
 /* The output buffer size the last evaluation needed: the pool's next workers get theirs
  * made ahead at that size (most evaluations of a loop are of one problem). */
 void kopt__eval_pool_note_size(struct kopt_eval_pool *p, size_t shm_size);
+/* Start the replacements of the workers taken since the last call (an evaluation calls it
+ * once its workers are set up; KOPT_POOL_REPLACE=take starts them as they are taken). */
+void kopt__eval_pool_replace(struct kopt_eval_pool *p, kopt_ctx *ctx);
 /* The idle workers' process ids, oldest first (at most max; tests). */
 int kopt__eval_pool_pids(const struct kopt_eval_pool *p, int *pids, int max);
 kopt_status kopt__worker_finish(kopt_ctx *ctx, kopt__worker_proc *w, double timeout_s,
@@ -167,5 +176,30 @@ int kopt__stream_complete(const kopt__stream_phase *ph, int nphases, char *msg, 
 /* Device info from the worker's JSON. */
 struct kopt_device_info;
 void kopt__device_from_json(json_t *j, struct kopt_device_info *d);
+
+/* ---- the PyTorch zygote (zygote.c) --------------------------------------------------- */
+struct kopt__sandbox_limits;
+/* Start python on libexec's kopt_torch_zygote.py (beside `worker_script`), not waiting for
+ * its import. */
+kopt_status kopt__zygote_start(kopt_ctx *ctx, const char *python, const char *worker_script,
+                               kopt__zygote **out);
+/* 1 when it has imported and the environment is still the one it imported with. */
+int kopt__zygote_ready(kopt__zygote *z);
+/* 1 unless it failed or ended, or the environment changed (a new one is then wanted). */
+int kopt__zygote_usable(kopt__zygote *z);
+/* Fork a worker with these arguments (after the script's), descriptors (job pipe's read
+ * end, event pipe's write end, output buffer, log) and sandbox (NULL: none). KOPT_E_NOT_FOUND
+ * when the zygote cannot: the caller starts the worker by exec. */
+kopt_status kopt__zygote_fork(kopt__zygote *z, kopt_ctx *ctx, json_t *args,
+                              const struct kopt__sandbox_limits *sandbox, const int fds[4],
+                              pid_t *pid);
+/* The wait status of the zygote's child `pid`, waiting up to timeout_s: 1, or 0 none. */
+int kopt__zygote_wait(kopt__zygote *z, pid_t pid, double timeout_s, int *status);
+/* Its report of `pid`'s end is not wanted (the worker was released). */
+void kopt__zygote_forget(kopt__zygote *z, pid_t pid);
+/* The torch version it imported ("" before it said). */
+const char *kopt__zygote_torch(const kopt__zygote *z);
+/* End it (and, with it, any child still running). */
+void kopt__zygote_free(kopt__zygote *z);
 
 #endif

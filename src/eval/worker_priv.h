@@ -50,6 +50,9 @@ typedef struct worker {
     CUcontext pctx;
     CUstream stream;
     CUmodule rt, mod;
+    char rt_path[4096];          /* the runtime module loaded (rt) */
+    double early_setup_ms;       /* early_setup done before the job came */
+    json_t *dev_info;            /* device_json's answer, asked by early_setup */
     CUfunction f_from_f32, f_from_f64, f_set, f_fill, f_flush, f_copy, f_read, f_write, f_fma;
     CUfunction f_empty, f_checksum, f_hash_random;
     curandGenerator_t gen;

@@ -1,8 +1,9 @@
 /* The worker pool of `kopt serve` (src/eval/pool.c), without a GPU: a stand-in worker (a
  * shell script speaking the early worker's "idle" events, ready when the test says so)
  * shows that an evaluation takes the ready workers first, the oldest of them, and one still
- * starting only when none is ready; that each worker taken is replaced at once (the pool
- * keeps its size while the evaluation runs); that a worker counts as ready only with its
+ * starting only when none is ready; that each worker taken is replaced when the evaluation
+ * says its workers are set up (kopt__eval_pool_replace), or at once with
+ * KOPT_POOL_REPLACE=take (the pool keeps its size while the evaluation runs); that a worker counts as ready only with its
  * buffer at the last evaluation's size; that workers that ended are dropped and replaced;
  * that a worker is handed out once; and that closing the pool ends its workers. Last, the
  * real kopt worker, started ahead, says "idle" (its context made or, here, not). */
@@ -86,7 +87,7 @@ static kopt_eval_pool_stats wait_ready(kopt_eval_pool *p, int ready)
 }
 
 /* A worker taken for device 0, its start number (-1: none taken) and its state then; its
- * replacement noted. */
+ * replacement started, as an evaluation does once its workers are set up, and noted. */
 static int take(kopt_eval_pool *p, int *state)
 {
     kopt__worker_proc *w = kopt__eval_pool_take(p, ctx, 0);
@@ -97,6 +98,7 @@ static int take(kopt_eval_pool *p, int *state)
     *state = kopt__worker_early_state(w, 0);
     n = number_of(kopt__worker_pid(w));
     kopt__worker_proc_release(w);
+    kopt__eval_pool_replace(p, ctx);
     sync_order(p);
     return n;
 }
@@ -156,7 +158,7 @@ static void test_open_bounds(void)
     kopt_eval_pool_close(NULL);
 }
 
-static void test_ready_first_and_refilled_at_take(void)
+static void test_ready_first_and_refilled(void)
 {
     kopt_eval_pool *p = NULL;
     kopt_eval_pool_stats s;
@@ -185,7 +187,7 @@ static void test_ready_first_and_refilled_at_take(void)
     CHECK_EQ_INT(n, 2);
     CHECK_EQ_INT(st, 2);
     kopt_eval_pool_stats_get(p, &s);
-    CHECK_EQ_INT(s.idle, 4);                         /* replaced the moment it was taken */
+    CHECK_EQ_INT(s.idle, 4);                         /* replaced once it was set up */
     CHECK_EQ_INT(s.started, 5);
     CHECK_EQ_INT(s.taken_ready, 1);
     n = take(p, &st);
@@ -230,6 +232,58 @@ out:
     teardown_fake();
 }
 
+/* When the replacements start: not at take, but when the evaluation's workers are set up
+ * (kopt__eval_pool_replace, once for all taken since); at take with KOPT_POOL_REPLACE=take.
+ * The fill after the answer starts any still owed. */
+static void test_replaced_once_set_up(void)
+{
+    kopt_eval_pool *p = NULL;
+    kopt_eval_pool_stats s;
+    kopt__worker_proc *a, *b;
+
+    if (!setup_fake())
+        return;
+    if (!CHECK_EQ_INT(kopt_eval_pool_open(&p, ctx, 0, 4), KOPT_OK) ||
+        !CHECK_EQ_INT(kopt_eval_pool_fill(p, ctx), KOPT_OK))
+        goto out;
+    a = kopt__eval_pool_take(p, ctx, 0);
+    b = kopt__eval_pool_take(p, ctx, 0);
+    CHECK(a && b);
+    kopt_eval_pool_stats_get(p, &s);
+    CHECK_EQ_INT(s.idle, 2);                         /* nothing started while they load */
+    CHECK_EQ_INT(s.started, 4);
+    kopt__eval_pool_replace(p, ctx);                 /* their jobs set up */
+    kopt_eval_pool_stats_get(p, &s);
+    CHECK_EQ_INT(s.idle, 4);
+    CHECK_EQ_INT(s.started, 6);
+    kopt__eval_pool_replace(p, ctx);                 /* none owed: nothing more */
+    kopt_eval_pool_stats_get(p, &s);
+    CHECK_EQ_INT(s.started, 6);
+    kopt__worker_proc_release(a);
+    kopt__worker_proc_release(b);
+
+    a = kopt__eval_pool_take(p, ctx, 0);             /* an evaluation that failed early */
+    kopt__worker_proc_release(a);
+    CHECK_EQ_INT(kopt_eval_pool_fill(p, ctx), KOPT_OK);
+    kopt_eval_pool_stats_get(p, &s);
+    CHECK_EQ_INT(s.idle, 4);
+    CHECK_EQ_INT(s.started, 7);
+    kopt__eval_pool_replace(p, ctx);                 /* the fill paid what was owed */
+    kopt_eval_pool_stats_get(p, &s);
+    CHECK_EQ_INT(s.started, 7);
+
+    setenv("KOPT_POOL_REPLACE", "take", 1);
+    a = kopt__eval_pool_take(p, ctx, 0);
+    unsetenv("KOPT_POOL_REPLACE");
+    kopt_eval_pool_stats_get(p, &s);
+    CHECK_EQ_INT(s.idle, 4);                         /* replaced the moment it was taken */
+    CHECK_EQ_INT(s.started, 8);
+    kopt__worker_proc_release(a);
+out:
+    kopt_eval_pool_close(p);
+    teardown_fake();
+}
+
 static void test_ready_means_buffer_at_size(void)
 {
     kopt_eval_pool *p = NULL;
@@ -249,7 +303,7 @@ static void test_ready_means_buffer_at_size(void)
     s = wait_ready(p, 2);
     CHECK_EQ_INT(s.ready, 2);                        /* context made, buffer at 4096 */
 
-    /* the next evaluation needs 8192: made ahead for the replacement only, at take; the
+    /* the next evaluation needs 8192: made ahead for the replacement only; the
      * older two have their context made, not the buffer: the replacement, once ready at
      * 8192, comes first */
     kopt__eval_pool_note_size(p, 8192);
@@ -357,7 +411,8 @@ int main(int argc, char **argv)
 {
     static const ktest_case cases[] = {
         KTEST(test_open_bounds),
-        KTEST(test_ready_first_and_refilled_at_take),
+        KTEST(test_ready_first_and_refilled),
+        KTEST(test_replaced_once_set_up),
         KTEST(test_ready_means_buffer_at_size),
         KTEST(test_ended_workers_dropped_and_closed),
         KTEST(test_real_worker_says_idle),

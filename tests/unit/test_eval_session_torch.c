@@ -3,7 +3,9 @@
  * eval_torch): the session's seed is fixed, so the reference's outputs and time come from
  * its first run and later candidates start only their own worker (reference_reused), one
  * started ahead at the end of the previous evaluation (worker_ahead); a wrong candidate is
- * still WRONG against those outputs; a one-shot evaluation does neither.
+ * still WRONG against those outputs; a one-shot evaluation does neither. Once the session's
+ * zygote has imported torch, candidates' workers are forked by it (worker_forked), with the
+ * same verdicts and the same sandbox report; KOPT_TORCH_ZYGOTE=0 forks none.
  * Runs on the CPU build of PyTorch (KOPT_TORCH_DEVICE=cpu), as CI has it; without torch:
  * "skipped: no torch".
  */
@@ -14,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *const good =
     "import torch\n"
@@ -119,8 +122,101 @@ out:
     free(dir);
 }
 
+/* Evaluations in a session until one's worker was forked (the zygote imports meanwhile),
+ * at most n, 1 s apart; the index of the first forked, or -1. */
+static int until_forked(kopt_ctx *ctx, kopt_eval_session *s, const kopt_problem *prob,
+                        const kopt_eval_opts *o, const char *dir, int n, kopt_eval_result **last)
+{
+    for (int i = 0; i < n; i++) {
+        char name[32];
+        kopt_eval_result *r;
+        snprintf(name, sizeof(name), "g%d.py", i);
+        if (!(r = run(ctx, s, prob, o, dir, name, good)))
+            return -1;
+        CHECK_EQ_INT(r->verdict, KOPT_VERDICT_OK);
+        if (r->worker_forked) {
+            *last = r;
+            return i;
+        }
+        kopt_eval_result_free(r);
+        sleep(1);
+    }
+    return -1;
+}
+
+static void test_workers_forked_by_the_zygote(void)
+{
+    char *dir = ktest_tmpdir("zygote");
+    kopt_ctx *ctx = kopt_ctx_new();
+    kopt_problem *prob = NULL;
+    kopt_eval_session *s = NULL;
+    kopt_eval_opts o = KOPT_EVAL_OPTS_INIT;
+    kopt_eval_result *fr = NULL, *w = NULL, *x = NULL, *off = NULL;
+    kopt_vars sizes = KOPT_VARS_INIT;
+    int at;
+
+    if (system("python3 -c 'import torch' >/dev/null 2>&1") != 0) {
+        KTEST_SKIP("no torch (python3 cannot import torch)");
+        goto out;
+    }
+    setenv("KOPT_TORCH_DEVICE", "cpu", 1);
+    if (!(prob = import_problem(ctx, dir)))
+        goto out;
+    kopt_vars_set(&sizes, "batch", 64);
+    kopt_vars_set(&sizes, "width", 96);
+    o.sizes = &sizes;
+    o.trials = 2;
+    o.no_timing = 1;
+    if (!CHECK_EQ_INT(kopt_eval_session_open(&s, ctx, prob, &o), KOPT_OK))
+        goto out;
+    at = until_forked(ctx, s, prob, &o, dir, 30, &fr);
+    if (!CHECK(at >= 1))                       /* the first ran before any zygote */
+        goto out;
+    CHECK(strstr(fr->sandbox, "seccomp") != NULL);   /* locked down as an exec'd worker */
+    /* a wrong candidate in a forked worker is still WRONG; one that tries the network or
+     * to start a process is stopped by the same sandbox */
+    w = run(ctx, s, prob, &o, dir, "wrong.py",
+            "import torch\nclass ModelNew(torch.nn.Module):\n    def __init__(self, *a):\n"
+            "        super().__init__()\n    def forward(self, x, z, alpha):\n"
+            "        return alpha * x - z\n");
+    x = run(ctx, s, prob, &o, dir, "fork.py",
+            "import os, torch\nclass ModelNew(torch.nn.Module):\n    def __init__(self, *a):\n"
+            "        super().__init__()\n    def forward(self, x, z, alpha):\n"
+            "        os.system('true')\n        return alpha * x + z\n");
+    if (CHECK(w && x)) {
+        CHECK_EQ_INT(w->verdict, KOPT_VERDICT_WRONG);
+        CHECK_EQ_INT(w->worker_forked, 1);
+        CHECK_EQ_INT(x->worker_forked, 1);
+        CHECK_EQ_INT(x->verdict, KOPT_VERDICT_TAMPER);
+        CHECK_STR_CONTAINS(x->message, "forbidden system call");
+    }
+    kopt_eval_session_close(s);
+    s = NULL;
+
+    /* off: every worker by exec */
+    setenv("KOPT_TORCH_ZYGOTE", "0", 1);
+    if (CHECK_EQ_INT(kopt_eval_session_open(&s, ctx, prob, &o), KOPT_OK)) {
+        kopt_eval_result *r = NULL;
+        CHECK_EQ_INT(until_forked(ctx, s, prob, &o, dir, 3, &r), -1);
+        kopt_eval_result_free(r);
+    }
+    unsetenv("KOPT_TORCH_ZYGOTE");
+out:
+    kopt_eval_result_free(fr);
+    kopt_eval_result_free(w);
+    kopt_eval_result_free(x);
+    kopt_eval_result_free(off);
+    kopt_eval_session_close(s);
+    kopt_vars_free(&sizes);
+    kopt_problem_free(prob);
+    kopt_ctx_free(ctx);
+    ktest_rmtree(dir);
+    free(dir);
+}
+
 int main(int argc, char **argv)
 {
-    static const ktest_case cases[] = {KTEST(test_reference_once_per_session)};
+    static const ktest_case cases[] = {KTEST(test_reference_once_per_session),
+                                       KTEST(test_workers_forked_by_the_zygote)};
     return ktest_main(argc, argv, cases, KTEST_COUNT(cases));
 }
