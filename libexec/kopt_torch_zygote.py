@@ -32,14 +32,31 @@ SOCK_FD = 3
 
 
 def preload():
-    """What every worker imports before its job: imported here once, forked with."""
+    """What every worker imports before its job: imported here once, forked with. Not
+    torch.utils.cpp_extension: importing it asks torch.cuda.is_available(), which
+    initialises the CUDA driver and marks every later fork "bad" (torch then refuses CUDA in
+    the child: "Cannot re-initialize CUDA in forked subprocess")."""
     import torch  # noqa: F401
     import torch.nn  # noqa: F401
-    import torch.utils.cpp_extension  # noqa: F401   (load_inline candidates)
     import kopt_torch_worker  # noqa: F401
     import kopt_torch_timing  # noqa: F401
     import kopt_torch_compare  # noqa: F401
     return torch.__version__
+
+
+def fork_poisoned():
+    """Whether a child forked now could use CUDA: torch marks a fork bad once this process
+    initialised the driver. Asked of a real child, so whatever did it is caught."""
+    import torch
+    bad = getattr(torch._C, "_cuda_isInBadFork", None)
+    if bad is None:
+        return None
+    pid = os.fork()
+    if pid == 0:
+        os._exit(3 if bad() else 0)
+    _, status = os.waitpid(pid, 0)
+    return "a forked child could not use CUDA (this process initialised the CUDA driver " \
+           "while importing)" if os.waitstatus_to_exitcode(status) == 3 else None
 
 
 def child(sock, req, fds):
@@ -117,8 +134,12 @@ def main():
     sock = socket.socket(fileno=SOCK_FD)
     try:
         version = preload()
+        poisoned = fork_poisoned()
     except Exception as e:
         send(sock, {"ready": False, "error": "%s: %s" % (type(e).__name__, e)})
+        return 1
+    if poisoned:                      # the parent starts its workers by exec
+        send(sock, {"ready": False, "error": poisoned})
         return 1
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)

@@ -1,0 +1,32 @@
+#!/usr/bin/env python3
+"""Unit tests of the PyTorch zygote (libexec/kopt_torch_zygote.py) without a GPU: what it
+imports before forking leaves a forked child free to use CUDA (torch marks a fork "bad" once
+the parent initialised the CUDA driver, as importing torch.utils.cpp_extension does), and
+its self-check sees a poisoned fork. Without torch: "skipped: no torch".
+Usage: test_torch_zygote.py REPO_ROOT"""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(sys.argv[1] if len(sys.argv) > 1 else ".", "libexec"))
+failed = 0
+
+
+def check(cond, what):
+    global failed
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failed += 1
+
+
+try:
+    import torch  # noqa: F401
+except Exception:
+    print("skipped: no torch (python3 cannot import torch)")
+    sys.exit(77)
+import kopt_torch_zygote as kz  # noqa: E402
+
+kz.preload()
+check(kz.fork_poisoned() is None, "after the zygote's imports a forked child may use CUDA")
+import torch.utils.cpp_extension  # noqa: E402,F401   what the zygote must not import
+check(kz.fork_poisoned() is not None, "the self-check sees a fork poisoned by an import")
+sys.exit(1 if failed else 0)
