@@ -1,8 +1,9 @@
 /* `kopt serve`: a long-lived kopt that keeps workers started ahead (their CUDA contexts
  * made) and runs the `kopt eval` commands sent to it on a Unix socket, with the client's
  * stdout and stderr, working folder and KOPT_* settings. Each evaluation is the ordinary
- * one-shot evaluation (fresh worker processes, fresh seeds, every check); only the
- * workers' start is done ahead. The pool (src/eval/pool.c) keeps two evaluations' workers
+ * one-shot evaluation (a fresh worker process for the candidate, fresh seeds, every
+ * check); only the workers' start is done ahead, and the reference runs in the pool's
+ * serving worker. The pool (src/eval/pool.c) keeps two evaluations' workers
  * by default; an evaluation takes the ready ones and each is replaced once the
  * evaluation's workers are set up, so requests sent back to back find theirs ready. `kopt eval --server` (or
  * $KOPT_SERVER) sends an evaluation there. */
@@ -53,14 +54,17 @@ static void help(FILE *f)
                "  --session-idle S  close a session unused for S seconds (default %.0f)\n"
                "The pool: each worker is a fresh process that makes its CUDA context, then its\n"
                "output buffer (at the last evaluation's size), and waits. An evaluation takes\n"
-               "two: ready ones first (oldest first), one still starting only when none is\n"
+               "the ready ones first (oldest first), one still starting only when none is\n"
                "ready. Each worker taken is replaced once the evaluation's workers are set up,\n"
                "and the replacement gets ready while that evaluation runs, so requests sent\n"
                "back to back find ready workers.\n"
-               "A worker is used once: every evaluation still runs in fresh processes, with\n"
-               "fresh seeds and every check. Each idle worker holds a CUDA context (GPU memory)\n"
-               "and its pinned buffer. Each request's line on stderr says how ready the\n"
-               "workers it took were, and the pool's state after it.\n"
+               "The reference's worker serves: an evaluation with a candidate runs its reference\n"
+               "(kopt's code and the problem's, never a candidate's) in the pool's serving\n"
+               "worker, kept while the output size and the client's settings stay the same, and\n"
+               "takes one worker, the candidate's: a candidate's worker is used once, in a fresh\n"
+               "process, and every evaluation has fresh seeds and every check. Each idle worker\n"
+               "holds a CUDA context (GPU memory) and its pinned buffer. Each request's line on\n"
+               "stderr says how ready the workers it took were, and the pool's state after it.\n"
                "Sessions (`kopt eval --server --session[=NAME]`): the first request of a name\n"
                "opens an evaluation session (as kopt tune and kopt optimize use): one seed for\n"
                "the session, the reference run once, its outputs, time and torch.compile\n"
@@ -162,12 +166,14 @@ static void handle(int conn, kopt_eval_pool *pool, cli_serve_sessions *sessions)
         dup2(saved_err, 2);
         fprintf(stderr, "kopt serve: eval (%zu arguments) exit %d in %.0f ms; workers taken: "
                         "%ld (%ld ready, %ld context only, %ld starting); pool: %d idle, %d "
-                        "ready, %ld started in all%s; ms: load %.0f, run open %.0f, "
+                        "ready, %ld started in all%s%s; ms: load %.0f, run open %.0f, "
                         "evaluation %.0f, store %.0f, run finish %.0f, print %.0f\n", n - 1, code,
                 (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6,
                 s1.taken - s0.taken, s1.taken_ready - s0.taken_ready,
                 s1.taken_context - s0.taken_context, s1.taken_starting - s0.taken_starting,
-                s1.idle, s1.ready, s1.started, cli_serve_sessions_note(sessions),
+                s1.idle, s1.ready, s1.started,
+                s1.ref_served > s0.ref_served ? "; reference in the serving worker" : "",
+                cli_serve_sessions_note(sessions),
                 cli_eval_steps[CLI_EVAL_STEP_LOAD], cli_eval_steps[CLI_EVAL_STEP_OPEN],
                 cli_eval_steps[CLI_EVAL_STEP_EVAL], cli_eval_steps[CLI_EVAL_STEP_STORE],
                 cli_eval_steps[CLI_EVAL_STEP_FINISH],

@@ -223,6 +223,9 @@ typedef struct kopt_eval_result {
     /* 1: the candidate's PyTorch worker was forked by the session's zygote, torch imported
      * there once (docs/kernelbench.md, "Workers forked ready-imported") */
     int worker_forked;
+    /* 1: a one-shot evaluation in kopt serve ran the reference in the pool's serving worker
+     * (fresh seeds as always; only the candidate's worker is a fresh process) */
+    int ref_served;
     /* PyTorch path: which clock timed the candidate ("libkopt": CUDA events kept in C, out
      * of the candidate's reach; otherwise why not), and the kernel census of its checked
      * call (CUPTI activity): kernels launched, those not from a library (torch's aten,
@@ -365,6 +368,8 @@ typedef struct kopt_eval_pool_stats {
     long taken_starting;      /*   still making its context (none was further): waited for */
     long failed;              /* starts that failed */
     long lost;                /* idle workers that ended on their own (dropped) */
+    int ref_serving;          /* a reference's serving worker is up (see kopt serve) */
+    long ref_served;          /* evaluations whose reference ran in it */
 } kopt_eval_pool_stats;
 kopt_status kopt_eval_pool_open(kopt_eval_pool **out, kopt_ctx *ctx, int device, int workers);
 kopt_status kopt_eval_pool_fill(kopt_eval_pool *p, kopt_ctx *ctx);

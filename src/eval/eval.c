@@ -1798,6 +1798,10 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
     kopt__worker_run ref_run, cand_run, *refp = &ref_run;
     kopt__worker_proc *ref_proc = NULL, *cand_proc = NULL;
     int serve = 0, served_before = 0, served = 0, ref_ran = 0, ref_comp_host = 0;
+    kopt__worker_proc *pool_ref = NULL;   /* the pool's serving reference worker (borrowed) */
+    int ref_serving = 0;                  /* ref_proc started to serve, for the pool after */
+    json_t *ref_job = NULL;               /* pool_ref's job */
+    size_t ref_total_kept = 0;            /* the output size the serving worker has */
     json_t *next_job = NULL;
     kopt__file_guard *guard = NULL;
     json_t *cand_extra = NULL;
@@ -1869,7 +1873,10 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
     /* A one-shot evaluation of device code starts its workers now: each makes its CUDA
      * context (the slow part of its start) while the candidates compile and bind here. */
     if (r->has_device && !S && !ref->host_mode && (!cand || !cand->host_mode)) {
-        ref_proc = kopt__eval_pool_take(o.pool, ctx, o.device);
+        /* with a candidate, the reference runs in the pool's serving worker when it is up
+         * (pool_ref; checked against the output size once it is known) */
+        pool_ref = cand ? kopt__eval_pool_serving_ref(o.pool, o.device) : NULL;
+        ref_proc = pool_ref ? NULL : kopt__eval_pool_take(o.pool, ctx, o.device);
         cand_proc = cand ? kopt__eval_pool_take(o.pool, ctx, o.device) : NULL;
         if (!o.no_prestart &&
             ((!ref_proc && kopt__worker_prestart(ctx, o.device, &ref_proc) != KOPT_OK) ||
@@ -1982,6 +1989,7 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
     t1 = kopt_now_ms();
     {
         size_t total = layout(phases, nphases);
+        ref_total_kept = total;
         kopt__eval_pool_note_size(o.pool, total);
         int reuse_ref = S && cand && S->ref_run.result && S->ref_total == total;
         serve = S && cand && !cand_comp->host_mode;
@@ -1994,10 +2002,22 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
             refp = &S->ref_run;
             r->ref_reused = 1;
         }
-        else {
+        else if (pool_ref && !ref_comp_host &&
+                 kopt__eval_pool_serving_total(o.pool) == total) {
+            if (!(ref_job = subject_job(1, 0, phases, nphases, ref_comp, rt, &o, NULL))) {
+                rc = kopt_seterr(ctx, KOPT_E_NOMEM, "job");
+                goto fail;
+            }
+        } else {
+            if (pool_ref) {            /* of another size (or host code): a fresh one */
+                kopt__eval_pool_drop_ref(o.pool);
+                pool_ref = NULL;
+                ref_proc = kopt__eval_pool_take(o.pool, ctx, o.device);
+            }
             if (S && !ref_comp_host)
                 ref_proc = take_warm(&S->pre_ref);
-            if ((rc = start_subject(ctx, 1, !cand, 0, phases, nphases, total,
+            ref_serving = o.pool && !S && cand && !ref_comp_host;
+            if ((rc = start_subject(ctx, 1, !cand, ref_serving, phases, nphases, total,
                                     cand ? ref_comp : cand_comp, rt, &o, NULL,
                                     &ref_proc)) != KOPT_OK)
                 goto fail;
@@ -2035,7 +2055,18 @@ static kopt_status eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
         kopt__worker_ready(ctx, S->cand);
     kopt__eval_pool_replace(o.pool, ctx);   /* the taken workers' replacements, now */
     trace_step(trace, "workers_ready", &ts);
-    if (ref_proc && !ref_comp_host) {
+    if (pool_ref || ref_serving) {
+        /* the pool's serving worker (its outputs stay in its buffer: borrowed); one started
+         * to serve goes to the pool after this evaluation */
+        if ((rc = kopt__worker_serve(ctx, pool_ref ? pool_ref : ref_proc, ref_job, o.timeout_s,
+                                     &ref_run)) != KOPT_OK)
+            goto fail;
+        r->ref_served = 1;
+        if (pool_ref && !kopt__worker_alive(pool_ref)) {
+            kopt__eval_pool_drop_ref(o.pool);
+            pool_ref = NULL;
+        }
+    } else if (ref_proc && !ref_comp_host) {
         /* kept (idle, holding its outputs) until the end: see kopt__worker_collect */
         if ((rc = kopt__worker_collect(ctx, ref_proc, o.timeout_s, &ref_run)) != KOPT_OK)
             goto fail;
@@ -2201,6 +2232,11 @@ done:
     json_decref(next_job);
     kopt__worker_run_free(&ref_run);
     kopt__worker_run_free(&cand_run);   /* a served run's buffer stays with the worker */
+    json_decref(ref_job);
+    /* a reference's worker started to serve, that did: the pool's for the next evaluation */
+    if (ref_serving && r->ref_served && refp->result &&
+        kopt__eval_pool_keep_ref(o.pool, ref_proc, ref_total_kept))
+        ref_proc = NULL;
     /* after our mappings are gone, so a worker still exiting frees its buffer's pages */
     kopt__worker_proc_release(ref_proc);
     kopt__worker_proc_release(cand_proc);

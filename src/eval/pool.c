@@ -27,6 +27,13 @@ struct kopt_eval_pool {
     int device, want, n;
     size_t shm_size;                  /* the last evaluation's buffer: made ahead at it */
     int owed;                         /* workers taken and not replaced yet */
+    /* the reference's serving worker: one-shot evaluations with a candidate run their
+     * reference there (kopt's code and the problem's reference only, never a candidate's),
+     * so each starts one fresh process, the candidate's, and not two */
+    kopt__worker_proc *ref;
+    size_t ref_total;                 /* the output buffer it was started with */
+    uint64_t ref_env;                 /* the environment then (kopt serve applies each
+                                       * client's: another one gets another worker) */
     kopt__worker_proc *idle[POOL_MAX];   /* oldest first */
     kopt_eval_pool_stats st;
 };
@@ -104,6 +111,7 @@ void kopt_eval_pool_stats_get(kopt_eval_pool *p, kopt_eval_pool_stats *out)
         return;
     *out = p->st;
     out->want = p->want;
+    out->ref_serving = p->ref && kopt__worker_alive(p->ref);
     out->idle = p->n;
     for (int i = 0; i < p->n; i++) {
         int s = kopt__worker_early_state(p->idle[i], p->shm_size);
@@ -116,6 +124,7 @@ void kopt_eval_pool_close(kopt_eval_pool *p)
 {
     if (!p)
         return;
+    kopt__worker_proc_free(p->ref);
     for (int i = 0; i < p->n; i++)
         kopt__worker_proc_release(p->idle[i]);
     free(p);
@@ -194,4 +203,42 @@ kopt__worker_proc *kopt__eval_pool_take(kopt_eval_pool *p, kopt_ctx *ctx, int de
     if (replace_at_take())
         kopt__eval_pool_replace(p, ctx);
     return w;
+}
+
+kopt__worker_proc *kopt__eval_pool_serving_ref(kopt_eval_pool *p, int device)
+{
+    if (!p || p->device != device || !p->ref)
+        return NULL;
+    if (!kopt__worker_alive(p->ref) || p->ref_env != kopt__env_hash()) {
+        kopt__worker_proc_free(p->ref);
+        p->ref = NULL;
+        return NULL;
+    }
+    return p->ref;
+}
+
+size_t kopt__eval_pool_serving_total(const kopt_eval_pool *p)
+{
+    return p && p->ref ? p->ref_total : 0;
+}
+
+void kopt__eval_pool_drop_ref(kopt_eval_pool *p)
+{
+    if (p && p->ref) {
+        kopt__worker_proc_release(p->ref);
+        p->ref = NULL;
+    }
+}
+
+int kopt__eval_pool_keep_ref(kopt_eval_pool *p, kopt__worker_proc *w, size_t total)
+{
+    if (!p || !w || !kopt__worker_alive(w))
+        return 0;
+    if (p->ref != w)
+        kopt__eval_pool_drop_ref(p);
+    p->ref = w;
+    p->ref_total = total;
+    p->ref_env = kopt__env_hash();
+    p->st.ref_served++;
+    return 1;
 }

@@ -120,6 +120,7 @@ char *kopt_eval_result_json(const kopt_eval_result *r)
     json_object_set_new(root, "reference_reused", json_boolean(r->ref_reused));
     json_object_set_new(root, "worker_ahead", json_boolean(r->worker_ahead));
     json_object_set_new(root, "worker_forked", json_boolean(r->worker_forked));
+    json_object_set_new(root, "reference_served", json_boolean(r->ref_served));
     if (r->torch_ref)
         json_object_set_new(root, "pytorch", json_pack("{s:o, s:o, s:o, s:o, s:o, s:s}",
                             "eager_ms", r->ref_timing.n ? num(r->ref_timing.median_ms)

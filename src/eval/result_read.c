@@ -279,6 +279,7 @@ kopt_status kopt_eval_result_from_json(kopt_eval_result **out, kopt_ctx *ctx, co
     r->ref_reused = json_is_true(json_object_get(j, "reference_reused"));
     r->worker_ahead = json_is_true(json_object_get(j, "worker_ahead"));
     r->worker_forked = json_is_true(json_object_get(j, "worker_forked"));
+    r->ref_served = json_is_true(json_object_get(j, "reference_served"));
     if (json_is_object(v = json_object_get(j, "pytorch")))
         pytorch(r, v);
     census(r, json_object_get(j, "census"));

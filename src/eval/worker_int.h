@@ -111,6 +111,13 @@ void kopt__eval_pool_note_size(struct kopt_eval_pool *p, size_t shm_size);
 /* Start the replacements of the workers taken since the last call (an evaluation calls it
  * once its workers are set up; KOPT_POOL_REPLACE=take starts them as they are taken). */
 void kopt__eval_pool_replace(struct kopt_eval_pool *p, kopt_ctx *ctx);
+/* The pool's serving reference worker for `device` when it is up and of this environment
+ * (else NULL, dropped), the output size it was started with, dropping it (another size),
+ * and handing it one that served an evaluation's reference (1 kept, 0 not: not alive). */
+kopt__worker_proc *kopt__eval_pool_serving_ref(struct kopt_eval_pool *p, int device);
+size_t kopt__eval_pool_serving_total(const struct kopt_eval_pool *p);
+void kopt__eval_pool_drop_ref(struct kopt_eval_pool *p);
+int kopt__eval_pool_keep_ref(struct kopt_eval_pool *p, kopt__worker_proc *w, size_t total);
 /* The idle workers' process ids, oldest first (at most max; tests). */
 int kopt__eval_pool_pids(const struct kopt_eval_pool *p, int *pids, int max);
 kopt_status kopt__worker_finish(kopt_ctx *ctx, kopt__worker_proc *w, double timeout_s,
@@ -201,5 +208,7 @@ void kopt__zygote_forget(kopt__zygote *z, pid_t pid);
 const char *kopt__zygote_torch(const kopt__zygote *z);
 /* End it (and, with it, any child still running). */
 void kopt__zygote_free(kopt__zygote *z);
+/* A hash of this process's environment (the set of its variables). */
+uint64_t kopt__env_hash(void);
 
 #endif

@@ -51,7 +51,7 @@ struct kopt__zygote {
 
 /* A hash of the environment: the zygote serves only while it is the one it imported with
  * (variables read at import, OMP_NUM_THREADS and the like, are then in effect). */
-static uint64_t env_hash(void)
+uint64_t kopt__env_hash(void)
 {
     uint64_t h = 1469598103934665603ull;
 
@@ -103,7 +103,7 @@ kopt_status kopt__zygote_start(kopt_ctx *ctx, const char *python, const char *wo
     }
     if (kopt_lib_find(ctx, &z->lib) != KOPT_OK)
         z->lib = NULL;                 /* sandboxed requests then go by exec */
-    z->env_hash = env_hash();
+    z->env_hash = kopt__env_hash();
     z->pid = fork();
     if (z->pid < 0) {
         kopt_seterr(ctx, KOPT_E_ERROR, "zygote: fork: %s", strerror(errno));
@@ -206,14 +206,14 @@ int kopt__zygote_ready(kopt__zygote *z)
         return 0;
     if (z->ready == 0)
         drain(z);
-    return z->ready == 1 && z->env_hash == env_hash();
+    return z->ready == 1 && z->env_hash == kopt__env_hash();
 }
 
 int kopt__zygote_usable(kopt__zygote *z)
 {
     if (z && z->ready == 0)
         drain(z);
-    return z && z->ready >= 0 && z->env_hash == env_hash();
+    return z && z->ready >= 0 && z->env_hash == kopt__env_hash();
 }
 
 kopt_status kopt__zygote_fork(kopt__zygote *z, kopt_ctx *ctx, json_t *args,

@@ -17,8 +17,9 @@ for _ in $(seq 50); do grep -q "listening on" "$T/serve.err" && break; sleep 0.1
 grep -q "listening on $S (4 workers started ahead" "$T/serve.err" && ok "the pool: 4 workers by default" \
   || bad "default pool: $(cat "$T/serve.err")"
 "$K" serve --help > "$T/help.txt" 2>&1
-grep -q "default 4: two evaluations'" "$T/help.txt" && grep -q "replaced at once" "$T/help.txt" &&
-  grep -q "ready ones first" "$T/help.txt" && grep -q "fresh processes" "$T/help.txt" \
+grep -q "default 4: two evaluations'" "$T/help.txt" && grep -q "replaced once" "$T/help.txt" &&
+  grep -q "ready ones first" "$T/help.txt" && grep -q "fresh" "$T/help.txt" &&
+  grep -q "serving" "$T/help.txt" \
   && ok "kopt serve --help describes the pool" || bad "serve --help: $(cat "$T/help.txt")"
 for w in 0 9; do
   "$K" serve --socket "$T/w$w.sock" --workers $w > /dev/null 2> "$T/w.err"; c=$?

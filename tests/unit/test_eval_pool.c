@@ -284,6 +284,57 @@ out:
     teardown_fake();
 }
 
+/* The reference's serving worker: kept by the pool for its device, the output size it was
+ * given and the environment then; another device gets none, another environment drops it,
+ * and closing the pool ends it. */
+static void test_serving_reference_kept(void)
+{
+    kopt_eval_pool *p = NULL;
+    kopt_eval_pool_stats s;
+    kopt__worker_proc *w;
+    int pid;
+
+    if (!setup_fake())
+        return;
+    if (!CHECK_EQ_INT(kopt_eval_pool_open(&p, ctx, 0, 2), KOPT_OK) ||
+        !CHECK_EQ_INT(kopt_eval_pool_fill(p, ctx), KOPT_OK))
+        goto out;
+    CHECK(kopt__eval_pool_serving_ref(p, 0) == NULL);          /* none yet */
+    w = kopt__eval_pool_take(p, ctx, 0);
+    if (!CHECK(w != NULL))
+        goto out;
+    pid = kopt__worker_pid(w);
+    CHECK_EQ_INT(kopt__eval_pool_keep_ref(p, w, 4096), 1);
+    CHECK(kopt__eval_pool_serving_ref(p, 1) == NULL);          /* another device */
+    CHECK(kopt__eval_pool_serving_ref(p, 0) == w);
+    CHECK(kopt__eval_pool_serving_total(p) == 4096);
+    CHECK_EQ_INT(kopt__eval_pool_keep_ref(p, w, 4096), 1);     /* kept again: counted */
+    kopt_eval_pool_stats_get(p, &s);
+    CHECK_EQ_INT(s.ref_serving, 1);
+    CHECK_EQ_INT((int)s.ref_served, 2);
+    setenv("KOPT_TEST_POOL_ENV", "changed", 1);                 /* another client's settings */
+    CHECK(kopt__eval_pool_serving_ref(p, 0) == NULL);
+    unsetenv("KOPT_TEST_POOL_ENV");
+    kopt_eval_pool_stats_get(p, &s);
+    CHECK_EQ_INT(s.ref_serving, 0);
+    for (int t = 0; t < 200 && !gone(pid); t++)                 /* dropped: ended */
+        sleep_ms(10);
+    CHECK(gone(pid));
+    w = kopt__eval_pool_take(p, ctx, 0);
+    if (CHECK(w != NULL)) {
+        pid = kopt__worker_pid(w);
+        CHECK_EQ_INT(kopt__eval_pool_keep_ref(p, w, 8192), 1);
+        kopt_eval_pool_close(p);                                 /* ends it too */
+        p = NULL;
+        for (int t = 0; t < 200 && !gone(pid); t++)
+            sleep_ms(10);
+        CHECK(gone(pid));
+    }
+out:
+    kopt_eval_pool_close(p);
+    teardown_fake();
+}
+
 static void test_ready_means_buffer_at_size(void)
 {
     kopt_eval_pool *p = NULL;
@@ -413,6 +464,7 @@ int main(int argc, char **argv)
         KTEST(test_open_bounds),
         KTEST(test_ready_first_and_refilled),
         KTEST(test_replaced_once_set_up),
+        KTEST(test_serving_reference_kept),
         KTEST(test_ready_means_buffer_at_size),
         KTEST(test_ended_workers_dropped_and_closed),
         KTEST(test_real_worker_says_idle),
