@@ -7,8 +7,9 @@
 #   gpus0       one GPU through the dispatcher (--gpus 0): should match 1gpu
 #   gpusN       --gpus 0..N-1 for N = 2, 4, 8 where the machine has that many GPUs; the
 #               speed-up over gpus0 and its efficiency (goal >= 0.85 x N). Compile threads
-#               and lookahead are kopt's defaults for --gpus (4 threads and 8 points per
-#               GPU); SCALE_CT=K gives K per GPU instead (1gpu: K)
+#               and lookahead are kopt's defaults (a share of the usable CPUs over the GPUs,
+#               the lookahead twice the threads: docs/scale.md, "Compile depth"; each run's
+#               line says them); SCALE_CT=K gives K per GPU instead (1gpu: K)
 #   mpi2        mpirun -np 2 on the one GPU: rank 0 searches and stores, rank 1 evaluates
 # SCALE_WARM=1: all runs share one compile cache, filled first by an untimed run, so the
 # speed-ups are the GPUs' alone (compilation shared and done); each run's GPU utilization
@@ -83,7 +84,9 @@ tune() {
   say "   GPU utilization (mean % while it ran): $(awk -F', *' '{s[$1]+=$2; n[$1]++} END {for (g in s) printf "gpu%s %.0f  ", g, s[g]/n[g]}' "$O/$label.util")"
   WALL=$(python3 -c "import time; print('%.1f' % (time.time() - $t))")
   TUNE_S=$(jget "$O/$label.json" 'd["elapsed_s"]')
-  say "$label: exit $RC, wall $WALL s, tune $TUNE_S s, best $(jget "$O/$label.json" 'd["best"]["label"] if "label" in d["best"] else d["best"]["params"]'), $(jget "$O/$label.json" 'd["evaluated"]') evaluated, compile wait $(jget "$O/$label.json" 'd["compile_wait_s"]') s"
+  say "$label: exit $RC, wall $WALL s, tune $TUNE_S s, best $(jget "$O/$label.json" 'd["best"]["label"] if "label" in d["best"] else d["best"]["params"]'), $(jget "$O/$label.json" 'd["evaluated"]') evaluated ($(jget "$O/$label.json" 'd["failed"]') failed), compile wait $(jget "$O/$label.json" 'd["compile_wait_s"]') s"
+  # the compile depth the run used ("-" from a build before it was said)
+  say "   compile threads $(jget "$O/$label.json" 'd["compile_threads"]'), lookahead $(jget "$O/$label.json" 'd["lookahead"]'), helpers $(jget "$O/$label.json" 'd["compile_helpers"]'), usable CPUs $(jget "$O/$label.json" 'd["cpus_usable"]')"
   # where the time went: evaluating (all slots), and each slot's device, jobs and busy time
   say "   eval $(jget "$O/$label.json" 'd["eval_s"]') s; slots: $(jget "$O/$label.json" '"; ".join("%s%s/r%s %d jobs %.1f s busy" % (s["kind"], s.get("device"), s.get("rank"), s["evaluations"], s["busy_s"]) for s in d.get("slots") or [])')"
 }
@@ -96,13 +99,13 @@ g = ",".join(str(x[0]) for x in c.execute("select distinct device_index from tun
 print("%d|%d|%s|gpu %s" % (n, d, r, g))' "$1" 2>/dev/null || echo "0|0|"; }
 
 if [ -n "${SCALE_WARM:-}" ]; then
-  say "== warm: one untimed run fills the shared compile cache (every GPU, 4 compile threads each)"
+  say "== warm: one untimed run fills the shared compile cache (every GPU, the default compile threads)"
   tune fill 240 -- --gpus "$(seq -s, 0 $((NGPU - 1)))"
 fi
 # ---- one GPU, with and without the dispatcher ---------------------------------------------------
 say "== 1gpu (plain) and gpus0 (--gpus 0)"
 if [ -z "${SCALE_SHORT:-}" ]; then
-  CT=${SCALE_CT:-4} tune 1gpu 150 --
+  CT=${SCALE_CT:-} tune 1gpu 150 --
   row 1gpu 1 "$RC" "$WALL" "$TUNE_S" - "stored $(stored "$W/1gpu.db")"
 fi
 tune gpus0 150 -- --gpus 0

@@ -47,10 +47,11 @@ static void help(FILE *f)
         "                        the least energy within --energy-slack of the best time)\n"
         "  --energy-window S     seconds of back-to-back runs per energy reading (default 1)\n"
         "  --energy-slack F      time-energy: fraction of the best time (default 0.05)\n"
-        "  --compile-threads N   CPU threads compiling ahead (default 2; with --gpus or MPI,\n"
-        "                        4 per GPU or rank, up to the usable CPUs; 0: no pipeline)\n"
-        "  --lookahead N         points asked ahead for compiling (default 8; with several\n"
-        "                        GPUs at least 8 per GPU)\n"
+        "  --compile-threads N   CPU threads compiling ahead, each with an NVRTC helper\n"
+        "                        process (default: the usable CPUs less one per GPU, shared\n"
+        "                        over the GPUs, 2 to 16 per GPU, at most 64; 0: no pipeline)\n"
+        "  --lookahead N         points asked ahead for compiling (default: twice the compile\n"
+        "                        threads; at least 8 per GPU, also when given with --gpus)\n"
         "scale-out (docs/scale.md):\n"
         "  --gpus all|0,2,5      evaluate on these GPUs at once, one session each, each round's\n"
         "                        points to the first free GPU (use a strategy that proposes\n"
@@ -276,6 +277,11 @@ static void print_text(const kopt_run_tune *t, const tune_args *a, int n, const 
     if (a->o.seconds > 0)
         printf(", %.0f s", a->o.seconds);
     printf("\n");
+    if (strcmp(mode, "live") == 0)
+        printf("compile    %d thread(s)%s, %d point(s) asked ahead (%s; %d usable CPU(s))\n",
+               t->compile_threads, t->compile_helpers > 0 ? " with helper processes" : "",
+               t->lookahead, (a->o.given & KOPT_RUN_TUNE_GIVEN_COMPILE_THREADS) ? "as given"
+               : "by default", t->cpus_usable);
     for (int i = 0; i < n; i++) {
         const kopt_run_tune_shape *sr = &runs[i];
         const kopt_tune_result *r = sr->res;
@@ -432,6 +438,7 @@ static int parse_args(tune_args *a, kopt_ctx *ctx, int argc, char **argv, int *c
         case 'A': v = strtol(optarg, &end, 10);
             if (*end || v < 1 || v > 4096) goto bad_number;
             a->o.lookahead = (int)v;
+            a->o.given |= KOPT_RUN_TUNE_GIVEN_LOOKAHEAD;
             break;
         case 'Z':
             if (a->o.nshapes == MAX_SHAPES) {

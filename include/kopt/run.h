@@ -281,7 +281,10 @@ typedef struct kopt_run_tune_opts {
     double seconds;               /* wall time per shape; 0: none */
     kopt_tune_objective objective;
     double energy_s, energy_slack;
-    int compile_threads, lookahead;
+    int compile_threads, lookahead;   /* unless given (KOPT_RUN_TUNE_GIVEN_COMPILE_THREADS,
+                                   * _LOOKAHEAD), a live run sets them from the usable CPUs
+                                   * and the GPUs: kopt_tune_default_compile_threads and
+                                   * kopt_tune_default_lookahead (docs/scale.md) */
     unsigned given;               /* KOPT_RUN_TUNE_GIVEN_*: what --resume must not replace */
     int resume;                   /* continue the unfinished stored run of each key */
     int fresh;                    /* ignore stored outcomes */
@@ -307,7 +310,8 @@ enum {
     KOPT_RUN_TUNE_GIVEN_STRATEGY = 1, KOPT_RUN_TUNE_GIVEN_OPTIONS = 2,
     KOPT_RUN_TUNE_GIVEN_SEED = 4, KOPT_RUN_TUNE_GIVEN_BUDGET = 8,
     KOPT_RUN_TUNE_GIVEN_OBJECTIVE = 16,
-    KOPT_RUN_TUNE_GIVEN_COMPILE_THREADS = 32   /* else scale-out sets them per slot */
+    KOPT_RUN_TUNE_GIVEN_COMPILE_THREADS = 32,  /* else a share of the usable CPUs */
+    KOPT_RUN_TUNE_GIVEN_LOOKAHEAD = 64         /* else twice the compile threads */
 };
 #define KOPT_RUN_TUNE_OPTS_INIT {1, NULL, NULL, NULL, 0, NULL, NULL, "annealing", NULL, 1, 200, \
     0.0, KOPT_TUNE_TIME, 1.0, 0.05, 2, 8, 0, 0, 0, 0, 0, 0, KOPT_EVAL_OPTS_INIT, NULL, NULL, \
@@ -368,7 +372,11 @@ typedef struct kopt_run_tune {
     int retimed;                      /* mixed: finalists re-timed on the first slot */
     int standin;                      /* CPU stand-ins evaluated (KOPT_SCALE_STANDIN) */
     int compile_helpers;              /* NVRTC helper processes running at the run's end
-                                       * (scale-out turns them on: docs/scale.md) */
+                                       * (a live run turns one on per compile thread:
+                                       * docs/scale.md) */
+    int compile_threads, lookahead;   /* live: as the run used them (the defaults from the
+                                       * usable CPUs and the GPUs, or as given) */
+    int cpus_usable;                  /* live: kopt_cpus_usable() when the run began */
     int mpi_rank;                     /* > 0: this process only served rank 0 */
     int served;                       /* evaluations served (mpi_rank > 0) */
     struct kopt_run_tune_priv *priv;

@@ -459,6 +459,25 @@ kopt_status kopt_tune_run_strategy(kopt_tune_result **out, kopt_ctx *ctx,
  * to the run (counted against the budget). */
 #define KOPT_TUNE_STALL_ASKS 1000
 
+/* ---- compile depth: the defaults of compile_threads and lookahead (kopt tune, docs/scale.md) */
+
+#define KOPT_TUNE_MAX_COMPILE_THREADS 64   /* the driver takes at most this many */
+#define KOPT_TUNE_MAX_LOOKAHEAD 4096
+#define KOPT_TUNE_COMPILE_MIN_PER_GPU 2    /* compile threads per GPU by default: at least */
+#define KOPT_TUNE_COMPILE_MAX_PER_GPU 16   /* ... and at most (memory: a helper per thread) */
+#define KOPT_TUNE_LOOKAHEAD_MIN_PER_GPU 8  /* points asked ahead per GPU: at least */
+
+/* The compile threads of a tuning run on `gpus` GPUs (or slots; < 1 counts as 1) by a
+ * process that may use `cpus` CPUs (kopt_cpus_usable: its affinity and cgroup): the CPUs
+ * left after one per GPU (its session's thread and worker) shared over the GPUs, each GPU
+ * given 2 to 16; never more than the CPUs (but at least 2) nor more than 64. E.g. 64 CPUs
+ * and 4 GPUs: 60 (15 a GPU); 16 CPUs and 1 GPU: 15; 2 CPUs and 1 GPU: 2. Pure. */
+int kopt_tune_default_compile_threads(int cpus, int gpus);
+/* The points asked ahead (the round size) for `threads` compile threads over `gpus` GPUs:
+ * twice the threads, so that each compile thread has two points of the round asked ahead
+ * while the GPUs evaluate this one; at least 8 per GPU; at most 4096. Pure. */
+int kopt_tune_default_lookahead(int threads, int gpus);
+
 #ifdef __cplusplus
 }
 #endif

@@ -223,7 +223,12 @@ char *kopt_run_tune_json(const kopt_run_tune *t)
         json_object_set_new(o, "slots", slots);
         json_object_set_new(o, "mixed_gpus", t->mixed[0] ? json_string(t->mixed) : json_null());
         json_object_set_new(o, "retimed", json_integer(t->retimed));
+    }
+    if (!t->replay && t->nrun > 0) {   /* live: the compile depth as run (docs/scale.md) */
+        json_object_set_new(o, "compile_threads", json_integer(t->compile_threads));
+        json_object_set_new(o, "lookahead", json_integer(t->lookahead));
         json_object_set_new(o, "compile_helpers", json_integer(t->compile_helpers));
+        json_object_set_new(o, "cpus_usable", json_integer(t->cpus_usable));
     }
     return dump(o);
 }

@@ -56,7 +56,6 @@ kopt_status kopt__run_tune_scale_open(kopt_run_tune *t, kopt_ctx *ctx)
 {
     kopt__run_tune_priv *P = t->priv;
     kopt_scale_mpi *mpi = P->o.mpi;
-    int min_look;
     kopt_status rc;
 
     if (!mpi && P->o.ngpus == 0 && !t->standin)
@@ -91,29 +90,9 @@ kopt_status kopt__run_tune_scale_open(kopt_run_tune *t, kopt_ctx *ctx)
         kopt_log(ctx, KOPT_LOG_WARN, "scale: the GPUs of this run differ (%s): times are only "
                  "compared within one model; the best %d of each shape are re-timed on slot 0",
                  t->mixed, RETIME_FINALISTS);
-    /* A round's points are compiled, then spread over the slots; the next round is asked
-     * when this one is answered. So a round holds 8 points per slot (the compile wave is
-     * paid once per round, and slots idle less at its end), and unless --compile-threads
-     * was given, 4 threads per slot compile them, up to the CPUs this process may use
-     * (bench/results/2026-11-26-h200x4-scale). */
-    min_look = 8 * kopt_scale_pool_size(P->pool);
-    if (P->o.lookahead < min_look)
-        P->o.lookahead = min_look;
-    if (!(P->o.given & KOPT_RUN_TUNE_GIVEN_COMPILE_THREADS)) {
-        int want = 4 * kopt_scale_pool_size(P->pool), cpus = kopt_cpus_usable();
-        if (want > cpus)
-            want = cpus;
-        if (P->o.compile_threads < want)
-            P->o.compile_threads = want;
-    }
-    /* each compile thread's NVRTC call goes to a helper process of its own: NVRTC calls
-     * overlap in one process, but less well (at 16 ways 1.45x slower than 16 processes), and
-     * a first 4-GPU run of budget 512 took 27.0 s with helpers, 30.3 s without
-     * (bench/results/2026-11-26-h200x4-scale-2). $KOPT_COMPILE_PROCS overrides (0: off). */
-    if (!t->standin && P->o.compile_threads > 1) {
-        P->procs_before = kopt_compile_procs_set(P->o.compile_threads);
-        P->procs_set = 1;
-    }
+    /* the compile threads and the round size (kopt__run_tune_depth_open) grow with the
+     * slots: rounds of at least 8 points per slot, so the compile wave is paid once per
+     * round and slots idle less at its end */
     kopt_log(ctx, KOPT_LOG_INFO, "scale: %d slot(s) evaluate (%d local, %d MPI rank(s))",
              kopt_scale_pool_size(P->pool), P->ndevs,
              kopt_scale_pool_size(P->pool) - P->ndevs);
@@ -295,13 +274,9 @@ void kopt__run_tune_scale_close(kopt_run_tune *t)
     t->nslots = t->slots ? n : 0;
     if (t->slots)
         kopt_scale_pool_stats(P->pool, t->slots);
-    t->compile_helpers = kopt_compile_procs_running();
     kopt_scale_mpi_stop_all(P->o.mpi);
     kopt_scale_pool_free(P->pool);
     P->pool = NULL;
-    if (P->procs_set)                   /* the caller's setting back (stops the helpers) */
-        kopt_compile_procs_set(P->procs_before);
-    P->procs_set = 0;
 }
 
 /* ---- what held the GPUs back --------------------------------------------------------------- */

@@ -472,6 +472,61 @@ static kopt_status write_outputs(kopt_run_tune *t, kopt_ctx *ctx, int index)
     return rc;
 }
 
+/* ---- the compile depth --------------------------------------------------------------------- */
+
+void kopt__run_tune_depth_open(kopt_run_tune *t, kopt_ctx *ctx)
+{
+    kopt__run_tune_priv *P = t->priv;
+    kopt_run_tune_opts *o = &P->o;
+    int gpus = P->pool ? kopt_scale_pool_size(P->pool) : 1;
+
+    t->cpus_usable = kopt_cpus_usable();
+    /* a share of the CPUs this process may use, split over the GPUs (a first run of a
+     * compile-heavy template waits for its compiles: bench/results/2026-11-26-h200x4-scale-
+     * warmfix, section 6), and rounds twice as deep as the threads, so that the round asked
+     * ahead is compiled while this one evaluates */
+    if (!(o->given & KOPT_RUN_TUNE_GIVEN_COMPILE_THREADS))
+        o->compile_threads = kopt_tune_default_compile_threads(t->cpus_usable, gpus);
+    if (o->compile_threads > KOPT_TUNE_MAX_COMPILE_THREADS)
+        o->compile_threads = KOPT_TUNE_MAX_COMPILE_THREADS;
+    if (o->compile_threads < 0)
+        o->compile_threads = 0;
+    if (!(o->given & KOPT_RUN_TUNE_GIVEN_LOOKAHEAD))
+        o->lookahead = kopt_tune_default_lookahead(o->compile_threads, gpus);
+    else if (P->pool && o->lookahead < KOPT_TUNE_LOOKAHEAD_MIN_PER_GPU * gpus)
+        o->lookahead = KOPT_TUNE_LOOKAHEAD_MIN_PER_GPU * gpus;   /* a round for every slot */
+    if (o->lookahead > KOPT_TUNE_MAX_LOOKAHEAD)
+        o->lookahead = KOPT_TUNE_MAX_LOOKAHEAD;
+    if (o->lookahead < 1)
+        o->lookahead = 1;
+    t->compile_threads = o->compile_threads;
+    t->lookahead = o->lookahead;
+    /* each compile thread's NVRTC call goes to a helper process of its own, on one GPU as on
+     * several: NVRTC calls overlap in one process, but less well (at 16 ways 1.45x slower
+     * than 16 processes), and a first 4-GPU run of budget 512 took 27.0 s with helpers, 30.3 s
+     * without (bench/results/2026-11-26-h200x4-scale-2). Stand-ins compile nothing.
+     * $KOPT_COMPILE_PROCS overrides (0: off). */
+    if (!t->standin && o->compile_threads > 1) {
+        P->procs_before = kopt_compile_procs_set(o->compile_threads);
+        P->procs_set = 1;
+    }
+    kopt_log(ctx, KOPT_LOG_INFO, "tune: %d compile thread(s)%s, %d point(s) asked ahead, for "
+             "%d GPU(s) on %d usable CPU(s)", t->compile_threads,
+             P->procs_set ? " (helper processes)" : "", t->lookahead, gpus, t->cpus_usable);
+}
+
+void kopt__run_tune_depth_close(kopt_run_tune *t)
+{
+    kopt__run_tune_priv *P = t->priv;
+
+    if (!t->replay)
+        t->compile_helpers = kopt_compile_procs_running();
+    if (!P->procs_set)
+        return;
+    kopt_compile_procs_set(P->procs_before);   /* the caller's setting (stops the helpers) */
+    P->procs_set = 0;
+}
+
 /* ---- the run --------------------------------------------------------------------------------- */
 
 static kopt_status go_shapes(kopt_run_tune *t, kopt_ctx *ctx)
@@ -533,8 +588,12 @@ kopt_status kopt_run_tune_go(kopt_run_tune *t, kopt_ctx *ctx)
         kopt__run_tune_scale_close(t);
         return kopt__run_fail(P->run, KOPT_RUN_FAULT_KOPT, rc);
     }
+    /* live: the compile threads, the rounds asked ahead and the compile helpers */
+    if (!t->replay)
+        kopt__run_tune_depth_open(t, ctx);
     rc = go_shapes(t, ctx);
     kopt__run_tune_scale_close(t);
+    kopt__run_tune_depth_close(t);
     if (!t->replay)
         kopt__run_tune_held_back(t);
     return rc;

@@ -53,6 +53,13 @@ kopt_status kopt__run_tune_scale_retime(kopt_run_tune *t, kopt_ctx *ctx, int ind
 /* The devices that evaluated the shape, into its tune_runs row. */
 kopt_status kopt__run_tune_scale_record(kopt_run_tune *t, kopt_ctx *ctx, int index);
 void kopt__run_tune_scale_close(kopt_run_tune *t);
+/* The compile depth of a live run (after scale_open: the pool's slots count as GPUs): the
+ * compile threads and the lookahead, each the default (kopt_tune_default_compile_threads
+ * and _lookahead over the usable CPUs) unless given, into P->o and t; and one NVRTC helper
+ * process per compile thread, on the one-GPU path too. Close gives the caller's helper
+ * setting back (which stops the helpers), after noting how many ran. */
+void kopt__run_tune_depth_open(kopt_run_tune *t, kopt_ctx *ctx);
+void kopt__run_tune_depth_close(kopt_run_tune *t);
 /* After the shapes ran (live): t->gpu_* and t->held_back from the slots' busy time (one GPU:
  * the time in evaluate), the compile waits and the rounds. */
 void kopt__run_tune_held_back(kopt_run_tune *t);

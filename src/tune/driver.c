@@ -31,8 +31,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MAX_LOOKAHEAD 4096
-#define MAX_COMPILE_THREADS 64
+#define MAX_LOOKAHEAD KOPT_TUNE_MAX_LOOKAHEAD
+#define MAX_COMPILE_THREADS KOPT_TUNE_MAX_COMPILE_THREADS
 #define EXHAUSTED_SCAN_LIMIT ((uint64_t)1 << 20)   /* count valid points up to this size */
 
 const char *kopt_tune_stop_name(kopt_tune_stop s)
@@ -58,6 +58,41 @@ void kopt_tune_result_free(kopt_tune_result *r)
     free(r->best_value);
     free(r->pareto);
     free(r);
+}
+
+/* ---- the compile depth by default --------------------------------------------------------- */
+
+int kopt_tune_default_compile_threads(int cpus, int gpus)
+{
+    int per, n;
+
+    if (gpus < 1)
+        gpus = 1;
+    if (cpus < 1)
+        cpus = 1;
+    per = (cpus - gpus) / gpus;          /* one CPU per GPU for its session and worker */
+    if (per < KOPT_TUNE_COMPILE_MIN_PER_GPU)
+        per = KOPT_TUNE_COMPILE_MIN_PER_GPU;
+    if (per > KOPT_TUNE_COMPILE_MAX_PER_GPU)
+        per = KOPT_TUNE_COMPILE_MAX_PER_GPU;
+    n = per * gpus;
+    if (n > cpus)
+        n = cpus > KOPT_TUNE_COMPILE_MIN_PER_GPU ? cpus : KOPT_TUNE_COMPILE_MIN_PER_GPU;
+    return n > MAX_COMPILE_THREADS ? MAX_COMPILE_THREADS : n;
+}
+
+int kopt_tune_default_lookahead(int threads, int gpus)
+{
+    long n;
+
+    if (gpus < 1)
+        gpus = 1;
+    if (threads < 0)
+        threads = 0;
+    n = 2L * threads;
+    if (n < (long)KOPT_TUNE_LOOKAHEAD_MIN_PER_GPU * gpus)
+        n = (long)KOPT_TUNE_LOOKAHEAD_MIN_PER_GPU * gpus;
+    return n > MAX_LOOKAHEAD ? MAX_LOOKAHEAD : (int)n;
 }
 
 /* ---- the compile-ahead pipeline ---------------------------------------------------------- */

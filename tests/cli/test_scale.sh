@@ -172,6 +172,60 @@ brows=$(sql bench.db 'select count(*), count(distinct problem) from bench_rows')
     fail "the suite's rows are not stored once each"
 end
 
+begin "compile depth: threads a share of the usable CPUs over the GPUs, rounds twice the threads"
+# the defaults (kopt_tune_default_compile_threads, _lookahead; docs/scale.md): the usable
+# CPUs less one per GPU, shared over the GPUs, 2 to 16 a GPU, at most the CPUs (at least 2)
+# and 64; the lookahead twice the threads, at least 8 a GPU; both said in --json and text
+PIN=()      # a prefix of the kopt command (taskset)
+depth() {   # LABEL EXPECT_THREADS EXPECT_LOOKAHEAD [tune options]: "-" expects the default
+    local label=$1 want_t=$2 want_l=$3; shift 3
+    KOPT_SCALE_STANDIN=1 "${PIN[@]}" "$KOPT" tune "$PROB" "$TMPL" --strategy random \
+        --no-progress --budget 4 --no-store --json "$@" >"$OUT" 2>"$ERR"
+    rc=$?
+    cp "$OUT" "depth_$label.json"
+    expect_rc 0
+    python3 - "depth_$label.json" "$want_t" "$want_l" <<'EOF' || fail "$label: compile depth is wrong"
+import json, sys
+d = json.load(open(sys.argv[1]))
+gpus = len(d["slots"])
+cpus = d["cpus_usable"]
+def threads(cpus, gpus):
+    per = min(16, max(2, (cpus - gpus) // gpus))
+    n = per * gpus
+    if n > cpus:
+        n = max(cpus, 2)
+    return min(n, 64)
+want_t = threads(cpus, gpus) if sys.argv[2] == "-" else int(sys.argv[2])
+want_l = max(2 * want_t, 8 * gpus) if sys.argv[3] == "-" else int(sys.argv[3])
+print("  %s: %d GPU(s), %d usable CPU(s): %d compile threads, lookahead %d" %
+      (sys.argv[1], gpus, cpus, d["compile_threads"], d["lookahead"]))
+assert 1 <= cpus, cpus
+assert d["compile_threads"] == want_t, (d["compile_threads"], want_t)
+assert d["lookahead"] == want_l, (d["lookahead"], want_l)
+assert d["compile_helpers"] == 0, d["compile_helpers"]   # stand-ins compile nothing
+EOF
+}
+depth g4 - - --gpus 0,1,2,3
+depth g1 - - --gpus 0
+# as given: section 6 of bench/results/2026-11-26-h200x4-scale-warmfix, in one option each
+depth g1_ct12 12 24 --gpus 0 --compile-threads 12
+depth g4_ct48 48 96 --gpus 0,1,2,3 --compile-threads 48
+depth g4_ct0 0 32 --gpus 0,1,2,3 --compile-threads 0
+depth g2_la5 - 16 --gpus 0,1 --lookahead 5
+depth g1_la40 - 40 --gpus 0 --lookahead 40
+if command -v taskset >/dev/null 2>&1; then
+    # one usable CPU: the minimum of 2 threads (the old default), 8 points a GPU
+    PIN=(taskset -c 0)
+    depth one_cpu_g1 2 8 --gpus 0
+    depth one_cpu_g4 2 32 --gpus 0,1,2,3
+    PIN=()
+    python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["cpus_usable"] == 1' \
+        depth_one_cpu_g1.json || fail "taskset -c 0: cpus_usable is not 1"
+fi
+standin 1 --budget 4 --no-store --gpus 0,1 --compile-threads 3
+has "^compile +3 thread\(s\), 16 point\(s\) asked ahead \(as given; [0-9]+ usable CPU\(s\)\)"
+end
+
 begin "tune warns when its CPU affinity allows fewer CPUs than its compile threads"
 if command -v taskset >/dev/null 2>&1 && [ "$(nproc --all)" -ge 2 ]; then
     KOPT_SCALE_STANDIN=5 taskset -c 0 "$KOPT" tune "$PROB" "$TMPL" --sizes M=256,N=256,K=256 \

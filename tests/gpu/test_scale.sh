@@ -4,7 +4,9 @@
 # measured it (index, name, UUID, clocks), uses every GPU when there are several, and finds
 # a correct winner that passes the final check; --gpus 0 stores the same points as a run
 # without --gpus; no run stores a point as kopt's own ERROR (each session's workers, started
-# ahead, serve its first point); KOPT_TUNE_TRACE writes each evaluation's steps. Then `kopt optimize --gpus all` with the live evaluator and the scripted
+# ahead, serve its first point); KOPT_TUNE_TRACE writes each evaluation's steps; the
+# compile threads and lookahead are the defaults for the usable CPUs and the GPUs, and the
+# plain path (no --gpus) compiles in helper processes too. Then `kopt optimize --gpus all` with the live evaluator and the scripted
 # model (tests/optimize/scripted_llm.py): every GPU's session evaluates and profiles on its
 # own thread, each evaluated node records its GPU, its evaluation is stored (committed on
 # the search's thread) with the same device, and the search improves on the reference.
@@ -32,12 +34,14 @@ check "every GPU's ceilings measured (at once) and stored" \
   "$([ "$(q "$TMP/all.db" 'select count(*) from devices where ceilings_json is not null')" = "$ngpu" ]; echo $?)"
 check "every GPU evaluated" \
   "$([ "$(q "$TMP/all.db" 'select count(distinct device_index) from tune_evals')" = "$ngpu" ]; echo $?)"
-check "compile helper processes did the compiling (one per compile thread, up to 4 per GPU)" \
+check "compile helper processes did the compiling (one per compile thread)" \
   "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["compile_helpers"] >= 1 else 1)' "$TMP/all.json"; echo $?)"
 check "the winner passes the final check" \
   "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["final_check"] and d["final_check"]["verdict"] == "OK" else 1)' "$TMP/all.json"; echo $?)"
 
-KOPT_TUNE_TRACE=$TMP/plain.trace "$K" tune "${ARGS[@]}" --db "$TMP/plain.db" > "$TMP/plain.json" 2> "$TMP/plain.err"
+# the plain path (one GPU, no --gpus) from an empty compile cache: it compiles too
+KOPT_CACHE_DIR=$TMP/plain.cache KOPT_TUNE_TRACE=$TMP/plain.trace "$K" tune "${ARGS[@]}" \
+  --db "$TMP/plain.db" > "$TMP/plain.json" 2> "$TMP/plain.err"
 "$K" tune "${ARGS[@]}" --gpus 0 --db "$TMP/one.db" > "$TMP/one.json" 2> "$TMP/one.err"
 check "--gpus 0 evaluates the same points as a run without --gpus" \
   "$([ "$(q "$TMP/plain.db" 'select label from tune_evals order by label')" = "$(q "$TMP/one.db" 'select label from tune_evals order by label')" ]; echo $?)"
@@ -46,6 +50,24 @@ check "--gpus 0 evaluates the same points as a run without --gpus" \
 # and the first point of every GPU was stored as an ERROR: "the problem's reference failed")
 check "no point stored as kopt's own ERROR (plain, --gpus 0, --gpus all)" \
   "$([ "$(for d in plain one all; do q "$TMP/$d.db" "select count(*) from tune_evals where verdict = 'ERROR'"; done | tr '\n' ' ')" = "0 0 0 " ]; echo $?)"
+# compile depth (docs/scale.md): the threads a share of the usable CPUs over the GPUs, the
+# rounds twice as deep, and a helper process per thread on one GPU as on several
+check "compile depth: the defaults for the usable CPUs, helpers on the plain path too" \
+  "$(python3 - "$TMP/plain.json" "$TMP/one.json" "$TMP/all.json" "$ngpu" <<'PY'; echo $?
+import json, sys
+def threads(cpus, gpus):
+    n = min(16, max(2, (cpus - gpus) // gpus)) * gpus
+    return min(max(cpus, 2) if n > cpus else n, 64)
+for path, gpus in zip(sys.argv[1:4], (1, 1, int(sys.argv[4]))):
+    d = json.load(open(path))
+    t, l, c = d["compile_threads"], d["lookahead"], d["cpus_usable"]
+    print("  %s: %d GPU(s), %d usable CPUs: %d compile threads, lookahead %d, %d helper(s)"
+          % (path.split("/")[-1], gpus, c, t, l, d["compile_helpers"]))
+    assert t == threads(c, gpus) and l == max(2 * t, 8 * gpus), (t, l, c, gpus)
+plain = json.load(open(sys.argv[1]))
+assert plain["compile_helpers"] >= 1, plain["compile_helpers"]
+PY
+)"
 check "KOPT_TUNE_TRACE: one line per evaluated point, with the session's steps" \
   "$(python3 - "$TMP/plain.trace" "$TMP/plain.db" <<'PY'; echo $?
 import json, sqlite3, sys

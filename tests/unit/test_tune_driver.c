@@ -930,6 +930,54 @@ static void test_unknown_strategy(void)
     counter_done(&k);
 }
 
+/* The compile depth by default (docs/scale.md): the usable CPUs less one per GPU, shared
+ * over the GPUs, 2 to 16 a GPU, never more than the CPUs (but at least 2) nor 64; the
+ * lookahead twice the threads, at least 8 a GPU, at most 4096. */
+static void test_compile_depth_defaults(void)
+{
+    static const struct {
+        int cpus, gpus, threads, lookahead;
+    } cases[] = {
+        {64, 4, 60, 120},   /* the 4-GPU H200 host of bench/results/2026-11-26-h200x4-*: 15 a GPU */
+        {64, 1, 16, 32},    /* one GPU of it: the most a GPU gets */
+        {16, 1, 15, 30},    /* a one-GPU H100 machine */
+        {128, 8, 64, 128},  /* at most 64 threads */
+        {128, 2, 32, 64},
+        {32, 4, 28, 56},
+        {8, 4, 8, 32},      /* 1 a GPU left: the minimum 2 a GPU, all the CPUs */
+        {6, 4, 6, 32},      /* ... but never more than the CPUs */
+        {2, 1, 2, 8},       /* a small machine: the old default of 2, 8 ahead */
+        {2, 4, 2, 32},
+        {1, 1, 2, 8},       /* at least 2 */
+        {0, 1, 2, 8},       /* CPUs unknown: as one */
+        {4, 0, 3, 8},       /* no GPU count: as one */
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int t = kopt_tune_default_compile_threads(cases[i].cpus, cases[i].gpus);
+        int l = kopt_tune_default_lookahead(t, cases[i].gpus);
+        if (!CHECK_EQ_INT(t, cases[i].threads) || !CHECK_EQ_INT(l, cases[i].lookahead))
+            fprintf(stderr, "  %d CPUs, %d GPUs\n", cases[i].cpus, cases[i].gpus);
+    }
+    /* threads given: the lookahead follows them (section 6's 12/24 and 48/96) */
+    CHECK_EQ_INT(kopt_tune_default_lookahead(12, 1), 24);
+    CHECK_EQ_INT(kopt_tune_default_lookahead(48, 4), 96);
+    CHECK_EQ_INT(kopt_tune_default_lookahead(0, 4), 32);     /* no pipeline: 8 a GPU */
+    CHECK_EQ_INT(kopt_tune_default_lookahead(3, 1), 8);
+    CHECK_EQ_INT(kopt_tune_default_lookahead(5000, 1), KOPT_TUNE_MAX_LOOKAHEAD);
+    CHECK_EQ_INT(kopt_tune_default_lookahead(-1, -1), 8);
+    /* every default is something the driver takes as it is */
+    for (int cpus = 0; cpus <= 300; cpus++)
+        for (int gpus = 1; gpus <= 64; gpus++) {
+            int t = kopt_tune_default_compile_threads(cpus, gpus);
+            if (t < KOPT_TUNE_COMPILE_MIN_PER_GPU || t > KOPT_TUNE_MAX_COMPILE_THREADS ||
+                (cpus >= 2 && t > cpus) || t > KOPT_TUNE_COMPILE_MAX_PER_GPU * gpus) {
+                KTEST_FAIL("%d CPUs, %d GPUs: %d threads", cpus, gpus, t);
+                return;
+            }
+        }
+}
+
 int main(int argc, char **argv)
 {
     static const ktest_case cases[] = {
@@ -945,6 +993,7 @@ int main(int argc, char **argv)
         KTEST(test_warm_on_callers_thread),
         KTEST(test_kill9_resume),
         KTEST(test_unknown_strategy),
+        KTEST(test_compile_depth_defaults),
     };
     int rc = 1;
 
