@@ -2230,13 +2230,15 @@ done:
         json_object_set(trace, "candidate", json_object_get(cand_run.result, "trace"));
     json_decref(cand_extra);
     json_decref(next_job);
+    /* the worker that served the reference, if it gave a result: the pool's for the next
+     * evaluations (one started to serve here is handed over; counted either way) */
+    if (r->ref_served && refp->result &&
+        kopt__eval_pool_keep_ref(o.pool, pool_ref ? pool_ref : ref_proc, ref_total_kept) &&
+        !pool_ref)
+        ref_proc = NULL;
     kopt__worker_run_free(&ref_run);
     kopt__worker_run_free(&cand_run);   /* a served run's buffer stays with the worker */
     json_decref(ref_job);
-    /* a reference's worker started to serve, that did: the pool's for the next evaluation */
-    if (ref_serving && r->ref_served && refp->result &&
-        kopt__eval_pool_keep_ref(o.pool, ref_proc, ref_total_kept))
-        ref_proc = NULL;
     /* after our mappings are gone, so a worker still exiting frees its buffer's pages */
     kopt__worker_proc_release(ref_proc);
     kopt__worker_proc_release(cand_proc);

@@ -62,7 +62,7 @@ for path, gpus in zip(sys.argv[1:4], (1, 1, int(sys.argv[4]))):
     d = json.load(open(path))
     t, l, c = d["compile_threads"], d["lookahead"], d["cpus_usable"]
     print("  %s: %d GPU(s), %d usable CPUs: %d compile threads, lookahead %d, %d helper(s)"
-          % (path.split("/")[-1], gpus, c, t, l, d["compile_helpers"]))
+          % (path.split("/")[-1], gpus, c, t, l, d["compile_helpers"]), file=sys.stderr)
     assert t == threads(c, gpus) and l == max(2 * t, 8 * gpus), (t, l, c, gpus)
 plain = json.load(open(sys.argv[1]))
 assert plain["compile_helpers"] >= 1, plain["compile_helpers"]
