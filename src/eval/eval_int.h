@@ -1,8 +1,9 @@
-/* Internal pieces of evaluation shared between its files. */
+/* Internal pieces of evaluation shared between its files (the folder's map: eval.c). */
 #ifndef KOPT_EVAL_INT_H
 #define KOPT_EVAL_INT_H
 
 #include "kopt/eval.h"
+#include "worker_int.h"
 
 #include <pthread.h>
 #include <sys/stat.h>
@@ -48,6 +49,164 @@ int kopt__speed_of_light(kopt_eval_result *r, const kopt_bound *b, const kopt_pr
 json_t *kopt__eval_job(const kopt_problem *prob, const kopt_bound *b, const kopt_compiled *comp,
                        const kopt_compiled *rt, const kopt_eval_opts *o, uint64_t seed,
                        size_t *shm_size);
+
+/* The short name the evaluation's files use for kopt__set_verdict (verdicts.c). */
+#define set_verdict kopt__set_verdict
+
+/* ---- plan and bind (plan.c) ------------------------------------------------------------ */
+
+/* One size set's phase: its bound sizes for the reference and the candidate, its trials'
+ * seeds, whether it is timed, and where its runs' outputs lie in the shared buffer. */
+typedef struct phase_plan {
+    const char *label;
+    kopt_bound *ref, *cand;
+    int ntrials;
+    uint64_t seeds[16];
+    int timed;
+    uint64_t timing_seed;
+    size_t slot;               /* bytes of the compared tensors of one run */
+    size_t base;               /* offset of this phase in shm */
+    int stream;                /* its runs handed over one at a time (torch_stream.c): two
+                                * slots, trial 0's kept for the repeat */
+} phase_plan;
+
+/* Add the wall time from *t to now to step `step` of the parent's trace; *t becomes now. */
+void kopt__trace_step(json_t *trace, const char *step, double *t);
+/* Bytes of one run's outputs: the compared tensors in order, back to back. */
+size_t kopt__slot_bytes(const kopt_bound *b);
+/* Offset of `run`'s outputs (trial; n = the repeat of trial 0; n+1 = the last timed run). */
+size_t kopt__out_at(const phase_plan *ph, int run);
+/* A phase as the worker's job carries it, bound as `b` (`comp`: its kernels' names). */
+json_t *kopt__phase_json(const phase_plan *ph, const kopt_bound *b, const kopt_compiled *comp,
+                         const kopt_eval_opts *o);
+/* Bytes of a phase's runs in the output buffer. */
+size_t kopt__phase_size(const phase_plan *ph);
+/* Streaming (torch_stream.c): two slots of the largest run's outputs; the phases laid out
+ * in them (returns kopt__stream_bytes). */
+size_t kopt__stream_bytes(const phase_plan *phases, int nphases);
+size_t kopt__layout_stream(phase_plan *phases, int nphases);
+/* Lay out the phases in the output buffer; return its size. */
+size_t kopt__layout(phase_plan *phases, int nphases);
+/* The "run" job of a subject (`measured`: its time is the one reported), with `extra`'s
+ * fields; and a worker started for it (`serve`: it stays up for further candidates; a
+ * prestarted *proc is sent the job). */
+json_t *kopt__subject_job(int is_ref, int measured, const phase_plan *phases, int nphases,
+                          const kopt_compiled *comp, const kopt_compiled *rt,
+                          const kopt_eval_opts *o, json_t *extra);
+kopt_status kopt__start_subject(kopt_ctx *ctx, int is_ref, int measured, int serve,
+                                const phase_plan *phases, int nphases, size_t total,
+                                const kopt_compiled *comp, const kopt_compiled *rt,
+                                const kopt_eval_opts *o, json_t *extra,
+                                kopt__worker_proc **proc);
+/* A worker's start, step by step, from its "device" object. */
+void kopt__setup_from_device(json_t *dev, kopt_worker_setup *out);
+/* A fresh seed (/dev/urandom), positive as a signed 64-bit integer. */
+uint64_t kopt__fresh_seed(void);
+/* The compiled kernels' resources into r->kernels. */
+void kopt__add_kernels(kopt_eval_result *r, const kopt_compiled *c);
+/* The device's ceilings, measured now. */
+kopt_status kopt__get_ceilings(kopt_ctx *ctx, kopt_eval_result *r, const kopt_eval_opts *o);
+/* Job fields for host-mode code: the sandbox, and CUPTI kernel records where the problem
+ * forbids libraries (`wrapped`: under a wrapper such as compute-sanitizer). */
+json_t *kopt__host_job_fields(const kopt_problem *prob, const kopt_eval_opts *o, int wrapped);
+
+/* ---- the paths (eval.c, torch_eval.c) and sessions (session.c) ------------------------- */
+
+/* One evaluation; with a session S, what S keeps across its runs. A problem with a PyTorch
+ * reference goes on to kopt__eval_torch. */
+kopt_status kopt__eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_problem *prob,
+                            const kopt_candidate *cand, const kopt_eval_opts *opts,
+                            kopt_eval_session *S);
+kopt_status kopt__eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_problem *prob,
+                             const kopt_candidate *cand, const kopt_eval_opts *opts,
+                             kopt_eval_session *S);
+
+
+struct kopt_eval_session {
+    const kopt_problem *prob;       /* borrowed */
+    kopt_eval_opts opts;            /* the caller's, with the seed fixed */
+    kopt_ceilings ceilings;         /* as the first evaluation found them */
+    int asked_ceilings;
+    kopt_device_info nvml;          /* NVML's answer, once there was one */
+    int has_nvml;
+    kopt__worker_run ref_run;       /* the reference's outputs at the seed (result != NULL) */
+    size_t ref_total;               /* the output layout they fill */
+    kopt__worker_proc *ref_proc;    /* a streaming PyTorch reference's worker, kept up to
+                                     * compare the session's candidates (torch_stream.c) */
+    int ref_stream;                 /* ref_run is a streaming reference's (no outputs) */
+    kopt__worker_proc *cand;        /* the serving candidate worker, or NULL */
+    size_t cand_total;
+    int runs, workers;
+    /* a PyTorch reference's torch.compile baseline, once measured at the seed */
+    int cmp_cached, cmp_has;
+    kopt_timing cmp_timing;
+    char cmp_note[512];
+    __typeof__(((kopt_eval_result *)0)->bracket[2]) cmp_bracket;
+    int cmp_base_cached;            /* it came from opts.torch_baselines (an earlier run) */
+    kopt_torch_baseline cmp_base;   /* its key and numbers (kopt_eval_result's) */
+    /* the next candidate's PyTorch worker, started (torch importing) once the last
+     * evaluation's timing was over, and the subject it was started for */
+    /* how many: two, one more each time a candidate's worker taken from them was not ready
+     * yet (back to back, evaluations faster than a worker's start), up to ahead_cap() */
+#define KOPT_AHEAD_MAX 6
+    kopt__worker_proc *ahead[KOPT_AHEAD_MAX];   /* oldest first: the next candidate takes [0] */
+    char ahead_subject[KOPT_AHEAD_MAX][16];
+    int ahead_want;
+    /* workers started by kopt_eval_session_warm, each making its CUDA context: the first
+     * run's reference and serving candidate workers */
+    kopt__worker_proc *pre_ref, *pre_cand;
+    /* the PyTorch workers' zygote (zygote.c): started at the first PyTorch evaluation, it
+     * forks the later ones' workers with torch imported ($KOPT_TORCH_ZYGOTE=0: none) */
+    kopt__zygote *zygote;
+};
+
+/* ---- verify and time (verify.c) -------------------------------------------------------- */
+
+/* The timing of `phase` of a run, its samples less `overhead` (< 0: the run's own
+ * measurement of the bracket); _from_run: less the run's own. */
+void kopt__timing_less(const kopt__worker_run *run, int phase, double overhead, kopt_timing *t);
+void kopt__timing_from_run(const kopt__worker_run *run, int phase, kopt_timing *t);
+/* Wall time a worker spent in its timed loops (warm-up included). */
+double kopt__timing_wall(const kopt__worker_run *run);
+/* Every run's outputs against the reference's (or the streamed checks `sp`), appended to
+ * r->checks; the number of failing checks. */
+int kopt__compare_phase(kopt_eval_result *r, const phase_plan *ph, const unsigned char *got,
+                        const unsigned char *want, const kopt__stream_phase *sp);
+/* The repeat of trial 0 against trial 0 (RACE): 1 with the first differing tensor in *c. */
+int kopt__check_repeat(const phase_plan *ph, const unsigned char *got, kopt_check *c,
+                       const kopt__stream_phase *sp);
+/* The candidate's input checksums against the reference worker's: 1 with a message. */
+int kopt__check_inputs(int phase, const char *label, const kopt__worker_run *cand,
+                       const kopt__worker_run *ref, char *msg, size_t n);
+
+/* ---- the PyTorch path's streaming (torch_stream.c) ------------------------------------- */
+
+/* Whether the PyTorch path compares on the GPU; a job with its "stream" field (takes
+ * `job`); a subject's streamed checks, one per phase, and their release. */
+int kopt__torch_stream_mode(int cpu, int has_device, const kopt_device_info *nvml,
+                            size_t export_bytes);
+json_t *kopt__torch_streaming(json_t *job, int stream, int is_ref, size_t export);
+kopt__stream_phase *kopt__stream_phases(const phase_plan *phases, int nphases);
+void kopt__stream_phases_free(kopt__stream_phase *sp, int nphases);
+
+/* ---- verdicts (verdicts.c) and guards (guards.c) --------------------------------------- */
+
+/* The verdict of a worker that did not finish with "result" (`who`: "candidate", ...);
+ * _reference_failed: the reference's, an ERROR unless SKIPPED (`what` names it). */
+void kopt__worker_failure(kopt_eval_result *r, const kopt__worker_run *run, const char *who,
+                          const kopt_eval_opts *o, int host_mode);
+void kopt__reference_failed(kopt_eval_result *r, const kopt__worker_run *run,
+                            const kopt_eval_opts *o, const char *what);
+/* "allow_libraries": false: every kernel that ran must be the candidate's own; 1 when the
+ * verdict was set. */
+int kopt__check_libraries(kopt_ctx *ctx, kopt_eval_result *r, const kopt__worker_run *run,
+                          const kopt_compiled *comp);
+/* The verdicts --sanitize looks behind, and its runs under compute-sanitizer folded into
+ * the verdict. */
+int kopt__sanitizable(kopt_verdict v);
+void kopt__run_sanitizers(kopt_ctx *ctx, kopt_eval_result *r, const kopt_problem *prob,
+                          const phase_plan *phases, int nphases, const kopt_compiled *comp,
+                          const kopt_compiled *rt, const kopt_eval_opts *o, int is_ref);
 
 /* The PyTorch worker's sandbox (torch_sandbox.c): the job's "sandbox" object for `subject`
  * ("modelnew" or "host"; NULL for the reference and torch.compile, or with no_sandbox),

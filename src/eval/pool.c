@@ -7,7 +7,7 @@
  * workers (buffer mapped at the last evaluation's size, else context made, else the one
  * started longest ago), oldest first. "Context made" means set up for any job: a worker
  * started ahead also loads kopt's runtime module, makes cuRAND's generator and its L2 flush
- * buffer while it waits (worker.c, early_setup). Each worker taken is replaced once the
+ * buffer while it waits (worker_setup.c, wk_early_setup). Each worker taken is replaced once the
  * evaluation's workers have their jobs set up (kopt__eval_pool_replace): the replacements
  * make their contexts while this evaluation runs and are ready for the one after the next
  * (with two evaluations' workers, kopt serve's default), and no context is being made

@@ -3,7 +3,9 @@
  * opened by CUDA IPC; with the CPU build of PyTorch, its shared buffer), and the streaming
  * reference's worker compares them with its own for the same inputs while the subject is
  * stopped. Starts when the subject is ready and ends with its result; the checks land in
- * the caller's kopt__stream_phase, as kopt__compare would have filled them. */
+ * the caller's kopt__stream_phase, as kopt__compare would have filled them. Also here, for
+ * the PyTorch path (torch_eval.c): whether to stream, the jobs' "stream" field, and the
+ * kopt__stream_phase array itself. */
 #include "eval_int.h"
 #include "worker_int.h"
 
@@ -227,4 +229,69 @@ int kopt__stream_complete(const kopt__stream_phase *ph, int nphases, char *msg, 
                 return 0;
             }
     return 1;
+}
+
+/* Whether the PyTorch path compares on the GPU (torch_stream.c): on a GPU, unless the two
+ * export slots would take over a quarter of its memory; $KOPT_TORCH_COMPARE "host" or
+ * "stream" decides (tests: "stream" with the CPU build of PyTorch, through the subjects'
+ * shared buffers). */
+int kopt__torch_stream_mode(int cpu, int has_device, const kopt_device_info *nvml,
+                            size_t export_bytes)
+{
+    const char *e = getenv("KOPT_TORCH_COMPARE");
+
+    if (e && strcmp(e, "host") == 0)
+        return 0;
+    if (e && strcmp(e, "stream") == 0)
+        return 1;
+    if (cpu || !has_device)
+        return 0;
+    return !(nvml->total_mem > 0 && (double)export_bytes > 0.25 * (double)nvml->total_mem);
+}
+
+/* A worker job of the PyTorch path, streaming: the reference compares, a subject exports
+ * `export` bytes on the GPU (0: through its shared buffer). Takes `job`. */
+json_t *kopt__torch_streaming(json_t *job, int stream, int is_ref, size_t export)
+{
+    if (job && stream)
+        json_object_set_new(job, "stream", is_ref ? json_pack("{s:b}", "reference", 1)
+                                                  : json_pack("{s:I}", "export",
+                                                              (json_int_t)export));
+    return job;
+}
+
+/* The streamed checks of a subject, one per phase, backed by one allocation. */
+kopt__stream_phase *kopt__stream_phases(const phase_plan *phases, int nphases)
+{
+    kopt__stream_phase *sp = calloc((size_t)nphases, sizeof(*sp));
+
+    if (!sp)
+        return NULL;
+    for (int p = 0; p < nphases; p++) {
+        sp[p].b = phases[p].ref;
+        sp[p].label = phases[p].label;
+        sp[p].ntrials = phases[p].ntrials;
+        sp[p].timed = phases[p].timed;
+        sp[p].seeds = phases[p].seeds;
+        sp[p].timing_seed = phases[p].timing_seed;
+        sp[p].slot = phases[p].slot;
+        for (int i = 0; i < phases[p].ref->ntensors; i++)
+            sp[p].nout += phases[p].ref->tensors[i].role == KOPT_ROLE_OUTPUT ||
+                          phases[p].ref->tensors[i].role == KOPT_ROLE_INOUT;
+        if (!(sp[p].checks = calloc((size_t)(sp[p].ntrials + 2) * (size_t)(sp[p].nout + 1),
+                                    sizeof(kopt_check)))) {
+            for (int q = 0; q < p; q++)
+                free(sp[q].checks);
+            free(sp);
+            return NULL;
+        }
+    }
+    return sp;
+}
+
+void kopt__stream_phases_free(kopt__stream_phase *sp, int nphases)
+{
+    for (int p = 0; sp && p < nphases; p++)
+        free(sp[p].checks);
+    free(sp);
 }

@@ -1,14 +1,19 @@
 /*
- * The verdicts a correct-looking candidate can still get from its numbers: WRONG or
+ * The verdicts: their names and exit codes; what a worker that gave no result gets
+ * (kopt__worker_failure: TIMEOUT, OOM, CRASH, TAMPER, ...; kopt__reference_failed); and
+ * what a correct-looking candidate can still get from its numbers: WRONG or
  * SHAPE_SPECIFIC from the failing output checks, and SUSPECT from its time (no measurable
  * work, or faster than the device's physical bound). One place for the CUDA, host-mode and
- * PyTorch paths of eval.c (docs/integrity.md).
+ * PyTorch paths (eval.c, torch_eval.c; docs/integrity.md), called once a worker has
+ * ended or its outputs have been compared (verify.c); the result then goes to the caller.
  */
 #include "eval_int.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void kopt__set_verdict(kopt_eval_result *r, kopt_verdict v, const char *fmt, ...)
@@ -121,4 +126,99 @@ int kopt__speed_of_light(kopt_eval_result *r, const kopt_bound *b, const kopt_pr
                       guard.limiter,
                       fast == KOPT_COMPUTE_TF32 ? ", FP32 work at the TF32 tensor-core rate" : "");
     return 1;
+}
+
+static const char *const verdict_names[KOPT_VERDICT_COUNT] = {
+    "OK", "WRONG", "COMPILE_ERROR", "CRASH", "TIMEOUT", "OOM", "SUSPECT", "LAUNCH_ERROR",
+    "SKIPPED", "ERROR", "RACE", "INPUT_MUTATED", "STATEFUL", "OFF_STREAM", "TAMPER",
+    "FORBIDDEN_LIBRARY", "SANITIZER", "SHAPE_SPECIFIC",
+};
+static const int verdict_codes[KOPT_VERDICT_COUNT] = {0, 1, 3, 4, 5, 6, 7, 8, 0, 10, 11, 12,
+                                                      13, 14, 15, 16, 17, 18};
+
+const char *kopt_verdict_name(kopt_verdict v)
+{
+    return v >= 0 && v < KOPT_VERDICT_COUNT ? verdict_names[v] : "?";
+}
+
+int kopt_verdict_exit_code(kopt_verdict v)
+{
+    return v >= 0 && v < KOPT_VERDICT_COUNT ? verdict_codes[v] : 10;
+}
+
+/* Verdict for a worker that did not finish with "result". */
+void kopt__worker_failure(kopt_eval_result *r, const kopt__worker_run *run, const char *who,
+                          const kopt_eval_opts *o, int host_mode)
+{
+    const char *kind = run->error ? json_string_value(json_object_get(run->error, "kind")) : NULL;
+    const char *msg = run->error ? json_string_value(json_object_get(run->error, "message")) : NULL;
+    const char *phase = run->error ? json_string_value(json_object_get(run->error, "phase")) : NULL;
+    char where[96] = "";
+
+    if (phase)
+        snprintf(where, sizeof(where), " (at the %s sizes)", phase);
+    if (run->log && run->log[0]) {
+        free(r->worker_log);
+        r->worker_log = strdup(run->log);
+    }
+    if (run->timed_out) {
+        set_verdict(r, KOPT_VERDICT_TIMEOUT, "the %s made no progress for %.1f s (last step: %s); "
+                    "its worker was killed", who, o->timeout_s,
+                    run->last_progress[0] ? run->last_progress : "starting");
+    } else if (kind && strcmp(kind, "oom") == 0) {
+        set_verdict(r, KOPT_VERDICT_OOM, "the %s ran out of device memory%s: %s", who, where, msg);
+    } else if (kind && strcmp(kind, "launch") == 0) {
+        set_verdict(r, KOPT_VERDICT_LAUNCH_ERROR, "the %s could not be launched%s: %s", who, where,
+                    msg);
+    } else if (kind && strcmp(kind, "timeout") == 0) {
+        set_verdict(r, KOPT_VERDICT_TIMEOUT, "the %s hit the driver's watchdog%s: %s", who, where,
+                    msg);
+    } else if (kind && strcmp(kind, "nodevice") == 0) {
+        set_verdict(r, KOPT_VERDICT_SKIPPED, "no usable GPU: %s", msg);
+    } else if (kind && strcmp(kind, "tamper") == 0) {
+        set_verdict(r, KOPT_VERDICT_TAMPER, "%s", msg);
+    } else if (run->signal == SIGSYS) {
+        set_verdict(r, KOPT_VERDICT_TAMPER, "the %s's worker was stopped by the sandbox (SIGSYS): "
+                    "it made a forbidden system call", who);
+    } else if (run->signal == SIGXFSZ) {
+        set_verdict(r, KOPT_VERDICT_TAMPER, "the %s wrote a file larger than the sandbox allows "
+                    "(%.0f MB)", who, o->sandbox_fsize_mb);
+    } else if (run->signal == SIGXCPU) {
+        set_verdict(r, KOPT_VERDICT_TIMEOUT, "the %s used up its CPU time limit (%.0f s)", who,
+                    o->sandbox_cpu_s);
+    } else if (kind && strcmp(kind, "off_stream") == 0) {
+        set_verdict(r, KOPT_VERDICT_OFF_STREAM, "%s", msg);
+    } else if (kind && strcmp(kind, "crash") == 0) {
+        set_verdict(r, KOPT_VERDICT_CRASH, "the %s crashed%s: %s", who, where, msg);
+    } else if (kind) {
+        set_verdict(r, KOPT_VERDICT_ERROR, "kopt's worker failed while running the %s%s: %s", who,
+                    where, msg);
+    } else if (run->signal) {
+        set_verdict(r, KOPT_VERDICT_CRASH, "the %s's worker died with signal %d (%s)", who,
+                    run->signal, strsignal(run->signal));
+    } else if (host_mode) {
+        /* kopt's worker always reports before it exits: a silent exit is the host code's */
+        set_verdict(r, KOPT_VERDICT_TAMPER, "the %s's host code ended the worker process (exit "
+                    "code %d, last step: %s): it must not call exit()", who, run->exit_code,
+                    run->last_progress[0] ? run->last_progress : "starting");
+    } else {
+        set_verdict(r, KOPT_VERDICT_CRASH, "the %s's worker exited (code %d) without a result "
+                    "(last step: %s)", who, run->exit_code,
+                    run->last_progress[0] ? run->last_progress : "starting");
+    }
+}
+
+/* The reference's worker gave no result: nothing can be checked (an ERROR naming why,
+ * unless it was SKIPPED: no GPU). `what`: "reference", "PyTorch reference". */
+void kopt__reference_failed(kopt_eval_result *r, const kopt__worker_run *run,
+                            const kopt_eval_opts *o, const char *what)
+{
+    char msg[sizeof(r->message)];
+
+    kopt__worker_failure(r, run, "reference", o, 0);
+    if (r->verdict == KOPT_VERDICT_SKIPPED)
+        return;
+    snprintf(msg, sizeof(msg), "%s", r->message);
+    set_verdict(r, KOPT_VERDICT_ERROR, "the problem's %s failed, so nothing can be checked: %s",
+                what, msg);
 }

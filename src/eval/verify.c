@@ -1,5 +1,9 @@
-/* Comparing a candidate's output with the reference's, element by element (allclose
- * semantics, NaN only where the reference is NaN), and summarizing timing samples. */
+/* Verify and time, once the workers have run (eval.c, torch_eval.c call in): a candidate's
+ * output against the reference's, element by element (allclose semantics, NaN only where
+ * the reference is NaN), every run of a phase so (kopt__compare_phase), the repeat of
+ * trial 0 (kopt__check_repeat) and the inputs' checksums (kopt__check_inputs); the timing
+ * samples summarized, and read from a worker's run less the event bracket's cost. The
+ * checks and timings go into the result; the verdict is verdicts.c's. */
 #include "eval_int.h"
 
 #include <math.h>
@@ -176,4 +180,161 @@ void kopt__timing_from_samples(const double *samples, int n, int warmup, kopt_ti
     t->p10_ms = quantile(s, n, 0.1);
     t->p90_ms = quantile(s, n, 0.9);
     free(s);
+}
+
+/* The run's event-bracket cost in `phase` (0 when it did not measure one). */
+static double run_overhead(const kopt__worker_run *run, int phase)
+{
+    json_t *ph = json_array_get(json_object_get(run->result, "phases"), (size_t)phase);
+
+    return json_number_value(json_object_get(ph, "event_overhead_ms"));
+}
+
+/* The timing of `phase` of a run, its samples less `overhead` (the bracket's own cost; < 0:
+ * the run's own measurement of it). */
+void kopt__timing_less(const kopt__worker_run *run, int phase, double overhead, kopt_timing *t)
+{
+    json_t *ph = json_array_get(json_object_get(run->result, "phases"), (size_t)phase);
+    json_t *s = json_object_get(ph, "samples_ms");
+    size_t n = json_array_size(s);
+    double *v = calloc(n + 1, sizeof(double)), raw;
+
+    if (overhead < 0)
+        overhead = run_overhead(run, phase);
+
+    for (size_t i = 0; v && i < n; i++)
+        v[i] = json_number_value(json_array_get(s, i));
+    kopt__timing_from_samples(v, (int)n, (int)json_integer_value(json_object_get(ph, "warmup_runs")), t);
+    raw = t->median_ms;
+    for (size_t i = 0; v && i < n; i++)
+        v[i] = v[i] > overhead ? v[i] - overhead : 0;
+    kopt__timing_from_samples(v, (int)n, t->warmup_runs, t);
+    t->raw_median_ms = raw;
+    t->overhead_ms = overhead;
+    free(v);
+}
+
+
+void kopt__timing_from_run(const kopt__worker_run *run, int phase, kopt_timing *t)
+{
+    kopt__timing_less(run, phase, -1, t);
+}
+
+/* Compare every run's outputs with the reference's; append checks to r. Returns the
+ * number of failing checks. */
+int kopt__compare_phase(kopt_eval_result *r, const phase_plan *ph, const unsigned char *got,
+                        const unsigned char *want, const kopt__stream_phase *sp)
+{
+    int failing = 0;
+
+    for (int run = 0; run < ph->ntrials + 2; run++) {
+        size_t off;
+        if (run == ph->ntrials || (run == ph->ntrials + 1 && !ph->timed))
+            continue;   /* the repeat is compared with trial 0 (check_repeat) */
+        if (sp) {       /* compared by the reference's worker as it came */
+            for (int k = 0; k < sp->nout; k++) {
+                r->checks[r->nchecks] = sp->checks[run * sp->nout + k];
+                failing += r->checks[r->nchecks++].mismatches > 0;
+            }
+            continue;
+        }
+        off = kopt__out_at(ph, run);
+        for (int i = 0; i < ph->ref->ntensors; i++) {
+            const kopt_btensor *t = &ph->ref->tensors[i];
+            kopt_check *c;
+            if (t->role != KOPT_ROLE_OUTPUT && t->role != KOPT_ROLE_INOUT)
+                continue;
+            c = &r->checks[r->nchecks++];
+            memset(c, 0, sizeof(*c));
+            snprintf(c->tensor, sizeof(c->tensor), "%s", t->name);
+            snprintf(c->sizes_label, sizeof(c->sizes_label), "%s", ph->label);
+            if (run < ph->ntrials)
+                snprintf(c->run, sizeof(c->run), "trial %d", run);
+            else
+                snprintf(c->run, sizeof(c->run), "timed");
+            c->seed = run < ph->ntrials ? ph->seeds[run] : ph->timing_seed;
+            kopt__compare(t, got + off, want + off, c);
+            failing += c->mismatches > 0;
+            off += t->bytes;
+        }
+    }
+    return failing;
+}
+
+
+/* Two runs of the candidate on the same inputs must agree within tolerance (RACE).
+ * Returns 1 and fills *c with the first differing tensor when they do not. */
+int kopt__check_repeat(const phase_plan *ph, const unsigned char *got, kopt_check *c,
+                       const kopt__stream_phase *sp)
+{
+    size_t a = kopt__out_at(ph, 0), b = kopt__out_at(ph, ph->ntrials);
+
+    if (sp) {
+        for (int k = 0; k < sp->nout; k++)
+            if (sp->checks[ph->ntrials * sp->nout + k].mismatches) {
+                *c = sp->checks[ph->ntrials * sp->nout + k];
+                return 1;
+            }
+        return 0;
+    }
+
+    for (int i = 0; i < ph->ref->ntensors; i++) {
+        const kopt_btensor *t = &ph->ref->tensors[i];
+        if (t->role != KOPT_ROLE_OUTPUT && t->role != KOPT_ROLE_INOUT)
+            continue;
+        memset(c, 0, sizeof(*c));
+        snprintf(c->tensor, sizeof(c->tensor), "%s", t->name);
+        snprintf(c->sizes_label, sizeof(c->sizes_label), "%s", ph->label);
+        snprintf(c->run, sizeof(c->run), "repeat of trial 0");
+        c->seed = ph->seeds[0];
+        kopt__compare(t, got + b, got + a, c);
+        if (c->mismatches)
+            return 1;
+        a += t->bytes;
+        b += t->bytes;
+    }
+    return 0;
+}
+
+/* The candidate's inputs after a run must be what they were: their checksums (taken on
+ * the GPU after trial 0 and after the timed runs) must equal the reference worker's, which
+ * saw the same generated inputs. Returns 1 and says which input changed. */
+int kopt__check_inputs(int phase, const char *label, const kopt__worker_run *cand,
+                       const kopt__worker_run *ref, char *msg, size_t n)
+{
+    json_t *cs = json_object_get(json_array_get(json_object_get(cand->result, "phases"),
+                                                (size_t)phase), "input_sums");
+    json_t *rs = json_object_get(json_array_get(json_object_get(ref->result, "phases"),
+                                                (size_t)phase), "input_sums");
+    const char *key;
+    json_t *carr;
+
+    json_object_foreach(cs, key, carr) {
+        json_t *rarr = json_object_get(rs, key), *c;
+        size_t i;
+        json_array_foreach(carr, i, c) {
+            const char *a = json_string_value(json_object_get(c, "sum"));
+            const char *b = json_string_value(json_object_get(json_array_get(rarr, i), "sum"));
+            if (a && b && strcmp(a, b) != 0) {
+                snprintf(msg, n, "the candidate changed its input '%s' (at the %s sizes, seen "
+                         "after %s): inputs are read-only",
+                         json_string_value(json_object_get(c, "tensor")), label,
+                         strcmp(key, "timed") == 0 ? "the timed runs" : key);
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Wall time a worker spent in its timed loops (warm-up included). */
+double kopt__timing_wall(const kopt__worker_run *run)
+{
+    json_t *phs = json_object_get(run->result, "phases"), *ph;
+    size_t i;
+    double ms = 0;
+
+    json_array_foreach(phs, i, ph)
+        ms += json_number_value(json_object_get(ph, "timing_wall_ms"));
+    return ms;
 }

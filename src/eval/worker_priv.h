@@ -1,6 +1,7 @@
 /*
- * Internal: the worker's state and the helpers shared by its files (worker.c runs jobs;
- * worker_ceilings.c measures the device's ceilings). Only the worker process uses these.
+ * Internal: the worker's state and the helpers shared by its files (worker.c's main loop
+ * runs jobs; worker_setup.c sets up, worker_run.c runs the phases; worker_ceilings.c
+ * measures the device's ceilings). Only the worker process uses these.
  */
 #ifndef KOPT_WORKER_PRIV_H
 #define KOPT_WORKER_PRIV_H
@@ -51,8 +52,8 @@ typedef struct worker {
     CUstream stream;
     CUmodule rt, mod;
     char rt_path[4096];          /* the runtime module loaded (rt) */
-    double early_setup_ms;       /* early_setup done before the job came */
-    json_t *dev_info;            /* device_json's answer, asked by early_setup */
+    double early_setup_ms;       /* wk_early_setup done before the job came */
+    json_t *dev_info;            /* device_json's answer, asked by wk_early_setup */
     CUfunction f_from_f32, f_from_f64, f_set, f_fill, f_flush, f_copy, f_read, f_write, f_fma;
     CUfunction f_empty, f_checksum, f_hash_random;
     curandGenerator_t gen;
@@ -102,7 +103,7 @@ kopt_status wk_profile(worker *w, json_t *job, json_t *result);
  * (worker_energy.c); adds "energy" {power_w, mj_per_run, ms_per_run, runs, window_s} or
  * "energy_error" to `out`. `est_ms`: a run's time, to size the chunks. */
 kopt_status wk_measure_energy(worker *w, double energy_s, double est_ms, json_t *out);
-/* worker.c's phase steps, for the other worker files: set up a phase (tensors, launches);
+/* worker_run.c's phase steps, for the other worker files: set up a phase (tensors, launches);
  * generate inputs from `seed` and poison outputs, synchronized; poison again (restores
  * in-out tensors); one run of the candidate; free the phase. */
 kopt_status wk_setup_phase(worker *w, json_t *ph, json_t *kernels_out);
@@ -110,6 +111,19 @@ kopt_status wk_prepare_inputs(worker *w, uint64_t seed);
 kopt_status wk_restore(worker *w);
 kopt_status wk_run_once(worker *w);
 void wk_free_phase(worker *w);
+/* worker_run.c, for the main loop: a phase's trials (outputs at their offsets, the
+ * inputs' checksums into `sums`), its timed loop into `result`, the median of its samples. */
+kopt_status wk_run_trials(worker *w, int phase, json_t *trials, json_t *sums);
+kopt_status wk_run_timing(worker *w, int phase, json_t *tm, json_t *result);
+double wk_median_sample(json_t *samples);
+/* worker_setup.c, for the main loop: the context on device `ordinal`; the rest of the
+ * set-up an early worker does before its job comes; the job's set-up (its "device" object
+ * into *dev); the candidate's module or shared object; the sandbox around host code. */
+kopt_status wk_make_context(worker *w, int ordinal);
+void wk_early_setup(worker *w);
+kopt_status wk_setup(worker *w, json_t *job, json_t **dev);
+kopt_status wk_load_candidate(worker *w, json_t *job);
+kopt_status wk_guard_candidate(worker *w, json_t *job, json_t *dev);
 
 #define CU(call, what)                                  \
     do {                                                \

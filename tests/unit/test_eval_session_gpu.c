@@ -1,5 +1,5 @@
 /*
- * GPU checks of evaluation sessions (kopt_eval_session, src/eval/eval.c): candidates of
+ * GPU checks of evaluation sessions (kopt_eval_session, src/eval/session.c): candidates of
  * vector_add run one after another in one serving worker against the reference's outputs
  * from the first run; wrong, crashing and hanging candidates get the verdicts kopt_eval_run
  * gives them, and the session replaces the worker they ended. Skips ("skipped: no GPU")

@@ -1,6 +1,6 @@
 /*
- * An evaluation session on a problem with a PyTorch reference (src/eval/eval.c,
- * eval_torch): the session's seed is fixed, so the reference's outputs and time come from
+ * An evaluation session on a problem with a PyTorch reference (src/eval/torch_eval.c,
+ * kopt__eval_torch): the session's seed is fixed, so the reference's outputs and time come from
  * its first run and later candidates start only their own worker (reference_reused), one
  * started ahead at the end of the previous evaluation (worker_ahead); a wrong candidate is
  * still WRONG against those outputs; a one-shot evaluation does neither. Once the session's
