@@ -1,6 +1,6 @@
 /* The roles' prompt templates: where they are found and how they are filled in. */
 #include "kopt/agent.h"
-#include "kopt/proc.h"
+#include "core/core_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,67 +23,34 @@ const char *kopt_agent_role_name(kopt_agent_role r)
 }
 
 /* A folder holding planner.md counts as a prompts folder. */
-static int is_prompts_dir(const char *dir)
+static int is_prompts_dir(const char *dir, void *arg)
 {
     struct stat st;
     char *p = kopt_path_join(dir, "planner.md");
     int ok = p && stat(p, &st) == 0 && S_ISREG(st.st_mode);
 
+    (void)arg;
     free(p);
     return ok;
 }
 
-/* Look at <base>/<rel>; the absolute path (malloc'd) when it is a prompts folder. */
-static char *look(kopt_buf *looked, const char *base, const char *rel)
-{
-    char *p = rel ? kopt_path_join(base, rel) : strdup(base), *r = NULL;
-
-    if (!p)
-        return NULL;
-    if (is_prompts_dir(p))
-        r = realpath(p, NULL);
-    else
-        kopt_buf_printf(looked, "%s%s", looked->len ? ", " : "", p);
-    free(p);
-    return r;
-}
+static const kopt__shipped_place prompts_places[] = {
+    {KOPT__AT_EXE_DIR, "prompts", NULL, 0},
+    {KOPT__AT_EXE_DIR, "../share/kopt/prompts", NULL, 0},
+    {KOPT__AT_LIB_DIR, "prompts", NULL, 0},
+    {KOPT__AT_LIB_DIR, "../share/kopt/prompts", NULL, 0},
+    {KOPT__AT_PATH, KOPT_INSTALL_PROMPTS, NULL, 0},
+    {KOPT__AT_PATH, KOPT_SOURCE_PROMPTS, NULL, 0},
+};
 
 kopt_status kopt_agent_prompts_dir(kopt_ctx *ctx, char **out)
 {
-    kopt_buf looked = KOPT_BUF_INIT;
-    const char *env = getenv("KOPT_PROMPTS"), *lib = kopt_self_lib();
-    const char *bases[2] = {kopt_self_exe(), lib};
-    char *found = NULL;
+    const kopt__shipped_spec spec = {
+        "prompt templates", "set $KOPT_PROMPTS or --prompts", "KOPT_PROMPTS",
+        "holds no planner.md", is_prompts_dir, NULL, prompts_places,
+        (int)(sizeof(prompts_places) / sizeof(prompts_places[0]))};
 
-    *out = NULL;
-    if (env && env[0]) {
-        found = look(&looked, env, NULL);
-        kopt_buf_free(&looked);
-        if (!found)
-            return kopt_seterr(ctx, KOPT_E_NOT_FOUND, "KOPT_PROMPTS=%s holds no planner.md",
-                               env);
-        *out = found;
-        return KOPT_OK;
-    }
-    for (int i = 0; i < 2 && !found; i++) {
-        char *dir = bases[i] ? kopt_path_dir(bases[i]) : NULL;
-        if (dir && !(found = look(&looked, dir, "prompts")))
-            found = look(&looked, dir, "../share/kopt/prompts");
-        free(dir);
-    }
-    if (!found)
-        found = look(&looked, KOPT_INSTALL_PROMPTS, NULL);
-    if (!found)
-        found = look(&looked, KOPT_SOURCE_PROMPTS, NULL);
-    if (!found) {
-        kopt_seterr(ctx, KOPT_E_NOT_FOUND, "no prompt templates found (looked at %s); set "
-                    "$KOPT_PROMPTS or --prompts", kopt_buf_cstr(&looked));
-        kopt_buf_free(&looked);
-        return KOPT_E_NOT_FOUND;
-    }
-    kopt_buf_free(&looked);
-    *out = found;
-    return KOPT_OK;
+    return kopt__find_shipped(ctx, &spec, out, NULL);
 }
 
 kopt_status kopt_agent_prompt_load(kopt_ctx *ctx, const char *dir, kopt_agent_role role,

@@ -1,6 +1,7 @@
 /* Host-mode candidates: nvcc builds a shared object exporting kopt_candidate_run. */
 #include "compile_int.h"
 #include "kopt/proc.h"
+#include "core/core_int.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -9,17 +10,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Whether <dir>/kopt/candidate.h exists; if so, `dir`'s absolute form goes to `out`. */
-static int has_candidate_h(const char *dir, char *out, size_t n)
+/* Whether <dir>/kopt/candidate.h exists. */
+static int has_candidate_h(const char *dir, void *arg)
 {
-    char *probe = dir ? kopt_path_join(dir, "kopt/candidate.h") : NULL;
-    char *abs = probe && access(probe, R_OK) == 0 ? realpath(dir, NULL) : NULL;
-    int ok = abs && strlen(abs) < n;
+    char *probe = kopt_path_join(dir, "kopt/candidate.h");
+    int ok = probe && access(probe, R_OK) == 0;
 
-    if (ok)
-        memcpy(out, abs, strlen(abs) + 1);
+    (void)arg;
     free(probe);
-    free(abs);
     return ok;
 }
 
@@ -30,25 +28,27 @@ static int has_candidate_h(const char *dir, char *out, size_t n)
 static char include_dir[4096];
 static pthread_once_t include_once = PTHREAD_ONCE_INIT;
 
+static const kopt__shipped_place include_places[] = {
+    {KOPT__AT_EXE_DIR, "../include", NULL, 0},
+    {KOPT__AT_LIB_DIR, KOPT_LIB_TO_INCLUDE, NULL, 0},
+    {KOPT__AT_PATH, KOPT_INSTALL_INCLUDE, NULL, 0},
+};
+
 /* Found once for the process (host-mode compiles may run on several threads at once: a
  * buffer rewritten while another thread reads it gives torn paths; src/cuda/loader.c). */
 static void find_include_dir(void)
 {
-    const char *lib = kopt_self_lib();
-    char *exe_dir, *lib_dir, *beside_exe, *beside_lib;
+    const kopt__shipped_spec spec = {
+        NULL, NULL, NULL, NULL, has_candidate_h, NULL, include_places,
+        (int)(sizeof(include_places) / sizeof(include_places[0]))};
+    char *found = NULL;
 
-    exe_dir = kopt_path_dir(kopt_self_exe());
-    lib_dir = lib ? kopt_path_dir(lib) : NULL;
-    beside_exe = exe_dir ? kopt_path_join(exe_dir, "../include") : NULL;
-    beside_lib = lib_dir ? kopt_path_join(lib_dir, KOPT_LIB_TO_INCLUDE) : NULL;
-    if (!has_candidate_h(beside_exe, include_dir, sizeof(include_dir)) &&
-        !has_candidate_h(beside_lib, include_dir, sizeof(include_dir)) &&
-        !has_candidate_h(KOPT_INSTALL_INCLUDE, include_dir, sizeof(include_dir)))
+    if (kopt__find_shipped(NULL, &spec, &found, NULL) != KOPT_OK ||
+        strlen(found) >= sizeof(include_dir))
         snprintf(include_dir, sizeof(include_dir), "%s", KOPT_SOURCE_INCLUDE);
-    free(exe_dir);
-    free(lib_dir);
-    free(beside_exe);
-    free(beside_lib);
+    else
+        memcpy(include_dir, found, strlen(found) + 1);
+    free(found);
 }
 
 const char *kopt__include_dir(void)

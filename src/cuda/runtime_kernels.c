@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kopt/proc.h"
+#include "core/core_int.h"
 
 static const char runtime_source[] =
 "#include <cuda_fp16.h>\n"
@@ -362,38 +362,41 @@ static kopt_compiled *prebuilt_in(const char *dir, const char *arch, const char 
     return c;
 }
 
+typedef struct prebuilt_probe {
+    const char *arch, *want;
+    kopt_compiled *found;
+} prebuilt_probe;
+
+static int has_prebuilt(const char *dir, void *arg)
+{
+    prebuilt_probe *pr = arg;
+
+    return (pr->found = prebuilt_in(dir, pr->arch, pr->want)) != NULL;
+}
+
 /* Where the build or the install put the prebuilt cubins: $KOPT_RUNTIME_DIR; beside
  * libkopt.so (the install's libexec/kopt/kopt-runtime, relocatable); beside the running
  * program (the build tree's kopt); the configured install path; the build tree. */
+static const kopt__shipped_place runtime_places[] = {
+    {KOPT__AT_LIB_DIR, KOPT_LIB_TO_LIBEXEC "/kopt-runtime", NULL, 0},
+    {KOPT__AT_EXE_DIR, "kopt-runtime", NULL, 0},
+    {KOPT__AT_PATH, KOPT_INSTALL_RUNTIME, NULL, 0},
+    {KOPT__AT_PATH, KOPT_BUILD_RUNTIME, NULL, 0},
+};
+
 kopt_compiled *kopt__runtime_prebuilt(const char *arch)
 {
-    const char *env = getenv("KOPT_RUNTIME_DIR"), *lib = kopt_self_lib(), *exe = kopt_self_exe();
-    char want[65], *dirs[5] = {NULL, NULL, NULL, NULL, NULL};
-    kopt_compiled *c = NULL;
-    int n = 0;
+    char want[65], *dir = NULL;
+    prebuilt_probe pr = {arch, want, NULL};
+    const kopt__shipped_spec spec = {
+        NULL, NULL, "KOPT_RUNTIME_DIR", NULL, has_prebuilt, &pr, runtime_places,
+        (int)(sizeof(runtime_places) / sizeof(runtime_places[0]))};
 
     kopt_sha256_hex(runtime_source, strlen(runtime_source), want);
-    if (env && env[0])
-        dirs[n++] = strdup(env);
-    if (lib) {
-        char *d = kopt_path_dir(lib);
-        if (d && asprintf(&dirs[n], "%s/%s/kopt-runtime", d, KOPT_LIB_TO_LIBEXEC) >= 0)
-            n++;
-        free(d);
-    }
-    if (exe) {
-        char *d = kopt_path_dir(exe);
-        if (d && (dirs[n] = kopt_path_join(d, "kopt-runtime")))
-            n++;
-        free(d);
-    }
-    dirs[n++] = strdup(KOPT_INSTALL_RUNTIME);
-    dirs[n++] = strdup(KOPT_BUILD_RUNTIME);
-    for (int i = 0; i < n && !c; i++)
-        c = prebuilt_in(dirs[i], arch, want);
-    for (int i = 0; i < n; i++)
-        free(dirs[i]);
-    return c;
+    if (kopt__find_shipped(NULL, &spec, &dir, NULL) != KOPT_OK)
+        return NULL;
+    free(dir);
+    return pr.found;
 }
 
 kopt_status kopt_compile_runtime(kopt_compiled **out, kopt_ctx *ctx, const kopt_compile_opts *o)
