@@ -174,7 +174,8 @@ kopt_status kopt__eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_pr
         ref_proc = pool_ref ? NULL : kopt__eval_pool_take(o.pool, ctx, o.device);
         cand_proc = cand ? kopt__eval_pool_take(o.pool, ctx, o.device) : NULL;
         if (!o.no_prestart &&
-            ((!ref_proc && kopt__worker_prestart(ctx, o.device, &ref_proc) != KOPT_OK) ||
+            ((!ref_proc && !pool_ref &&
+              kopt__worker_prestart(ctx, o.device, &ref_proc) != KOPT_OK) ||
              (cand && !cand_proc && kopt__worker_prestart(ctx, o.device, &cand_proc) != KOPT_OK)))
             goto fail;
     }
