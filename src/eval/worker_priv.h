@@ -1,7 +1,14 @@
 /*
- * Internal: the worker's state and the helpers shared by its files (worker.c's main loop
- * runs jobs; worker_setup.c sets up, worker_run.c runs the phases; worker_ceilings.c
- * measures the device's ceilings). Only the worker process uses these.
+ * Internal: the worker's state and what its files share. Only the worker process uses
+ * these. Each file calls only files below it (no circle):
+ *
+ *   worker.c            the main loop: jobs taken, set up, run, answered
+ *   worker_profile.c    the "profile" op: CUPTI's range profiler around runs
+ *   worker_energy.c     energy per run (NVML's counter around back-to-back runs)
+ *   worker_ceilings.c   the device's ceilings (bandwidth and compute microbenchmarks)
+ *   worker_run.c        a phase: tensors, launches, inputs, runs, trials, the timed loop
+ *   worker_setup.c      the context, runtime module, cuRAND, buffers, the candidate, sandbox
+ *   worker_util.c       events on fd 3, CUDA failures (CU()), runtime launches, the trace
  */
 #ifndef KOPT_WORKER_PRIV_H
 #define KOPT_WORKER_PRIV_H
@@ -83,18 +90,17 @@ typedef struct worker {
     char fail_step[128];
 } worker;
 
+/* worker_util.c */
 /* Write one event line on fd 3 (takes the reference). */
 void wk_emit(json_t *obj);
 void wk_progress(worker *w, int phase, const char *what);
 /* Record a CUDA failure on the worker and context. Returns KOPT_E_CUDA. */
 kopt_status wk_cufail(worker *w, CUresult r, const char *what);
-unsigned wk_grid_for(worker *w, long long n);
+/* Launch runtime kernel f over n elements (256 threads a block) on the worker's stream. */
 kopt_status wk_launch_rt(worker *w, CUfunction f, long long n, void **params, const char *what);
-int wk_cmp_float(const void *a, const void *b);
 /* Add the wall time since `t0` (kopt_now_ms) to step `step` of the worker's trace. */
 void wk_trace(worker *w, const char *step, double t0);
-/* 1 when the median of n sorted samples is known to within `precision` of itself (95%). */
-int wk_median_known(const float *sorted, int n, double precision);
+/* worker.c calls the three below; they call worker_run.c and worker_util.c. */
 /* Measure DRAM bandwidth and compute rates into `out` (worker_ceilings.c). */
 kopt_status wk_measure_ceilings(worker *w, json_t *out);
 /* Profile the job's first phase with CUPTI's range profiler into `result` (worker_profile.c). */
@@ -103,7 +109,7 @@ kopt_status wk_profile(worker *w, json_t *job, json_t *result);
  * (worker_energy.c); adds "energy" {power_w, mj_per_run, ms_per_run, runs, window_s} or
  * "energy_error" to `out`. `est_ms`: a run's time, to size the chunks. */
 kopt_status wk_measure_energy(worker *w, double energy_s, double est_ms, json_t *out);
-/* worker_run.c's phase steps, for the other worker files: set up a phase (tensors, launches);
+/* worker_run.c's phase steps, for the files above it: set up a phase (tensors, launches);
  * generate inputs from `seed` and poison outputs, synchronized; poison again (restores
  * in-out tensors); one run of the candidate; free the phase. */
 kopt_status wk_setup_phase(worker *w, json_t *ph, json_t *kernels_out);
@@ -111,6 +117,11 @@ kopt_status wk_prepare_inputs(worker *w, uint64_t seed);
 kopt_status wk_restore(worker *w);
 kopt_status wk_run_once(worker *w);
 void wk_free_phase(worker *w);
+/* qsort's comparison of floats (worker_run.c; the ceilings' medians too). */
+int wk_cmp_float(const void *a, const void *b);
+/* 1 when the median of n sorted samples is known to within `precision` of itself (95%;
+ * tests/unit/test_verify.c tests it). */
+int wk_median_known(const float *sorted, int n, double precision);
 /* worker_run.c, for the main loop: a phase's trials (outputs at their offsets, the
  * inputs' checksums into `sums`), its timed loop into `result`, the median of its samples. */
 kopt_status wk_run_trials(worker *w, int phase, json_t *trials, json_t *sums);

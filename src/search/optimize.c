@@ -1,15 +1,14 @@
 /* One kopt optimize invocation as a library call (kopt/search.h: kopt_optimize_*): the run,
  * the stored tree and its options, the model, the evaluator, the search, the run's end.
  * The CLI (cli/cmd_optimize.c) and the MCP optimize tools (src/mcp) are thin layers on it.
- * Also the stored options as JSON, read-only views of a stored tree, and the manual
- * prompts still waiting for a reply. */
+ * Also the stored options as JSON and read-only views of a stored tree (the manual prompts
+ * still waiting for a reply: kopt_optimize_waiting, ask.c). Above search.c in the folder's
+ * call order (search_int.h). */
 #include "search_int.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- stored options ------------------------------------------------------------------------ */
@@ -134,53 +133,6 @@ kopt_status kopt_search_view(kopt_search **out, kopt_ctx *ctx, kopt_store *store
     for (int i = 0; i < s->n; i++)
         s->st.pending += s->nodes[i].state == KOPT_SEARCH_PENDING;
     *out = s;
-    return KOPT_OK;
-}
-
-/* ---- manual prompts waiting for a reply --------------------------------------------------- */
-
-static int by_name(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-kopt_status kopt_optimize_waiting(kopt_ctx *ctx, const char *workdir, char ***names, int *n)
-{
-    DIR *d;
-    struct dirent *e;
-    char **v = NULL;
-    int cap = 0;
-
-    *names = NULL;
-    *n = 0;
-    if (!(d = opendir(workdir)))
-        return KOPT_OK;   /* nothing asked yet */
-    while ((e = readdir(d)) != NULL) {
-        size_t len = strlen(e->d_name);
-        char reply[4096];
-        struct stat st;
-        if (len <= 10 || strcmp(e->d_name + len - 10, ".prompt.md") != 0)
-            continue;
-        snprintf(reply, sizeof(reply), "%s/%.*s.reply.md", workdir, (int)(len - 10),
-                 e->d_name);
-        if (stat(reply, &st) == 0)
-            continue;
-        if (*n == cap) {
-            char **g = realloc(v, (size_t)(cap = cap ? 2 * cap : 8) * sizeof(*v));
-            if (!g)
-                break;
-            v = g;
-        }
-        if (!(v[*n] = strndup(e->d_name, len - 10)))
-            break;
-        (*n)++;
-    }
-    closedir(d);
-    if (*n > 1)
-        qsort(v, (size_t)*n, sizeof(*v), by_name);
-    *names = v;
-    if (!v && *n)
-        return kopt_seterr(ctx, KOPT_E_NOMEM, "waiting prompts");
     return KOPT_OK;
 }
 

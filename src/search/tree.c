@@ -1,5 +1,7 @@
 /* The search tree: nodes, their JSON form (the store's node_json), what is derived from
- * them (rewards, visits, dead ends, the best node), and the search's math. */
+ * them (rewards, visits, dead ends, the best node: the backup), the search's math, and the
+ * stored tree loaded (kopt__search_load_tree). The bottom of the folder's call order
+ * (search_int.h): it calls no other file of the folder. */
 #include "search_int.h"
 
 #include <math.h>
@@ -472,4 +474,29 @@ void kopt_search_evaluator_close(kopt_search_evaluator *ev)
         ev->close(ev->self);
     if (ev)
         memset(ev, 0, sizeof(*ev));
+}
+
+/* The stored nodes appended to s (nothing without a store). */
+kopt_status kopt__search_load_tree(kopt_search *s, kopt_ctx *ctx)
+{
+    char **rows = NULL;
+    int nrows = 0;
+    kopt_status rc;
+
+    if (!s->store)
+        return KOPT_OK;
+    if ((rc = kopt_store_opt_nodes(s->store, ctx, s->tree_id, &rows, &nrows)) != KOPT_OK)
+        return rc;
+    for (int i = 0; i < nrows && rc == KOPT_OK; i++) {
+        json_t *j = json_loads(rows[i], 0, NULL);
+        kopt_search_node *n = kopt__search_add(s);
+        if (!j || !n || kopt__search_node_from_json(n, j) != 0 || n->id != i)
+            rc = kopt_seterr(ctx, KOPT_E_DB, "tree %lld: node %d is damaged in the store",
+                             (long long)s->tree_id, i);
+        json_decref(j);
+    }
+    for (int i = 0; i < nrows; i++)
+        free(rows[i]);
+    free(rows);
+    return rc;
 }

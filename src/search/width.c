@@ -6,7 +6,8 @@
  * rewards, visits, search memory) in node order, so the tree does not depend on which GPU
  * finished first. A resume finds the same batch (the same pending nodes), evaluates only
  * what had not arrived and backs up the whole batch in node order, as the killed search
- * would have. */
+ * would have. Called by the loop (search.c); calls backup.c and tree.c (search_int.h draws
+ * the folder's call order). */
 #include "search_int.h"
 
 #include <stdio.h>
