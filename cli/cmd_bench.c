@@ -97,9 +97,8 @@ static void gpu_done(void *user, int index, int gpu, kopt_status rc, kopt_eval_r
     json_t *row;
 
     if (rc != KOPT_OK)
-        row = kopt_kb_bench_row(prob->name, b->cpaths[index], b->s.kind, "ERROR",
-                                kopt_errmsg(ctx), NULL,
-                                kopt_kb_shape_check(prob, NULL, b->s.skip_check));
+        row = kopt_kb_unrun_row(prob, b->cpaths[index], b->s.kind, "ERROR", kopt_errmsg(ctx),
+                                b->s.skip_check);
     else
         row = kopt_kb_bench_row(prob->name, b->cpaths[index], cand->torch_module ? "py" : "cu",
                                 kopt_verdict_name(res->verdict), res->message, res,
@@ -338,29 +337,24 @@ bad_value:
             goto done;
         } else if (optimize && cli_bench_optimize(ctx, &bo, probs[i], prob->name, &cpath,
                                                   &opt_info) != 0) {
-            row = kopt_kb_bench_row(prob->name, NULL, "optimize", "ERROR", kopt_errmsg(ctx), NULL,
-                           kopt_kb_shape_check(prob, NULL, b.s.skip_check));
+            row = kopt_kb_unrun_row(prob, NULL, "optimize", "ERROR", kopt_errmsg(ctx),
+                                    b.s.skip_check);
         } else if (optimize && !cpath && !(cpath = strdup(prob->ref_path))) {
-            row = kopt_kb_bench_row(prob->name, NULL, "optimize", "ERROR", "out of memory", NULL,
-                           kopt_kb_shape_check(prob, NULL, b.s.skip_check));
+            row = kopt_kb_unrun_row(prob, NULL, "optimize", "ERROR", "out of memory",
+                                    b.s.skip_check);
         } else if (!optimize && !(cpath = kopt_kb_find_candidate(prob, cand_dir, kind))) {
-            char msg[512];
-            snprintf(msg, sizeof(msg), "no candidate for %s in %s (looked for %s.%s)",
-                     prob->name, cand_dir ? cand_dir : "(no --candidates)", prob->name,
-                     strcmp(kind, "auto") == 0 ? "cu and .py" : kind);
-            row = kopt_kb_bench_row(prob->name, NULL, kind, "MISSING", msg, NULL,
-                           kopt_kb_shape_check(prob, NULL, b.s.skip_check));
+            row = kopt_kb_missing_row(prob, cand_dir, kind, b.s.skip_check);
         } else if (kopt_candidate_load(&cand, ctx, cpath, prob) != KOPT_OK) {
-            row = kopt_kb_bench_row(prob->name, cpath, kind, "INVALID", kopt_errmsg(ctx), NULL,
-                           kopt_kb_shape_check(prob, NULL, b.s.skip_check));
+            row = kopt_kb_unrun_row(prob, cpath, kind, "INVALID", kopt_errmsg(ctx),
+                                    b.s.skip_check);
         } else if (ngpus) {            /* --gpus: evaluated below, spread over the GPUs */
             pending[npending].prob = b.probs[npending] = prob;
             pending[npending].cand = b.cands[npending] = cand;
             b.cpaths[npending++] = cpath;
             continue;
         } else if (kopt_run_eval(run, ctx, prob, cand, &eo, "bench", &res) != KOPT_OK) {
-            row = kopt_kb_bench_row(prob->name, cpath, kind, "ERROR", kopt_errmsg(ctx), NULL,
-                           kopt_kb_shape_check(prob, NULL, b.s.skip_check));
+            row = kopt_kb_unrun_row(prob, cpath, kind, "ERROR", kopt_errmsg(ctx),
+                                    b.s.skip_check);
         } else {
             row = kopt_kb_bench_row(prob->name, cpath, optimize ? "optimize" : cand->torch_module
                            ? "py" : "cu", kopt_verdict_name(res->verdict), res->message, res,

@@ -121,6 +121,14 @@ const char *kopt_kb_shape_check(const kopt_problem *prob, const kopt_eval_result
 struct json_t *kopt_kb_bench_row(const char *problem, const char *cand_path, const char *kind,
                                  const char *verdict, const char *message,
                                  const kopt_eval_result *r, const char *shapes);
+/* The row of a candidate of `prob` that was not evaluated (verdict and message say why);
+ * its check sizes "not_run", or as skip says. */
+struct json_t *kopt_kb_unrun_row(const kopt_problem *prob, const char *cand_path,
+                                 const char *kind, const char *verdict, const char *message,
+                                 int skip);
+/* The MISSING row of a problem with no candidate file in `dir` for `kind`. */
+struct json_t *kopt_kb_missing_row(const kopt_problem *prob, const char *dir, const char *kind,
+                                   int skip);
 
 /* A suite while it runs: kopt_kb_suite_init sets the run, its store, the rows; the caller
  * the rest (the arrays hold a row's metrics per row added). */

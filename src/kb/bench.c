@@ -201,6 +201,23 @@ json_t *kopt_kb_bench_row(const char *problem, const char *cand_path, const char
     return o;
 }
 
+json_t *kopt_kb_unrun_row(const kopt_problem *prob, const char *cand_path, const char *kind,
+                          const char *verdict, const char *message, int skip)
+{
+    return kopt_kb_bench_row(prob->name, cand_path, kind, verdict, message, NULL,
+                             kopt_kb_shape_check(prob, NULL, skip));
+}
+
+json_t *kopt_kb_missing_row(const kopt_problem *prob, const char *dir, const char *kind, int skip)
+{
+    char msg[512];
+
+    snprintf(msg, sizeof(msg), "no candidate for %s in %s (looked for %s.%s)", prob->name,
+             dir ? dir : "(no --candidates)", prob->name,
+             strcmp(kind, "auto") == 0 ? "cu and .py" : kind);
+    return kopt_kb_unrun_row(prob, NULL, kind, "MISSING", msg, skip);
+}
+
 static double jnum(json_t *o, const char *k)
 {
     json_t *v = json_object_get(o, k);
@@ -370,11 +387,10 @@ void kopt_kb_suite_clear(kopt_kb_suite *s)
     json_decref(s->rows);
     json_decref(s->done_rows);
     s->rows = s->done_rows = NULL;
-    for (kopt_kb_row **v = &s->eager; v; v = v == &s->eager ? &s->compiled
-                                            : v == &s->compiled ? &s->best : NULL) {
-        free(*v);
-        *v = NULL;
-    }
+    free(s->eager);
+    free(s->compiled);
+    free(s->best);
+    s->eager = s->compiled = s->best = NULL;
     s->nrows = s->cap = 0;
 }
 
