@@ -11,6 +11,10 @@
  * in the PyTorch worker's Python (kopt/worker.h: kopt_torch_worker_find), each with a
  * second, smaller, odd size set ("check_sizes") where its shapes allow one.
  *
+ * kopt bench's suite (src/kb/bench.c): the problems and candidates it finds, its rows (as
+ * JSON, jansson's json_t), stored and counted as they finish, its metrics, and the text
+ * kopt bench prints.
+ *
  * Ownership: the summary is a plain struct filled by the caller; an import's records
  * belong to the caller (kopt_kb_import_free).
  */
@@ -19,6 +23,9 @@
 
 #include "kopt/core.h"
 #include "kopt/device.h"
+#include "kopt/run.h"
+
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -94,6 +101,91 @@ kopt_status kopt_kb_import(kopt_ctx *ctx, const char *src, const char *out_dir,
                            const kopt_kb_import_opts *opts, kopt_kb_import_record **out,
                            int *n);
 void kopt_kb_import_free(kopt_kb_import_record *recs, int n);
+
+/* ---- kopt bench's suite ------------------------------------------------------------------
+ * A row is a JSON object (its stored form, kopt bench --json's "rows"); the rows and the
+ * summary are jansson's json_t, the caller's once returned. */
+struct json_t;
+
+/* The problem folders under `root` (or root itself), in natural order, into *out (the
+ * caller frees each and the array); their number, -1 when the folder cannot be read. */
+int kopt_kb_list_problems(const char *root, char ***out);
+/* The candidate file of `prob` in `dir` for `kind` (auto: NAME.cu, else NAME.py; cu; py;
+ * reference: the problem's own), malloc'd, or NULL. */
+char *kopt_kb_find_candidate(const kopt_problem *prob, const char *dir, const char *kind);
+/* The row's check at the problem's check_sizes: "ok", "failed", "none" (the problem has
+ * none), "skipped" (skip: --no-check-sizes), or "not_run" (r NULL or stopped before them). */
+const char *kopt_kb_shape_check(const kopt_problem *prob, const kopt_eval_result *r, int skip);
+/* One row (r NULL: no evaluation; verdict and message say why): times, speedups, the
+ * speed-of-light guard, brackets, the kernels launched, eval_id. */
+struct json_t *kopt_kb_bench_row(const char *problem, const char *cand_path, const char *kind,
+                                 const char *verdict, const char *message,
+                                 const kopt_eval_result *r, const char *shapes);
+/* The row of a candidate of `prob` that was not evaluated (verdict and message say why);
+ * its check sizes "not_run", or as skip says. */
+struct json_t *kopt_kb_unrun_row(const kopt_problem *prob, const char *cand_path,
+                                 const char *kind, const char *verdict, const char *message,
+                                 int skip);
+/* The MISSING row of a problem with no candidate file in `dir` for `kind`. */
+struct json_t *kopt_kb_missing_row(const kopt_problem *prob, const char *dir, const char *kind,
+                                   int skip);
+
+/* A suite while it runs: kopt_kb_suite_init sets the run, its store, the rows; the caller
+ * the rest (the arrays hold a row's metrics per row added). */
+typedef struct kopt_kb_suite {
+    kopt_run *run;
+    kopt_store *store;           /* NULL: rows not stored */
+    kopt_ctx *ctx;
+    int64_t suite;
+    struct json_t *done_rows;    /* a resumed suite's stored rows, by problem */
+    struct json_t *rows;         /* the rows so far (an array) */
+    kopt_kb_row *eager, *compiled, *best;
+    int nrows, cap;
+    FILE *out;                   /* each row printed as it finishes (NULL: none, --json) */
+    int skip_check;              /* --no-check-sizes */
+    int nshape;                  /* SHAPE_SPECIFIC rows (failures, as any verdict but OK) */
+    int nsol, nbound;            /* speed-of-light: times flagged, rows with a bound */
+    int ncached;                 /* rows whose torch.compile time came from the store */
+    const char *kind;
+} kopt_kb_suite;
+
+void kopt_kb_suite_init(kopt_kb_suite *s, kopt_run *run, kopt_ctx *ctx);
+/* Store a new suite's row (s->suite: its id) with its options; KOPT_OK without a store. */
+kopt_status kopt_kb_suite_begin(kopt_kb_suite *s, const char *root, const char *cand_dir,
+                                struct json_t *options);
+/* Free the rows and metrics (a zeroed suite too); the suite is left empty. */
+void kopt_kb_suite_clear(kopt_kb_suite *s);
+/* A suite's options, stored with it (a resumed suite runs with them). */
+typedef struct kopt_kb_suite_opts {
+    char kind[16];               /* auto, cu, py, reference; "optimize" when resumed so */
+    int no_compile;              /* torch.compile not timed */
+    int no_check_sizes;
+    int optimize;                /* kopt bench --optimize, with its search's budget: */
+    int iterations;
+    double max_wall_s, fake_ref_ms;
+    char evaluator[16];          /* live ("": live) or fake */
+} kopt_kb_suite_opts;
+/* The options as stored (JSON, the caller's). */
+struct json_t *kopt_kb_suite_options(const kopt_kb_suite_opts *o);
+/* Resume stored suite `id` (s->store, s->ctx, s->done_rows set): its problems folder and
+ * candidates folder (malloc'd; NULL: none), its options over *o (kind, no_compile; the
+ * others only when stored), its rows into s->done_rows. */
+kopt_status kopt_kb_suite_resume(kopt_kb_suite *s, int64_t id, char **root, char **cands,
+                                 kopt_kb_suite_opts *o);
+/* Store a problem's row (unless it was done before), count it, print it; takes `row`. */
+void kopt_kb_suite_add(kopt_kb_suite *s, const char *name, struct json_t *row);
+/* The text before the rows: the suite's line (iterations >= 0: kopt bench --optimize, its
+ * evaluator), --no-check-sizes, the table's head. */
+void kopt_kb_suite_print_head(FILE *f, const kopt_kb_suite *s, int np, const char *root,
+                              int resumed, const char *cand_dir, int no_compile,
+                              int iterations, const char *evaluator);
+/* The suite's metrics (vs eager, and vs torch.compile and the faster baseline unless
+ * no_compile), stored with the suite (a warning when that fails); the caller's. */
+struct json_t *kopt_kb_suite_summary(const kopt_kb_suite *s, const char *root,
+                                     const char *cand_dir, struct json_t *options,
+                                     int no_compile);
+/* The metrics as text, after the rows. */
+void kopt_kb_suite_print_summary(FILE *f, const kopt_kb_suite *s, int no_compile);
 
 #ifdef __cplusplus
 }
