@@ -53,4 +53,10 @@ int kopt__is_readable(const char *path, void *arg);
 /* `path`'s absolute form (realpath), or a copy when it cannot be resolved; malloc'd. */
 char *kopt__absolute(const char *path);
 
+/* ---- descriptors over a Unix socket (src/core/proc.c) ------------------------------------
+ * Send `len` bytes of `buf` on `sock` with `nfds` (at most 8) descriptors attached
+ * (SCM_RIGHTS): sendmsg's result (-1, errno set, on failure). kopt serve's client hands its
+ * stdout and stderr this way, the PyTorch zygote's parent a worker's pipes and buffers. */
+long kopt__send_fds(int sock, const void *buf, size_t len, const int *fds, int nfds, int flags);
+
 #endif

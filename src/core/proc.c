@@ -1,5 +1,6 @@
 /* Child processes with captured output and a timeout (compilers, profilers). */
 #include "kopt/proc.h"
+#include "core_int.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -152,4 +154,31 @@ char *kopt_find_program(const char *env_var, const char *name)
         (found = exec_at(dir, name)))
         return found;
     return exec_at("/usr/local/cuda/bin", name);
+}
+
+long kopt__send_fds(int sock, const void *buf, size_t len, const int *fds, int nfds, int flags)
+{
+    char ctl[CMSG_SPACE(8 * sizeof(int))];
+    struct iovec iov = {(void *)buf, len};
+    struct msghdr m;
+    struct cmsghdr *c;
+
+    if (nfds < 0 || nfds > 8) {
+        errno = EINVAL;
+        return -1;
+    }
+    memset(&m, 0, sizeof(m));
+    memset(ctl, 0, sizeof(ctl));
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    if (nfds) {
+        m.msg_control = ctl;
+        m.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
+        c = CMSG_FIRSTHDR(&m);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+        memcpy(CMSG_DATA(c), fds, (size_t)nfds * sizeof(int));
+    }
+    return (long)sendmsg(sock, &m, flags);
 }

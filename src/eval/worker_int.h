@@ -196,7 +196,8 @@ int kopt__zygote_ready(kopt__zygote *z);
 int kopt__zygote_usable(kopt__zygote *z);
 /* Fork a worker with these arguments (after the script's), descriptors (job pipe's read
  * end, event pipe's write end, output buffer, log) and sandbox (NULL: none). KOPT_E_NOT_FOUND
- * when the zygote cannot: the caller starts the worker by exec. */
+ * when the zygote cannot (why, at INFO in ctx's log; ctx's error is left as it was): the
+ * caller starts the worker by exec. */
 kopt_status kopt__zygote_fork(kopt__zygote *z, kopt_ctx *ctx, json_t *args,
                               const struct kopt__sandbox_limits *sandbox, const int fds[4],
                               pid_t *pid);

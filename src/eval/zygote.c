@@ -14,6 +14,7 @@
  */
 #include "worker_int.h"
 #include "sandbox_int.h"
+#include "../core/core_int.h"
 #include "kopt/worker.h"
 
 #include <errno.h>
@@ -46,6 +47,7 @@ struct kopt__zygote {
     char torch[64];
     char *lib;               /* libkopt, for the children's sandbox */
     struct { pid_t pid; int status; } exits[EXITS_MAX];
+    char in[MSG_MAX];        /* the message being read */
     int nexits, exits_at;
 };
 
@@ -155,7 +157,6 @@ static void note_exit(kopt__zygote *z, pid_t pid, int status)
 static int read_msg(kopt__zygote *z, int timeout_ms, json_t **msg)
 {
     struct pollfd p = {z->sock, POLLIN, 0};
-    char *buf;
     ssize_t n;
     json_t *m;
 
@@ -164,20 +165,15 @@ static int read_msg(kopt__zygote *z, int timeout_ms, json_t **msg)
         return -1;
     if (poll(&p, 1, timeout_ms) <= 0)
         return 0;
-    if (!(buf = malloc(MSG_MAX)))
-        return 0;
     do
-        n = recv(z->sock, buf, MSG_MAX - 1, 0);
+        n = recv(z->sock, z->in, MSG_MAX - 1, 0);
     while (n < 0 && errno == EINTR);
     if (n <= 0) {
-        free(buf);
         z->ready = -1;
         return -1;
     }
-    buf[n] = '\0';
-    m = json_loads(buf, 0, NULL);
-    free(buf);
-    if (!m)
+    z->in[n] = '\0';
+    if (!(m = json_loads(z->in, 0, NULL)))
         return 0;
     if (json_is_integer(json_object_get(m, "exit")))
         note_exit(z, (pid_t)json_integer_value(json_object_get(m, "exit")),
@@ -200,15 +196,6 @@ static void drain(kopt__zygote *z)
         json_decref(m);
 }
 
-int kopt__zygote_ready(kopt__zygote *z)
-{
-    if (!z)
-        return 0;
-    if (z->ready == 0)
-        drain(z);
-    return z->ready == 1 && z->env_hash == kopt__env_hash();
-}
-
 int kopt__zygote_usable(kopt__zygote *z)
 {
     if (z && z->ready == 0)
@@ -216,54 +203,44 @@ int kopt__zygote_usable(kopt__zygote *z)
     return z && z->ready >= 0 && z->env_hash == kopt__env_hash();
 }
 
+int kopt__zygote_ready(kopt__zygote *z)
+{
+    return kopt__zygote_usable(z) && z->ready == 1;
+}
+
 kopt_status kopt__zygote_fork(kopt__zygote *z, kopt_ctx *ctx, json_t *args,
                               const kopt__sandbox_limits *sandbox, const int fds[4], pid_t *pid)
 {
     json_t *req, *m = NULL;
     char *text;
-    char cbuf[CMSG_SPACE(4 * sizeof(int))];
-    struct iovec iov;
-    struct msghdr mh;
-    struct cmsghdr *cm;
     double until;
     int id, got;
 
     *pid = -1;
     if (!kopt__zygote_ready(z) || (sandbox && !z->lib))
-        return kopt_seterr(ctx, KOPT_E_NOT_FOUND, "the PyTorch zygote is not ready");
+        return KOPT_E_NOT_FOUND;       /* still importing (or unusable): started by exec */
     id = ++z->next_id;
     req = json_pack("{s:i, s:O, s:o}", "id", id, "args", args, "env", env_json());
-    if (req && sandbox)
+    if (req && sandbox) {
         json_object_set_new(req, "sandbox", json_pack("{s:s, s:f, s:f, s:b}", "tmpdir",
                                                       sandbox->tmpdir, "cpu_s", sandbox->cpu_s,
                                                       "fsize_mb", sandbox->fsize_mb,
                                                       "no_network", sandbox->no_network));
-    if (req && sandbox)
         json_object_set_new(req, "lib", json_string(z->lib));
+    }
     text = req ? json_dumps(req, JSON_COMPACT) : NULL;
     json_decref(req);
-    if (!text || strlen(text) >= MSG_MAX) {
+    if (!text || strlen(text) >= MSG_MAX) {   /* out of memory, or a huge environment */
         free(text);
-        return kopt_seterr(ctx, KOPT_E_NOMEM, "zygote request");
+        kopt_log(ctx, KOPT_LOG_INFO, "the PyTorch zygote was not asked (request too large)");
+        return KOPT_E_NOT_FOUND;
     }
-    memset(&mh, 0, sizeof(mh));
-    memset(cbuf, 0, sizeof(cbuf));
-    iov.iov_base = text;
-    iov.iov_len = strlen(text);
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    mh.msg_control = cbuf;
-    mh.msg_controllen = sizeof(cbuf);
-    cm = CMSG_FIRSTHDR(&mh);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(4 * sizeof(int));
-    memcpy(CMSG_DATA(cm), fds, 4 * sizeof(int));
-    got = (int)sendmsg(z->sock, &mh, MSG_NOSIGNAL);
+    got = (int)kopt__send_fds(z->sock, text, strlen(text), fds, 4, MSG_NOSIGNAL);
     free(text);
     if (got < 0) {
         z->ready = -1;
-        return kopt_seterr(ctx, KOPT_E_NOT_FOUND, "the PyTorch zygote ended: %s", strerror(errno));
+        kopt_log(ctx, KOPT_LOG_INFO, "the PyTorch zygote ended: %s", strerror(errno));
+        return KOPT_E_NOT_FOUND;
     }
     until = kopt_now_ms() + FORK_REPLY_S * 1000;
     while ((got = read_msg(z, (int)(until - kopt_now_ms()) > 0 ? (int)(until - kopt_now_ms()) : 0,
@@ -273,8 +250,8 @@ kopt_status kopt__zygote_fork(kopt__zygote *z, kopt_ctx *ctx, json_t *args,
             if (json_is_integer(json_object_get(m, "pid")))
                 *pid = (pid_t)json_integer_value(json_object_get(m, "pid"));
             else
-                kopt_seterr(ctx, KOPT_E_NOT_FOUND, "the PyTorch zygote did not fork: %s",
-                            json_string_value(json_object_get(m, "error")) ?: "?");
+                kopt_log(ctx, KOPT_LOG_INFO, "the PyTorch zygote did not fork: %s",
+                         json_string_value(json_object_get(m, "error")) ?: "?");
             json_decref(m);
             break;
         }
@@ -283,8 +260,9 @@ kopt_status kopt__zygote_fork(kopt__zygote *z, kopt_ctx *ctx, json_t *args,
     if (*pid > 0)
         return KOPT_OK;
     z->ready = -1;                     /* no answer: not asked again */
-    return got == 1 ? KOPT_E_NOT_FOUND
-                    : kopt_seterr(ctx, KOPT_E_NOT_FOUND, "the PyTorch zygote did not answer");
+    if (got != 1)
+        kopt_log(ctx, KOPT_LOG_INFO, "the PyTorch zygote did not answer");
+    return KOPT_E_NOT_FOUND;
 }
 
 int kopt__zygote_wait(kopt__zygote *z, pid_t pid, double timeout_s, int *status)

@@ -1,6 +1,7 @@
 /* The `kopt serve` protocol (include/kopt/serve.h): the client side (kopt eval --server, the
  * run's served evaluations) and the server's read of a request. */
 #include "kopt/serve.h"
+#include "../core/core_int.h"
 
 #include <jansson.h>
 
@@ -94,7 +95,7 @@ int kopt_serve_forward(const char *path, int argc, char *const *argv, const int 
                        int *code)
 {
     json_t *req = json_object(), *args = json_array(), *env = json_object();
-    char cwd[4096], *text = NULL, ctl[CMSG_SPACE(2 * sizeof(int))], answer[256];
+    char cwd[4096], *text = NULL, answer[256];
     int fd = connect_to(path), out[2] = {fds[0], fds[1]}, rc = -1;
     size_t got = 0;
     ssize_t n;
@@ -116,28 +117,11 @@ int kopt_serve_forward(const char *path, int argc, char *const *argv, const int 
     json_object_set(req, "env", env);
     if (!(text = json_dumps(req, JSON_COMPACT)))
         goto done;
-    {
-        size_t len = strlen(text);
-        struct iovec iov = {text, len};
-        struct msghdr m;
-        struct cmsghdr *c;
-        text[len] = '\0';
-        memset(&m, 0, sizeof(m));
-        memset(ctl, 0, sizeof(ctl));
-        m.msg_iov = &iov;
-        m.msg_iovlen = 1;
-        m.msg_control = ctl;
-        m.msg_controllen = sizeof(ctl);
-        c = CMSG_FIRSTHDR(&m);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(2 * sizeof(int));
-        memcpy(CMSG_DATA(c), out, 2 * sizeof(int));
-        fflush(stdout);
-        fflush(stderr);
-        if (sendmsg(fd, &m, 0) != (ssize_t)len || write(fd, "\n", 1) != 1)
-            goto done;
-    }
+    fflush(stdout);
+    fflush(stderr);
+    if (kopt__send_fds(fd, text, strlen(text), out, 2, 0) != (long)strlen(text) ||
+        write(fd, "\n", 1) != 1)
+        goto done;
     while (got < sizeof(answer) - 1 && (n = read(fd, answer + got, sizeof(answer) - 1 - got)) > 0)
         got += (size_t)n;
     answer[got] = '\0';

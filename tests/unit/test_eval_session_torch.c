@@ -63,6 +63,24 @@ static kopt_eval_result *run(kopt_ctx *ctx, kopt_eval_session *s, const kopt_pro
     return r;
 }
 
+/* The imported problem on the CPU build of PyTorch, evaluated at small sizes, 2 trials,
+ * untimed (o and sizes set); NULL when python3 has no torch (skipped) or the import failed. */
+static kopt_problem *session_problem(kopt_ctx *ctx, const char *dir, kopt_vars *sizes,
+                                     kopt_eval_opts *o)
+{
+    if (system("python3 -c 'import torch' >/dev/null 2>&1") != 0) {
+        KTEST_SKIP("no torch (python3 cannot import torch)");
+        return NULL;
+    }
+    setenv("KOPT_TORCH_DEVICE", "cpu", 1);
+    kopt_vars_set(sizes, "batch", 64);
+    kopt_vars_set(sizes, "width", 96);
+    o->sizes = sizes;
+    o->trials = 2;
+    o->no_timing = 1;
+    return import_problem(ctx, dir);
+}
+
 static void test_reference_once_per_session(void)
 {
     char *dir = ktest_tmpdir("sesstorch");
@@ -73,19 +91,8 @@ static void test_reference_once_per_session(void)
     kopt_eval_result *r1 = NULL, *r2 = NULL, *r3 = NULL, *r4 = NULL;
     kopt_vars sizes = KOPT_VARS_INIT;
 
-    if (system("python3 -c 'import torch' >/dev/null 2>&1") != 0) {
-        KTEST_SKIP("no torch (python3 cannot import torch)");
-        goto out;
-    }
-    setenv("KOPT_TORCH_DEVICE", "cpu", 1);
-    if (!(prob = import_problem(ctx, dir)))
-        goto out;
-    kopt_vars_set(&sizes, "batch", 64);
-    kopt_vars_set(&sizes, "width", 96);
-    o.sizes = &sizes;
-    o.trials = 2;
-    o.no_timing = 1;
-    if (!CHECK_EQ_INT(kopt_eval_session_open(&s, ctx, prob, &o), KOPT_OK))
+    if (!(prob = session_problem(ctx, dir, &sizes, &o)) ||
+        !CHECK_EQ_INT(kopt_eval_session_open(&s, ctx, prob, &o), KOPT_OK))
         goto out;
     r1 = run(ctx, s, prob, &o, dir, "a.py", good);
     r2 = run(ctx, s, prob, &o, dir, "b.py", good);
@@ -151,23 +158,12 @@ static void test_workers_forked_by_the_zygote(void)
     kopt_problem *prob = NULL;
     kopt_eval_session *s = NULL;
     kopt_eval_opts o = KOPT_EVAL_OPTS_INIT;
-    kopt_eval_result *fr = NULL, *w = NULL, *x = NULL, *off = NULL;
+    kopt_eval_result *fr = NULL, *w = NULL, *x = NULL;
     kopt_vars sizes = KOPT_VARS_INIT;
     int at;
 
-    if (system("python3 -c 'import torch' >/dev/null 2>&1") != 0) {
-        KTEST_SKIP("no torch (python3 cannot import torch)");
-        goto out;
-    }
-    setenv("KOPT_TORCH_DEVICE", "cpu", 1);
-    if (!(prob = import_problem(ctx, dir)))
-        goto out;
-    kopt_vars_set(&sizes, "batch", 64);
-    kopt_vars_set(&sizes, "width", 96);
-    o.sizes = &sizes;
-    o.trials = 2;
-    o.no_timing = 1;
-    if (!CHECK_EQ_INT(kopt_eval_session_open(&s, ctx, prob, &o), KOPT_OK))
+    if (!(prob = session_problem(ctx, dir, &sizes, &o)) ||
+        !CHECK_EQ_INT(kopt_eval_session_open(&s, ctx, prob, &o), KOPT_OK))
         goto out;
     at = until_forked(ctx, s, prob, &o, dir, 30, &fr);
     if (!CHECK(at >= 1))                       /* the first ran before any zygote */
@@ -205,7 +201,6 @@ out:
     kopt_eval_result_free(fr);
     kopt_eval_result_free(w);
     kopt_eval_result_free(x);
-    kopt_eval_result_free(off);
     kopt_eval_session_close(s);
     kopt_vars_free(&sizes);
     kopt_problem_free(prob);
