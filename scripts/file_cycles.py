@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Circles between the source files of one folder: file A calls file B when an undefined
+symbol of A's object is defined by B's. Reads the objects of a CMake build (nm), prints each
+strongly connected group of two or more files per folder; exit 1 when any exists.
+Usage: scripts/file_cycles.py [build-dir] [folder ...]   (default build, every folder)"""
+import collections, os, subprocess, sys
+
+def objects(build):
+    for root, _, files in os.walk(build):
+        for f in files:
+            if f.endswith(".c.o") and "CMakeFiles" in root and "/tests/" not in root:
+                yield os.path.join(root, f)
+
+def symbols(obj):
+    out = subprocess.run(["nm", "--defined-only", "-g", obj], capture_output=True, text=True).stdout
+    defined = {l.split()[-1] for l in out.splitlines() if l.strip()}
+    out = subprocess.run(["nm", "-u", obj], capture_output=True, text=True).stdout
+    undefined = {l.split()[-1] for l in out.splitlines() if l.strip()}
+    return defined, undefined
+
+def sccs(graph):
+    index, low, stack, on, out, n = {}, {}, [], set(), [], [0]
+    def visit(v):
+        index[v] = low[v] = n[0]; n[0] += 1; stack.append(v); on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w); low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop(); on.discard(w); group.append(w)
+                if w == v: break
+            out.append(group)
+    for v in list(graph):
+        if v not in index: visit(v)
+    return out
+
+def main():
+    build = sys.argv[1] if len(sys.argv) > 1 else "build"
+    want = set(sys.argv[2:])
+    files = {}
+    for obj in objects(build):
+        rel = obj.split("CMakeFiles/", 1)[1].split("/", 1)[1][:-2]   # e.g. src/eval/eval.c
+        if "/" not in rel: continue
+        folder = rel.rsplit("/", 1)[0]
+        if want and folder not in want: continue
+        files[rel] = symbols(obj)
+    by_folder = collections.defaultdict(list)
+    for rel in files: by_folder[rel.rsplit("/", 1)[0]].append(rel)
+    found = 0
+    for folder, rels in sorted(by_folder.items()):
+        owner = {s: r for r in rels for s in files[r][0]}
+        graph = {r: sorted({owner[s] for s in files[r][1] if s in owner and owner[s] != r}) for r in rels}
+        for g in sccs(graph):
+            if len(g) > 1:
+                found += 1
+                print("circle in %s: %s" % (folder, " <-> ".join(sorted(os.path.basename(x) for x in g))))
+    print("%d circle(s) in %d folder(s)" % (found, len(by_folder)))
+    return 1 if found else 0
+
+sys.exit(main())
