@@ -6,6 +6,8 @@
 # time per compile for each. Every compile has its own -DKOPT_SALT=k, so nothing a compiler
 # might keep between identical programs is reused. Used to explain compile-bound tuning runs
 # (bench/results/2026-11-25-h100x2-scale). Usage: python3 bench/probe/nvrtc_threads.py [N]
+# [--procs P1,P2,...]: only processes, P of them, each compiling N/P... at least 2 (a host of
+# many CPUs: does NVRTC scale to all of them?)
 import ctypes, ctypes.util, glob, multiprocessing, os, sys, threading, time
 
 # as kopt does (src/cuda/loader.c): where a GPU driver is installed, NVRTC would otherwise
@@ -86,6 +88,16 @@ def timed_procs(workers, n):
 if __name__ == "__main__":
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 32
     compile_one()   # load and warm the library
+    if "--procs" in sys.argv:
+        procs = [int(p) for p in sys.argv[sys.argv.index("--procs") + 1].split(",")]
+        print("cpus %d (usable %d), at least 2 compiles a process" % (os.cpu_count(),
+              len(os.sched_getaffinity(0))))
+        for p in procs:
+            k = max(n, 2 * p)
+            w = timed_procs(p, k)
+            print("processes %2d: %.3f s per compile (wall), %.1f compiles/s, %.2f s each" %
+                  (p, w, 1 / w, w * p))
+        sys.exit(0)
     print("cpus %d, %d compiles each" % (os.cpu_count(), n))
     for t in (1, 2, 4, 8, 16):
         if t > n:

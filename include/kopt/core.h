@@ -113,9 +113,13 @@ kopt_status kopt_file_sha256(kopt_ctx *ctx, const char *path, char out[65]);
 /* ---- time ----------------------------------------------------------------------------- */
 double kopt_now_ms(void);   /* monotonic milliseconds */
 
-/* CPUs this process may run on (its affinity: mpirun binds each rank to one core unless told
- * otherwise, a batch system may give a few), at least 1. */
+/* CPUs this process may run on, at least 1: its affinity (mpirun binds each rank to one core
+ * unless told otherwise, a batch system may give a few), and no more than its cgroup's CPU
+ * quota allows (a container given 16 CPUs' time of a 64-CPU host: 16). */
 int kopt_cpus_usable(void);
+/* Whole CPUs of a cgroup v2 cpu.max text ("QUOTA PERIOD", rounded up; e.g. "1600000 100000"
+ * is 16), 0 for "max" (no quota) or text that is not one. Pure. */
+int kopt_cpus_from_cpu_max(const char *text);
 
 /* Commits this process made to kopt stores (store.c counts them; the file guard reads the
  * count to tell kopt's own writes to a store from a candidate's). */

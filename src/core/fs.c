@@ -156,15 +156,73 @@ double kopt_now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+int kopt_cpus_from_cpu_max(const char *text)
+{
+    long long quota, period;
+
+    if (!text || strncmp(text, "max", 3) == 0)
+        return 0;
+    if (sscanf(text, "%lld %lld", &quota, &period) != 2 || quota <= 0 || period <= 0)
+        return 0;
+    return (int)((quota + period - 1) / period);
+}
+
+/* The cgroup CPU quota of this process in whole CPUs, 0 when none is set or none is found:
+ * cgroup v2's cpu.max of the process's own group (under /sys/fs/cgroup), else of the
+ * namespace's root (a container), else cgroup v1's cfs quota and period. */
+static int cgroup_cpus(void)
+{
+    char line[512], path[640], text[64];
+    const char *group = "";
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    int cpus = 0;
+
+    while (f && fgets(line, sizeof(line), f)) {
+        if (strncmp(line, "0::", 3) == 0) {        /* v2: "0::/PATH" */
+            line[strcspn(line, "\n")] = '\0';
+            group = line + 3;
+            break;
+        }
+    }
+    if (f)
+        fclose(f);
+    for (int pass = 0; pass < 2 && !cpus; pass++) {
+        FILE *m;
+        snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpu.max",
+                 pass == 0 && strcmp(group, "/") != 0 ? group : "");
+        if ((m = fopen(path, "r"))) {
+            if (fgets(text, sizeof(text), m))
+                cpus = kopt_cpus_from_cpu_max(text);
+            fclose(m);
+        }
+    }
+    if (!cpus) {
+        long long quota = 0, period = 0;
+        FILE *q = fopen("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "r");
+        FILE *p = fopen("/sys/fs/cgroup/cpu/cpu.cfs_period_us", "r");
+        if (q && p && fscanf(q, "%lld", &quota) == 1 && fscanf(p, "%lld", &period) == 1 &&
+            quota > 0 && period > 0) {
+            snprintf(text, sizeof(text), "%lld %lld", quota, period);
+            cpus = kopt_cpus_from_cpu_max(text);
+        }
+        if (q)
+            fclose(q);
+        if (p)
+            fclose(p);
+    }
+    return cpus;
+}
+
 int kopt_cpus_usable(void)
 {
     cpu_set_t set;
     long online = sysconf(_SC_NPROCESSORS_ONLN);
+    int cpus = online > 0 ? (int)online : 1, quota = cgroup_cpus();
 
     CPU_ZERO(&set);
     if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
-        return CPU_COUNT(&set);
-    return online > 0 ? (int)online : 1;
+        cpus = CPU_COUNT(&set);
+    return quota > 0 && quota < cpus ? quota : cpus;
 }
 
 static unsigned long store_commits;

@@ -22,6 +22,7 @@
 #include <sqlite3.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 static kopt_ctx *ctx;
 static char *tmp;
@@ -978,6 +979,20 @@ static void test_compile_depth_defaults(void)
         }
 }
 
+/* A cgroup's CPU quota as whole CPUs (what kopt_cpus_usable caps the affinity with) */
+static void test_cpus_from_cpu_max(void)
+{
+    CHECK_EQ_INT(kopt_cpus_from_cpu_max("1600000 100000\n"), 16);
+    CHECK_EQ_INT(kopt_cpus_from_cpu_max("150000 100000"), 2);      /* 1.5 CPUs: rounded up */
+    CHECK_EQ_INT(kopt_cpus_from_cpu_max("50000 100000"), 1);
+    CHECK_EQ_INT(kopt_cpus_from_cpu_max("max 100000\n"), 0);        /* no quota */
+    CHECK_EQ_INT(kopt_cpus_from_cpu_max(""), 0);
+    CHECK_EQ_INT(kopt_cpus_from_cpu_max("-1 100000"), 0);
+    CHECK_EQ_INT(kopt_cpus_from_cpu_max(NULL), 0);
+    CHECK(kopt_cpus_usable() >= 1);
+    CHECK(kopt_cpus_usable() <= sysconf(_SC_NPROCESSORS_ONLN));
+}
+
 int main(int argc, char **argv)
 {
     static const ktest_case cases[] = {
@@ -994,6 +1009,7 @@ int main(int argc, char **argv)
         KTEST(test_kill9_resume),
         KTEST(test_unknown_strategy),
         KTEST(test_compile_depth_defaults),
+        KTEST(test_cpus_from_cpu_max),
     };
     int rc = 1;
 
