@@ -7,7 +7,8 @@
 # might keep between identical programs is reused. Used to explain compile-bound tuning runs
 # (bench/results/2026-11-25-h100x2-scale). Usage: python3 bench/probe/nvrtc_threads.py [N]
 # [--procs P1,P2,...]: only processes, P of them, each compiling N/P... at least 2 (a host of
-# many CPUs: does NVRTC scale to all of them?)
+# many CPUs: does NVRTC scale to all of them?); [--cold P1,P2,...]: P fresh processes compile
+# their first program at once (NVRTC's start in each: what a tuning run's first round pays)
 import ctypes, ctypes.util, glob, multiprocessing, os, sys, threading, time
 
 # as kopt does (src/cuda/loader.c): where a GPU driver is installed, NVRTC would otherwise
@@ -67,6 +68,28 @@ def proc_main(per, ready, go, done):
     many(per)
     done.put(time.time())
 
+def cold_main(go, done):
+    go.wait()
+    t = time.time()
+    compile_one()          # this process's first compile: NVRTC's own start included
+    done.put(time.time() - t)
+
+def cold_procs(workers):
+    """P fresh processes (libnvrtc loaded, nothing compiled) compile once each, all at once:
+    the slowest and the median first compile."""
+    mp = multiprocessing.get_context("spawn")   # fresh programs, as kopt's helpers are
+    go = mp.Event()
+    done = mp.Queue()
+    ps = [mp.Process(target=cold_main, args=(go, done)) for _ in range(workers)]
+    for p in ps:
+        p.start()
+    time.sleep(1.0 + 0.05 * workers)   # every child has loaded libnvrtc
+    go.set()
+    ts = sorted(done.get() for _ in ps)
+    for p in ps:
+        p.join()
+    return ts[len(ts) // 2], ts[-1]
+
 def timed_procs(workers, n):
     per = n // workers
     ready = multiprocessing.Semaphore(0)
@@ -87,6 +110,12 @@ def timed_procs(workers, n):
 
 if __name__ == "__main__":
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 32
+    if "--cold" in sys.argv:      # before this process compiles: the children start cold
+        for p in [int(x) for x in sys.argv[sys.argv.index("--cold") + 1].split(",")]:
+            med, worst = cold_procs(p)
+            print("cold processes %2d: first compile median %.2f s, slowest %.2f s" %
+                  (p, med, worst))
+        sys.exit(0)
     compile_one()   # load and warm the library
     if "--procs" in sys.argv:
         procs = [int(p) for p in sys.argv[sys.argv.index("--procs") + 1].split(",")]

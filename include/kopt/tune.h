@@ -408,6 +408,9 @@ typedef struct kopt_tune_result {
     double elapsed_s;
     double eval_s, compile_wait_s;    /* time in evaluate, time waiting for compiles (with
                                        * several GPUs: summed over them, GPU-seconds) */
+    double first_eval_s;              /* from the run's start to its first evaluation's
+                                       * start (what the run pays before a GPU works); 0
+                                       * when nothing was evaluated */
     int has_best;
     uint64_t best_point;              /* by the objective (TIME_ENERGY: see energy_slack) */
     kopt_tune_outcome best;

@@ -142,6 +142,7 @@ static json_t *shape_json(const kopt_run_tune_shape *sr)
     json_object_set_new(o, "elapsed_s", json_real(r->elapsed_s));
     json_object_set_new(o, "eval_s", json_real(r->eval_s));
     json_object_set_new(o, "compile_wait_s", json_real(r->compile_wait_s));
+    json_object_set_new(o, "first_eval_s", json_real(r->first_eval_s));
     json_object_set_new(o, "best", r->has_best ? point_json(sr->space, r->best_point, &r->best)
                                                : json_null());
     for (size_t i = 0; i < r->nimprovements; i++)

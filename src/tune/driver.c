@@ -413,6 +413,14 @@ static int new_points(run *r, const uint64_t *points, int n, uint64_t *out)
     return k;
 }
 
+/* The first evaluation starts now (the first to call this; with several GPUs, under
+ * wait_mu). */
+static void first_eval_seen(run *r)
+{
+    if (r->res->first_eval_s == 0)
+        r->res->first_eval_s = (kopt_now_ms() - r->t0) / 1000.0;
+}
+
 static void batch_ready(void *user, uint64_t point)
 {
     run *r = user;
@@ -420,11 +428,16 @@ static void batch_ready(void *user, uint64_t point)
     char msg[256];
     double waited;
 
-    if (!r->pipe)
+    if (!r->pipe) {
+        pthread_mutex_lock(&r->wait_mu);
+        first_eval_seen(r);
+        pthread_mutex_unlock(&r->wait_mu);
         return;
+    }
     pipeline_wait(r->pipe, point, &rc, msg, sizeof(msg), &waited);
     pthread_mutex_lock(&r->wait_mu);   /* each slot's wait: GPU-seconds idle for compiles */
     r->res->compile_wait_s += waited / 1000.0;
+    first_eval_seen(r);
     pthread_mutex_unlock(&r->wait_mu);
 }
 
@@ -520,6 +533,7 @@ static kopt_status answer(run *r, uint64_t point)
                 free(label);
             }
         }
+        first_eval_seen(r);
         t = kopt_now_ms();
         rc = r->eval->evaluate(r->eval->user, r->ctx, point, r->strat->wants_findings, &o);
         res->eval_s += (kopt_now_ms() - t) / 1000.0;

@@ -567,6 +567,7 @@ static void test_pipeline(void)
     CHECK(k.max_active >= 2);                    /* in parallel */
     CHECK(k.max_active <= 3);
     CHECK(r->compile_wait_s >= 0);
+    CHECK(r->first_eval_s > 0 && r->first_eval_s <= r->elapsed_s);   /* the first compile */
     /* a failed prepare is no outcome of its own: evaluate's report is */
     for (size_t i = 0; i < r->n; i++)
         if (r->points[i] == fail_point)
