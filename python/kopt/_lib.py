@@ -165,29 +165,33 @@ def lib() -> _Lib:
 
 
 def mcp_opts(db: Optional[str], cache_dir: Optional[str] = None,
-             examples_dir: Optional[str] = None) -> _McpOpts:
+             examples_dir: Optional[str] = None, replay_delay_ms: float = 0.0) -> _McpOpts:
     return _McpOpts(1, db.encode() if db else None,
                     examples_dir.encode() if examples_dir else None,
-                    cache_dir.encode() if cache_dir else None, 1 << 30, 0.0)
+                    cache_dir.encode() if cache_dir else None, 1 << 30, replay_delay_ms)
 
 
 def run_interruptible(fn, stop: Optional[ctypes.c_int] = None):
     """fn() on a thread of its own; Ctrl-C sets `stop` (the call ends after its current
     evaluation, what it did stays stored), waits for it, then raises KeyboardInterrupt."""
     box: Dict[str, Any] = {}
+    done = threading.Event()
 
     def body() -> None:
         try:
             box["value"] = fn()
         except BaseException as e:  # handed to the caller's thread
             box["error"] = e
+        finally:
+            done.set()
 
     t = threading.Thread(target=body, name="kopt-call", daemon=True)
     t.start()
     interrupted = False
-    while t.is_alive():
+    # an Event, not Thread.join: a join interrupted by Ctrl-C can take the thread for ended
+    while not done.is_set():
         try:
-            t.join(0.1)
+            done.wait(0.1)
         except KeyboardInterrupt:
             interrupted = True
             if stop is not None:
@@ -200,10 +204,11 @@ def run_interruptible(fn, stop: Optional[ctypes.c_int] = None):
 
 
 def call(tool: str, args: Dict[str, Any], db: Optional[str] = None,
-         cache_dir: Optional[str] = None, examples_dir: Optional[str] = None) -> Dict[str, Any]:
+         cache_dir: Optional[str] = None, examples_dir: Optional[str] = None,
+         replay_delay_ms: float = 0.0) -> Dict[str, Any]:
     """One of kopt's tools in-process (kopt_mcp_call): its structured result as a dict."""
     L = lib()
-    opts = mcp_opts(db, cache_dir, examples_dir)
+    opts = mcp_opts(db, cache_dir, examples_dir, replay_delay_ms)
     text = json.dumps({k: v for k, v in args.items() if v is not None}).encode()
     stop = ctypes.c_int(0)
 

@@ -121,16 +121,17 @@ def tune(problem: Optional[PathLike] = None, template: Optional[PathLike] = None
          replay: Optional[str] = None, strategy: Optional[str] = None,
          budget: Optional[int] = None, seed: Optional[int] = None,
          sizes: Optional[Dict[str, int]] = None, device: Optional[int] = None,
-         db: Optional[str] = DEFAULT_DB) -> Document:
+         db: Optional[str] = DEFAULT_DB, replay_delay_ms: float = 0.0) -> Document:
     """Tune a template's params (`kopt tune`): live on the GPU, or `replay` a recording (a
     cache file or a stored tuning run's id) without one. Without a GPU a live tune gives the
     search space with "skipped": true and the reason. Ctrl-C stops after the current
-    evaluation; the outcomes so far stay stored (resume with kopt tune --resume)."""
+    evaluation; the outcomes so far stay stored (resume with kopt tune --resume).
+    `replay_delay_ms`: a replay sleeps this long before each evaluation (tests)."""
     args = {"problem": os.fspath(problem) if problem is not None else None,
             "template": os.fspath(template) if template is not None else None,
             "replay": replay, "strategy": strategy, "budget": budget, "seed": seed,
             "sizes": dict(sizes) if sizes else None, "device": device}
-    return Document(_lib.call("tune", args, db=db))
+    return Document(_lib.call("tune", args, db=db, replay_delay_ms=replay_delay_ms))
 
 
 @dataclass
