@@ -118,19 +118,25 @@ def test_keyboard_interrupt_stops_tune_and_keeps_what_was_done(tmp_path):
 
 
 def test_optimize_with_a_python_model(tmp_path):
-    seen = []
+    """A whole search (fake evaluator: outcomes scripted in the sources, no GPU) with a
+    Python callable as the model: tests/optimize's scripted replies, as the MCP test's."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "optimize"))
+    import scripted_llm
+    script = os.path.join(ROOT, "tests", "optimize", "softmax")
+    roles = []
 
     def model(p):
-        seen.append(p.role)
-        return ""   # an empty reply: the debugger/planner treat it as a failed proposal
+        roles.append(p.role)
+        return scripted_llm.answer(script, p.role, p.text)
 
-    try:
-        d = kopt.optimize(SOFTMAX, model, evaluator="fake", iterations=1,
-                          workdir=str(tmp_path / "tree"), db=str(tmp_path / "k.db"))
-    except kopt.KoptError as e:   # an empty reply may be refused: the message says why
-        assert str(e)
-        return
-    assert d.tree_id >= 1 and seen
+    d = kopt.optimize(SOFTMAX, model, evaluator="fake", iterations=2,
+                      workdir=str(tmp_path / "tree"), db=str(tmp_path / "k.db"))
+    assert d.tree_id >= 1 and "planner" in roles and "coder" in roles, roles
+    assert d.stats["stop_reason"] == "2 iterations done", d.stats
+    with pytest.raises(kopt.KoptError) as e:   # a reply the contract refuses: kopt's message
+        kopt.optimize(SOFTMAX, lambda p: "", evaluator="fake", iterations=1,
+                      workdir=str(tmp_path / "tree2"), db=str(tmp_path / "k.db"))
+    assert "arguments.text: empty reply" in str(e.value)
 
 
 def test_kb_import(tmp_path):
