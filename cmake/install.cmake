@@ -10,10 +10,17 @@ install(FILES libexec/kopt_torch_timing.py libexec/kopt_torch_sandbox.py libexec
               libexec/kopt_torch_compare.py libexec/kopt_torch_program.py
               libexec/kopt_torch_zygote.py
         DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/kopt)
-install(TARGETS kopt kopt_shared EXPORT koptTargets
-  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} NAMELINK_COMPONENT Development
-  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+if(SKBUILD)
+  # the wheel (pyproject.toml, scikit-build-core): libkopt.so under its soname as one plain
+  # file (a wheel holds no symbolic links), no libkopt.a, pkg-config file or CMake package
+  install(FILES $<TARGET_FILE:kopt_shared> DESTINATION ${CMAKE_INSTALL_LIBDIR}
+          RENAME libkopt.so.${PROJECT_VERSION_MAJOR})
+else()
+  install(TARGETS kopt kopt_shared EXPORT koptTargets
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} NAMELINK_COMPONENT Development
+    INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+endif()
 install(DIRECTORY include/kopt DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
   FILES_MATCHING PATTERN "*.h")
 # kopt optimize's prompt templates (src/agent/prompts.c finds them: $KOPT_PROMPTS, beside
@@ -21,6 +28,9 @@ install(DIRECTORY include/kopt DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
 install(DIRECTORY prompts/ DESTINATION ${CMAKE_INSTALL_DATADIR}/kopt/prompts
   FILES_MATCHING PATTERN "*.md")
 
+if(SKBUILD)
+  return()
+endif()
 # pkg-config: ${prefix} relative to the .pc file (pkg-config's ${pcfiledir}), so a prefix
 # given at install time (cmake --install --prefix) or a moved one is right too; libdir and
 # includedir relative to ${prefix} when they are under it

@@ -42,6 +42,14 @@ typedef enum kopt_status {
     KOPT_E_DB = -11          /* the store (SQLite) failed */
 } kopt_status;
 
+/* The version of the library's binary interface: raised whenever a public struct, an
+ * enum's values or a function's signature changes. A binding (the Python package) checks
+ * kopt_abi_version() against the one it was written for and refuses another. */
+#define KOPT_ABI_VERSION 1
+int kopt_abi_version(void);
+/* kopt's version ("0.1.0": the CMake project's, kopt --version's). Never NULL. */
+const char *kopt_version_string(void);
+
 /* A short constant name for a status ("invalid input", ...). Never NULL. */
 const char *kopt_status_str(kopt_status st);
 

@@ -57,6 +57,33 @@ void kopt_mcp_http_stop(kopt_mcp_http *h);   /* NULL-safe */
  * KOPT_E_IO when out_fd cannot be written. */
 kopt_status kopt_mcp_serve(kopt_ctx *ctx, int in_fd, int out_fd, const kopt_mcp_opts *opts);
 
+/* ---- the tools in-process (src/mcp/call.c; the Python package python/kopt binds these) ---
+ * kopt_mcp_call runs one tool on the calling thread, as a tools/call would (its arguments
+ * checked against the tool's schema first, a run recorded in opts->db_path), and gives its
+ * structured content as JSON text (*out, caller frees; eval's is kopt eval --json's
+ * document plus "run_id") and, when `summary` is not NULL, the one-line summary a model
+ * would see (caller frees). An error status leaves the message on ctx (the field named:
+ * "arguments.trials: 1 to 16"). `stop` (NULL: none): set it non-zero from another thread
+ * (or a signal handler) to cancel, as notifications/cancelled does: a tune or an optimize
+ * step stops after its current evaluation, what was done stays stored. */
+kopt_status kopt_mcp_call(kopt_ctx *ctx, const kopt_mcp_opts *opts, const char *tool,
+                          const char *args_json, volatile sig_atomic_t *stop, char **out,
+                          char **summary);
+
+/* An evaluation session in-process (kopt_run_session: one seed, the reference run once,
+ * one long-lived worker for device code): opened with the eval tool's arguments less the
+ * candidate (problem, sizes, seed, trials, device, no_timing), each evaluation with
+ * {"candidate_path" or "candidate_source", "tag"}; *out as kopt_mcp_call's eval gives
+ * (plus "session": {"evaluations": n}). Every evaluation is stored in opts->db_path under
+ * one run. Workers end with the thread that started them: use a session from one thread.
+ * kopt_mcp_session_close (NULL-safe) finishes the run. */
+typedef struct kopt_mcp_session kopt_mcp_session;
+kopt_status kopt_mcp_session_open(kopt_mcp_session **out, kopt_ctx *ctx,
+                                  const kopt_mcp_opts *opts, const char *args_json);
+kopt_status kopt_mcp_session_eval(kopt_mcp_session *s, kopt_ctx *ctx, const char *args_json,
+                                  char **out);
+void kopt_mcp_session_close(kopt_mcp_session *s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,5 +1,6 @@
 /* dlopen/dlsym loader for libcuda, NVRTC, cuRAND and NVML (see cuda_int.h). */
 #include "cuda_int.h"
+#include "kopt/proc.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -26,11 +27,33 @@ static lib_state nvrtc_state = {PTHREAD_ONCE_INIT, KOPT_OK, ""};
 static lib_state curand_state = {PTHREAD_ONCE_INIT, KOPT_OK, ""};
 static lib_state nvml_state = {PTHREAD_ONCE_INIT, KOPT_OK, ""};
 
-/* Try each name, then each name under $CUDA_HOME/lib64 and /usr/local/cuda/lib64. */
+/* Each name in the folders of a ':'-separated list (NULL: none); the handle or NULL. */
+static void *open_in_list(const char *const *names, const char *list)
+{
+    char path[1024];
+    void *h;
+
+    while (list && *list) {
+        size_t n = strcspn(list, ":");
+        for (const char *const *nm = names; n > 0 && n < 900 && *nm; nm++) {
+            snprintf(path, sizeof(path), "%.*s/%s", (int)n, list, *nm);
+            if ((h = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
+                return h;
+        }
+        list += n + (list[n] == ':');
+    }
+    return NULL;
+}
+
+/* Try each name, then each name under $CUDA_HOME/lib64 and /usr/local/cuda/lib64, then in
+ * $KOPT_CUDA_LIBS (the Python package sets it to NVIDIA's pip packages' lib folders:
+ * nvidia-cuda-nvrtc, nvidia-curand) and in those packages beside an installed wheel
+ * (site-packages/kopt/lib/libkopt.so.0: ../../nvidia/cu13/lib). */
 static void *open_any(const char *const *names, lib_state *st)
 {
     const char *home = getenv("CUDA_HOME");
     const char *dirs[] = {home, "/usr/local/cuda/lib64", "/usr/local/cuda/lib", NULL};
+    const char *lib = kopt_self_lib();
     char path[1024];
     void *h;
 
@@ -45,6 +68,16 @@ static void *open_any(const char *const *names, lib_state *st)
             if ((h = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
                 return h;
         }
+    }
+    if ((h = open_in_list(names, getenv("KOPT_CUDA_LIBS"))))
+        return h;
+    if (lib && strlen(lib) < 800) {
+        const char *slash = strrchr(lib, '/');
+        int n = slash ? (int)(slash - lib) : 0;
+        snprintf(path, sizeof(path), "%.*s/../../nvidia/cu13/lib:%.*s/../../nvidia/cuda_nvrtc/"
+                 "lib:%.*s/../../nvidia/curand/lib", n, lib, n, lib, n, lib);
+        if (slash && (h = open_in_list(names, path)))
+            return h;
     }
     snprintf(st->msg, sizeof(st->msg), "cannot load %s", names[0]);
     st->status = KOPT_E_NO_DEVICE;

@@ -35,6 +35,28 @@ typedef struct kopt__mcp_tool {
     kopt_status (*run)(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out, kopt_buf *text);
 } kopt__mcp_tool;
 
+/* server.c: `args` checked against a tool's schema (required fields, property types); 0
+ * when they fit, else the message names the field ("arguments.problem: ..."). */
+int kopt__mcp_check_args(const char *schema_text, json_t *args, char *msg, size_t n);
+
+/* tools.c: what eval and profile share (and call.c's sessions): the problem, the candidate
+ * (candidate_path, or candidate_source written to a private folder, tmpdir), the sizes,
+ * trials, seed and device from the call's arguments, and a run of `kind` in the store. */
+typedef struct subject {
+    kopt_problem *prob;
+    kopt_candidate *cand;
+    kopt_vars sizes;
+    kopt_run *run;
+    char tmpdir[4096];
+} subject;
+kopt_status kopt__mcp_subject_open(subject *s, kopt__mcp_call *c, kopt_ctx *ctx,
+                                   kopt_run_kind kind, kopt_eval_opts *eo);
+void kopt__mcp_subject_close(subject *s);
+kopt_status kopt__mcp_load_candidate(kopt__mcp_call *c, kopt_ctx *ctx,
+                                     const kopt_problem *prob, kopt_candidate **out,
+                                     char *tmpdir, size_t n);
+void kopt__mcp_remove_tmp(const char *tmpdir);   /* the folder load_candidate made, if any */
+
 /* tools.c: the table */
 const kopt__mcp_tool *kopt__mcp_tools(int *n);
 const kopt__mcp_tool *kopt__mcp_tool_find(const char *name);

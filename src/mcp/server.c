@@ -130,7 +130,7 @@ void kopt__mcp_progress(kopt__mcp_call *c, double progress, double total, const 
 
 /* Check `args` against the schema's required fields and property types; the message names
  * the field ("arguments.problem: ..."). 0 when they fit. */
-static int check_args(const char *schema_text, json_t *args, char *msg, size_t n)
+int kopt__mcp_check_args(const char *schema_text, json_t *args, char *msg, size_t n)
 {
     json_t *schema = json_loads(schema_text, 0, NULL), *props, *req, *v, *p;
     const char *key;
@@ -255,7 +255,7 @@ static void tools_call(kopt__mcp_server *s, json_t *id, json_t *params)
         send_error(s, id, RPC_INVALID_PARAMS, "params.arguments: expected an object");
         return;
     }
-    if (check_args(tool->schema, args, msg, sizeof(msg))) {
+    if (kopt__mcp_check_args(tool->schema, args, msg, sizeof(msg))) {
         send_error(s, id, RPC_INVALID_PARAMS, "%s (tool %s)", msg, name);
         return;
     }

@@ -73,8 +73,9 @@ static kopt_status open_run(kopt__mcp_call *c, kopt_ctx *ctx, kopt_run_kind kind
 /* The candidate of an eval or profile call: candidate_path, or candidate_source written to
  * a private temporary folder (*tmpdir, removed by the caller); neither: NULL (the
  * reference). */
-static kopt_status load_candidate(kopt__mcp_call *c, kopt_ctx *ctx, const kopt_problem *prob,
-                                  kopt_candidate **out, char *tmpdir, size_t n)
+kopt_status kopt__mcp_load_candidate(kopt__mcp_call *c, kopt_ctx *ctx,
+                                     const kopt_problem *prob, kopt_candidate **out,
+                                     char *tmpdir, size_t n)
 {
     const char *path = arg_str(c, "candidate_path"), *src = arg_str(c, "candidate_source");
     char file[4200];
@@ -101,7 +102,7 @@ static kopt_status load_candidate(kopt__mcp_call *c, kopt_ctx *ctx, const kopt_p
     return kopt_candidate_load(out, ctx, file, prob);
 }
 
-static void remove_tmp(const char *tmpdir)
+void kopt__mcp_remove_tmp(const char *tmpdir)
 {
     char file[4200];
 
@@ -229,17 +230,8 @@ static kopt_status t_list_problems(kopt__mcp_call *c, kopt_ctx *ctx, json_t **ou
 
 /* ---- eval and profile --------------------------------------------------------------------- */
 
-/* What eval and profile share: the problem, the candidate, the sizes, the run. */
-typedef struct subject {
-    kopt_problem *prob;
-    kopt_candidate *cand;
-    kopt_vars sizes;
-    kopt_run *run;
-    char tmpdir[4096];
-} subject;
-
-static kopt_status subject_open(subject *s, kopt__mcp_call *c, kopt_ctx *ctx, kopt_run_kind kind,
-                                kopt_eval_opts *eo)
+kopt_status kopt__mcp_subject_open(subject *s, kopt__mcp_call *c, kopt_ctx *ctx,
+                                   kopt_run_kind kind, kopt_eval_opts *eo)
 {
     const char *cand_name = arg_str(c, "candidate_path") ? arg_str(c, "candidate_path")
                           : arg_str(c, "candidate_source") ? "(source text)" : NULL;
@@ -248,8 +240,8 @@ static kopt_status subject_open(subject *s, kopt__mcp_call *c, kopt_ctx *ctx, ko
 
     memset(s, 0, sizeof(*s));
     if ((rc = kopt_problem_load(&s->prob, ctx, arg_str(c, "problem"))) != KOPT_OK ||
-        (rc = load_candidate(c, ctx, s->prob, &s->cand, s->tmpdir, sizeof(s->tmpdir))) !=
-        KOPT_OK || (rc = sizes_arg(c, ctx, &s->sizes)) != KOPT_OK)
+        (rc = kopt__mcp_load_candidate(c, ctx, s->prob, &s->cand, s->tmpdir,
+                                       sizeof(s->tmpdir))) != KOPT_OK || (rc = sizes_arg(c, ctx, &s->sizes)) != KOPT_OK)
         return rc;
     eo->sizes = s->sizes.n ? &s->sizes : NULL;
     eo->trials = (int)arg_int(c, "trials", eo->trials);
@@ -262,10 +254,10 @@ static kopt_status subject_open(subject *s, kopt__mcp_call *c, kopt_ctx *ctx, ko
     return open_run(c, ctx, kind, arg_str(c, "problem"), cand_name, &s->run);
 }
 
-static void subject_close(subject *s)
+void kopt__mcp_subject_close(subject *s)
 {
     kopt_run_close(s->run);
-    remove_tmp(s->tmpdir);
+    kopt__mcp_remove_tmp(s->tmpdir);
     kopt_candidate_free(s->cand);
     kopt_problem_free(s->prob);
     kopt_vars_free(&s->sizes);
@@ -279,7 +271,7 @@ static kopt_status t_eval(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out, kopt_b
     kopt_status rc;
 
     eo.no_timing = json_is_true(json_object_get(c->args, "no_timing"));
-    if ((rc = subject_open(&s, c, ctx, KOPT_RUN_EVAL, &eo)) != KOPT_OK)
+    if ((rc = kopt__mcp_subject_open(&s, c, ctx, KOPT_RUN_EVAL, &eo)) != KOPT_OK)
         goto done;
     kopt__mcp_progress(c, 0, 1, "compiling, checking and timing");
     if ((rc = kopt_run_eval(s.run, ctx, s.prob, s.cand, &eo, NULL, &r)) != KOPT_OK)
@@ -295,7 +287,7 @@ static kopt_status t_eval(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out, kopt_b
                         (long long)kopt_run_id(s.run));
 done:
     kopt_eval_result_free(r);
-    subject_close(&s);
+    kopt__mcp_subject_close(&s);
     return rc;
 }
 
@@ -323,7 +315,7 @@ static kopt_status t_profile(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out, kop
     kopt_status rc;
 
     po.static_only = json_is_true(json_object_get(c->args, "static"));
-    if ((rc = subject_open(&s, c, ctx, KOPT_RUN_PROFILE, &po.eval)) != KOPT_OK)
+    if ((rc = kopt__mcp_subject_open(&s, c, ctx, KOPT_RUN_PROFILE, &po.eval)) != KOPT_OK)
         goto done;
     if (par && strcmp(par, "reference") == 0)
         po.parent_is_reference = 1;
@@ -358,7 +350,7 @@ static kopt_status t_profile(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out, kop
 done:
     kopt_run_profile_free(p);
     kopt_candidate_free(parent);
-    subject_close(&s);
+    kopt__mcp_subject_close(&s);
     return rc;
 }
 

@@ -1,0 +1,204 @@
+"""kopt's verbs as Python functions over libkopt (the tools of include/kopt/mcp.h called
+in-process: the run API the CLI uses, the same checks and sandbox, results stored in `db`).
+Errors raise KoptError with kopt's message; Ctrl-C stops a run after its current evaluation
+(what was done stays stored) and raises KeyboardInterrupt."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Union
+
+from . import _lib
+from .result import Result
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+#: The store every call records into unless told otherwise (as the CLI: ./kopt.db).
+DEFAULT_DB = "kopt.db"
+
+
+def _candidate_args(candidate: Optional[PathLike], source: Optional[str]) -> Dict[str, Any]:
+    if candidate is not None and source is not None:
+        raise _lib.KoptError("give candidate (a file) or source (its text), not both", "invalid input")
+    if candidate is not None:
+        return {"candidate_path": os.fspath(candidate)}
+    if source is not None:
+        return {"candidate_source": source}
+    return {}
+
+
+def _common(sizes: Optional[Dict[str, int]], seed: Optional[int], trials: Optional[int],
+            device: Optional[int]) -> Dict[str, Any]:
+    return {"sizes": dict(sizes) if sizes else None, "seed": seed, "trials": trials,
+            "device": device}
+
+
+def eval(problem: PathLike, candidate: Optional[PathLike] = None, *,
+         source: Optional[str] = None, sizes: Optional[Dict[str, int]] = None,
+         seed: Optional[int] = None, trials: Optional[int] = None, device: Optional[int] = None,
+         no_timing: bool = False, db: Optional[str] = DEFAULT_DB) -> Result:
+    """Evaluate a candidate (a .cu file, a KernelBench ModelNew .py, or `source`: CUDA text)
+    against the problem's reference, as `kopt eval` does: compiled, checked on fresh random
+    inputs at the problem's sizes and check sizes, timed, placed on the roofline. Without a
+    candidate the reference alone is timed. Without a GPU the verdict is SKIPPED (compiled,
+    resources reported). `db`: the store (None: nothing stored)."""
+    args = {"problem": os.fspath(problem), **_candidate_args(candidate, source),
+            **_common(sizes, seed, trials, device), "no_timing": no_timing or None}
+    return Result.from_json(_lib.call("eval", args, db=db))
+
+
+@dataclass
+class Finding:
+    """A micro-tool's advice: what it saw, why it matters, what to change, estimated gain."""
+    tool: str = ""
+    kernel: str = ""
+    title: str = ""
+    seen: Optional[str] = None
+    why: Optional[str] = None
+    change: Optional[str] = None
+    gain: float = 0.0
+    gain_how: Optional[str] = None
+    confidence: float = 0.0
+
+
+@dataclass
+class Profile:
+    """kopt profile's result: the correctness check, the metrics and the ranked findings."""
+    evaluation: Optional[Result]
+    findings: List[Finding]
+    metrics: Optional[Any]
+    run_id: int = 0
+    profile_id: int = 0
+    stopped: bool = False
+    static_only: bool = False
+    sass_note: str = ""
+    metrics_note: str = ""
+    static_note: str = ""
+    json: Dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+def profile(problem: PathLike, candidate: Optional[PathLike] = None, *,
+            source: Optional[str] = None, static: bool = False, parent: Optional[str] = None,
+            sizes: Optional[Dict[str, int]] = None, seed: Optional[int] = None,
+            trials: Optional[int] = None, device: Optional[int] = None,
+            db: Optional[str] = DEFAULT_DB) -> Profile:
+    """Profile a candidate as `kopt profile` does: correct first, then compile info, SASS,
+    hardware metrics, the roofline class and the micro-tools' findings ranked by estimated
+    gain. `static`: no GPU work. `parent`: the candidate it came from ("reference" or a
+    path): its findings that no longer fire are recorded as resolved."""
+    args = {"problem": os.fspath(problem), **_candidate_args(candidate, source),
+            **_common(sizes, seed, trials, device), "static": static or None, "parent": parent}
+    d = _lib.call("profile", args, db=db)
+    ev = d.get("evaluation")
+    return Profile(evaluation=Result.from_json(ev) if ev else None,
+                   findings=[Finding(**{k: v for k, v in f.items()
+                                        if k in Finding.__dataclass_fields__})
+                             for f in d.get("findings") or []],
+                   metrics=d.get("metrics"), run_id=d.get("run_id", 0),
+                   profile_id=d.get("profile_id", 0), stopped=bool(d.get("stopped")),
+                   static_only=bool(d.get("static_only")), sass_note=d.get("sass_note", ""),
+                   metrics_note=d.get("metrics_note", ""), static_note=d.get("static_note", ""),
+                   json=d)
+
+
+@dataclass
+class Document:
+    """A result kopt gives as a JSON document (kopt tune --json, an optimize tree): `json`
+    holds it; its top-level fields read as attributes too (doc.run_id)."""
+    json: Dict[str, Any]
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.__dict__["json"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def tune(problem: Optional[PathLike] = None, template: Optional[PathLike] = None, *,
+         replay: Optional[str] = None, strategy: Optional[str] = None,
+         budget: Optional[int] = None, seed: Optional[int] = None,
+         sizes: Optional[Dict[str, int]] = None, device: Optional[int] = None,
+         db: Optional[str] = DEFAULT_DB, replay_delay_ms: float = 0.0) -> Document:
+    """Tune a template's params (`kopt tune`): live on the GPU, or `replay` a recording (a
+    cache file or a stored tuning run's id) without one. Without a GPU a live tune gives the
+    search space with "skipped": true and the reason. Ctrl-C stops after the current
+    evaluation; the outcomes so far stay stored (resume with kopt tune --resume).
+    `replay_delay_ms`: a replay sleeps this long before each evaluation (tests)."""
+    args = {"problem": os.fspath(problem) if problem is not None else None,
+            "template": os.fspath(template) if template is not None else None,
+            "replay": replay, "strategy": strategy, "budget": budget, "seed": seed,
+            "sizes": dict(sizes) if sizes else None, "device": device}
+    return Document(_lib.call("tune", args, db=db, replay_delay_ms=replay_delay_ms))
+
+
+@dataclass
+class Prompt:
+    """A prompt of kopt optimize's agents waiting for the model's reply."""
+    name: str
+    role: str          # planner, coder, debugger, templatizer
+    text: str          # ends with the role's reply contract
+
+
+Model = Callable[[Prompt], str]
+
+
+def optimize(problem: PathLike, model: Model, *, search: Optional[str] = None,
+             iterations: Optional[int] = None, proposals: Optional[int] = None,
+             evaluator: Optional[str] = None, workdir: Optional[str] = None,
+             device: Optional[int] = None, max_rounds: int = 1000,
+             db: str = DEFAULT_DB, **options: Any) -> Document:
+    """Search for a faster kernel (`kopt optimize`) with a Python callable as the model: it
+    is given each Prompt (the planner/coder/debugger prompts kopt writes) and returns the
+    reply text, as the command backend's program would. The tree is stored in `db` (resume
+    it with kopt optimize --resume). Other options are optimize_start's (docs/mcp.md):
+    debug_attempts, no_tune, tune_budget, no_memory, objective, fake_ref_ms, start, gpus.
+    Returns the tree's last step (best node, stats)."""
+    args = {"problem": os.fspath(problem), "search": search, "iterations": iterations,
+            "proposals": proposals, "evaluator": evaluator, "workdir": workdir,
+            "device": device, **options}
+    start = _lib.call("optimize_start", args, db=db)
+    tree = start["tree_id"]
+    last: Dict[str, Any] = start
+    for _ in range(max_rounds):
+        last = _lib.call("optimize_step", {"tree": tree, "device": device}, db=db)
+        waiting = _lib.call("optimize_prompts", {"tree": tree}, db=db).get("prompts") or []
+        if not waiting:
+            break
+        for p in waiting:
+            reply = model(Prompt(p.get("name", ""), p.get("role", ""), p.get("text", "")))
+            _lib.call("optimize_reply", {"tree": tree, "name": p["name"], "text": reply},
+                      db=db)
+    last.setdefault("tree_id", tree)
+    return Document(last)
+
+
+def bench(problems: PathLike, candidates: PathLike, *, args: Optional[List[str]] = None,
+          db: Optional[str] = DEFAULT_DB) -> Document:
+    """`kopt bench PROBLEMS --candidates DIR --json` (per-problem verdicts and speedups,
+    fast_p, geometric means; stored and resumable): run by the kopt program of this
+    package. `args`: more of kopt bench's flags."""
+    from ._programs import program
+    cmd = [program("kopt"), "bench", os.fspath(problems), "--candidates",
+           os.fspath(candidates), "--json"] + (["--db", db] if db else ["--no-store"]) + \
+        list(args or [])
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        doc = json.loads(p.stdout)
+    except ValueError:
+        raise _lib.KoptError("kopt bench: %s" % (p.stderr.strip().splitlines() or
+                                                 ["exit %d" % p.returncode])[-1]) from None
+    return Document(doc)
+
+
+def version() -> str:
+    """libkopt's version (kopt --version's)."""
+    return _lib.lib().version
+
+
+def run_cli(argv: List[str]) -> int:
+    """The kopt program of this package with `argv` (its exit code)."""
+    from ._programs import program
+    return subprocess.call([program("kopt")] + list(argv), stdout=sys.stdout, stderr=sys.stderr)
