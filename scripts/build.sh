@@ -5,19 +5,6 @@
 # Usage: scripts/build.sh [extra cmake args], e.g. -DKOPT_SANITIZE=ON
 set -euo pipefail
 cd "$(dirname "$0")/.."
-need=()
-for pkg in cmake pkg-config libjansson-dev libsqlite3-dev libssl-dev libcurl4-openssl-dev \
-    libmicrohttpd-dev; do
-  dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
-done
-if [ ${#need[@]} -gt 0 ]; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "build.sh: installing ${need[*]}" >&2
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
-  else
-    echo "build.sh: missing packages: ${need[*]} (install them and run again)" >&2
-    exit 1
-  fi
-fi
+scripts/install_deps.sh build.sh
 cmake -S . -B build -DKOPT_WERROR=ON "$@" >/dev/null
 cmake --build build -j"$(nproc)"

