@@ -1,5 +1,9 @@
-/* The LLM client: spec parsing, the backend table, one call or many in flight on threads,
- * budgets, cost estimates, canonical request JSON and hashes, and the record hook. */
+/* src/llm: LLM backends behind one table (openai, anthropic, command, replay), libcurl,
+ * retries, budgets, prices. Calls go one way: client.c -> the backends (openai.c and
+ * anthropic.c -> http.c -> retry.c; command.c, replay.c) -> request.c, reply.c; client.c
+ * also -> budget.c, price.c.
+ * This file: the LLM client: spec parsing, the backend table, one call or many in flight on
+ * threads, budgets, cost estimates, canonical request JSON and hashes, and the record hook. */
 #include "llm_int.h"
 
 #include <ctype.h>
@@ -64,32 +68,6 @@ kopt_status kopt__llm_spec_split(kopt_ctx *ctx, const char *spec, char *name, si
     memcpy(name, spec, n);
     name[n] = '\0';
     *arg = colon + 1;
-    return KOPT_OK;
-}
-
-kopt_status kopt__llm_split_model_url(kopt_ctx *ctx, const char *backend, const char *arg,
-                                      char **model, char **base_url)
-{
-    const char *at = strstr(arg, "@http://");
-    const char *ats = strstr(arg, "@https://");
-    size_t n;
-
-    *model = *base_url = NULL;
-    if (!at || (ats && ats < at))
-        at = ats;
-    n = at ? (size_t)(at - arg) : strlen(arg);
-    if (n == 0)
-        return kopt_seterr(ctx, KOPT_E_INVALID, "%s: no model in '%s' (want MODEL[@BASE_URL])",
-                           backend, arg);
-    for (size_t i = 0; i < n; i++)
-        if (isspace((unsigned char)arg[i]) || iscntrl((unsigned char)arg[i]))
-            return kopt_seterr(ctx, KOPT_E_INVALID, "%s: model name '%.*s' has a space or a "
-                               "control character", backend, (int)n, arg);
-    if (!(*model = strndup(arg, n)) || (at && !(*base_url = strdup(at + 1)))) {
-        free(*model);
-        *model = NULL;
-        return kopt_seterr(ctx, KOPT_E_NOMEM, "%s", backend);
-    }
     return KOPT_OK;
 }
 
@@ -189,51 +167,6 @@ void kopt_llm_budget(kopt_llm_client *c, kopt_llm_budget_state *out)
 
 /* ---- requests as JSON ------------------------------------------------------------------- */
 
-static int request_max_tokens(const kopt_llm_request *rq)
-{
-    return rq->max_tokens > 0 ? rq->max_tokens : 1024;
-}
-
-static int append_message(json_t *msgs, const char *role, const char *content)
-{
-    json_t *m = json_pack("{s:s, s:s}", "role", role, "content", content);
-    return m && json_array_append_new(msgs, m) == 0 ? 0 : -1;
-}
-
-json_t *kopt__llm_messages_json(const kopt_llm_request *rq, int system_first)
-{
-    json_t *msgs = json_array();
-
-    if (msgs && system_first && rq->system && append_message(msgs, "system", rq->system) != 0)
-        goto fail;
-    for (int i = 0; msgs && i < rq->nmessages; i++)
-        if (append_message(msgs, rq->messages[i].role, rq->messages[i].content) != 0)
-            goto fail;
-    return msgs;
-fail:
-    json_decref(msgs);
-    return NULL;
-}
-
-char *kopt__llm_body_json(const kopt_llm_request *rq, const char *model, int system_first,
-                          const char *max_key)
-{
-    json_t *msgs = kopt__llm_messages_json(rq, system_first);
-    json_t *o = msgs ? json_pack("{s:s, s:O, s:i}", "model", model, "messages", msgs, max_key,
-                                 request_max_tokens(rq)) : NULL;
-    char *s = NULL;
-
-    if (o && !system_first && rq->system)
-        json_object_set_new(o, "system", json_string(rq->system));
-    if (o && rq->temperature >= 0)
-        json_object_set_new(o, "temperature", json_real(rq->temperature));
-    if (o)
-        s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(9));
-    json_decref(msgs);
-    json_decref(o);
-    return s;
-}
-
 /* The hashed part of a request (checked by request_problem first); NULL when out of memory. */
 static json_t *request_obj(const kopt_llm_request *rq)
 {
@@ -245,7 +178,7 @@ static json_t *request_obj(const kopt_llm_request *rq)
         goto fail;
     json_object_set_new(o, "messages", msgs);
     msgs = NULL;
-    json_object_set_new(o, "max_tokens", json_integer(request_max_tokens(rq)));
+    json_object_set_new(o, "max_tokens", json_integer(kopt__llm_max_tokens(rq)));
     if (rq->temperature >= 0)
         json_object_set_new(o, "temperature", json_real(rq->temperature));
     if (rq->role && json_object_set_new(o, "role", json_string(rq->role)) != 0)

@@ -33,6 +33,8 @@ extern const kopt__llm_backend_i kopt__llm_replay;
 /* Split "name:arg" (spaces around kept in arg). KOPT_E_INVALID naming the problem. */
 kopt_status kopt__llm_spec_split(kopt_ctx *ctx, const char *spec, char *name, size_t name_cap,
                                  const char **arg);
+
+/* ---- requests (request.c) ---------------------------------------------------------------- */
 /* "MODEL[@BASE_URL]": *model and *base_url (NULL when none) are caller-owned. */
 kopt_status kopt__llm_split_model_url(kopt_ctx *ctx, const char *backend, const char *arg,
                                       char **model, char **base_url);
@@ -45,6 +47,8 @@ struct json_t *kopt__llm_messages_json(const kopt_llm_request *rq, int system_fi
  * `system_first`. The body as compact JSON (caller frees); NULL when out of memory. */
 char *kopt__llm_body_json(const kopt_llm_request *rq, const char *model, int system_first,
                           const char *max_key);
+/* The request's max_tokens, 1024 when it says none (0). */
+int kopt__llm_max_tokens(const kopt_llm_request *rq);
 
 /* ---- replies (reply.c) ------------------------------------------------------------------ */
 /* 1 when s[0..n) is valid UTF-8 (no overlongs, no surrogates, nothing past U+10FFFF). */

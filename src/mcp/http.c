@@ -75,137 +75,17 @@ static kopt_status load_mhd(kopt_ctx *ctx)
 #define MAX_BODY (8u << 20)   /* a request body at most (a candidate's source fits) */
 #define MAX_SESSIONS 64
 
-/* ---- a call's stream ------------------------------------------------------------------------ */
-
-typedef struct msg_node {
-    char *text;
-    struct msg_node *next;
-} msg_node;
-
-struct kopt__mcp_stream {
-    pthread_mutex_t lock;
-    pthread_cond_t more;
-    msg_node *head, *tail;
-    char *cur;                 /* the SSE event being sent, and how much of it is sent */
-    size_t cur_len, cur_at;
-    int ended, refs;
-    volatile int *stopping;    /* the daemon is stopping: readers give up */
-};
-
-static kopt__mcp_stream *stream_new(volatile int *stopping)
-{
-    kopt__mcp_stream *st = calloc(1, sizeof(*st));
-
-    if (!st)
-        return NULL;
-    pthread_mutex_init(&st->lock, NULL);
-    pthread_cond_init(&st->more, NULL);
-    st->refs = 1;
-    st->stopping = stopping;
-    return st;
-}
-
-kopt__mcp_stream *kopt__mcp_stream_ref(kopt__mcp_stream *st)
-{
-    pthread_mutex_lock(&st->lock);
-    st->refs++;
-    pthread_mutex_unlock(&st->lock);
-    return st;
-}
-
-void kopt__mcp_stream_unref(kopt__mcp_stream *st)
-{
-    int last;
-
-    if (!st)
-        return;
-    pthread_mutex_lock(&st->lock);
-    last = --st->refs == 0;
-    pthread_mutex_unlock(&st->lock);
-    if (!last)
-        return;
-    while (st->head) {
-        msg_node *n = st->head;
-        st->head = n->next;
-        free(n->text);
-        free(n);
-    }
-    free(st->cur);
-    pthread_cond_destroy(&st->more);
-    pthread_mutex_destroy(&st->lock);
-    free(st);
-}
-
-void kopt__mcp_stream_push(kopt__mcp_stream *st, char *text)
-{
-    msg_node *n = malloc(sizeof(*n));
-
-    if (!n) {
-        free(text);
-        return;
-    }
-    n->text = text;
-    n->next = NULL;
-    pthread_mutex_lock(&st->lock);
-    if (st->tail)
-        st->tail->next = n;
-    else
-        st->head = n;
-    st->tail = n;
-    pthread_cond_signal(&st->more);
-    pthread_mutex_unlock(&st->lock);
-}
-
-void kopt__mcp_stream_end(kopt__mcp_stream *st)
-{
-    pthread_mutex_lock(&st->lock);
-    st->ended = 1;
-    pthread_cond_signal(&st->more);
-    pthread_mutex_unlock(&st->lock);
-}
+/* ---- a call's stream (stream.c) as libmicrohttpd reads it ----------------------------------- */
 
 /* libmicrohttpd's reader of an event stream: blocks (a thread per connection) until the
  * call has something to say or ends. */
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
-    kopt__mcp_stream *st = cls;
-    size_t n;
+    ssize_t n;
 
     (void)pos;
-    pthread_mutex_lock(&st->lock);
-    while (!st->cur) {
-        if (st->head) {
-            msg_node *m = st->head;
-            size_t len = strlen(m->text);
-            if ((st->head = m->next) == NULL)
-                st->tail = NULL;
-            if ((st->cur = malloc(len + 24)) != NULL)
-                st->cur_len = (size_t)snprintf(st->cur, len + 24, "event: message\ndata: %s\n\n",
-                                               m->text);
-            st->cur_at = 0;
-            free(m->text);
-            free(m);
-            continue;
-        }
-        if (st->ended || *st->stopping) {
-            pthread_mutex_unlock(&st->lock);
-            return MHD_CONTENT_READER_END_OF_STREAM;
-        }
-        {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_sec += 1;
-            pthread_cond_timedwait(&st->more, &st->lock, &ts);
-        }
-    }
-    n = st->cur_len - st->cur_at < max ? st->cur_len - st->cur_at : max;
-    memcpy(buf, st->cur + st->cur_at, n);
-    if ((st->cur_at += n) == st->cur_len) {
-        free(st->cur);
-        st->cur = NULL;
-    }
-    pthread_mutex_unlock(&st->lock);
-    return (ssize_t)n;
+    n = kopt__mcp_stream_read(cls, buf, max);
+    return n < 0 ? MHD_CONTENT_READER_END_OF_STREAM : n;
 }
 
 static void stream_free(void *cls)
@@ -341,7 +221,7 @@ static enum MHD_Result post(kopt_mcp_http *h, struct MHD_Connection *con, upload
         if (session_find(h, sid) < 0)
             return refuse(con, MHD_HTTP_NOT_FOUND, "unknown or ended session (initialize again)");
     }
-    if (is_call && !(route.stream = stream_new(&h->stopping)))
+    if (is_call && !(route.stream = kopt__mcp_stream_new(&h->stopping)))
         return refuse(con, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
     kopt__mcp_route_cur = &route;
     kopt__mcp_handle(h->srv, u->data ? u->data : "");

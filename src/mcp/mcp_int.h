@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/types.h>
 
 typedef struct kopt__mcp_server kopt__mcp_server;
 typedef struct kopt__mcp_stream kopt__mcp_stream;
@@ -76,6 +77,20 @@ kopt_status kopt__mcp_t_optimize_tree(kopt__mcp_call *c, kopt_ctx *ctx, json_t *
 kopt_status kopt__mcp_t_cute_search(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out,
                                     kopt_buf *t);
 
+/* The server (server.c makes and ends it; send.c writes to out_fd). */
+struct kopt__mcp_server {
+    kopt_ctx *ctx;                   /* the caller's: logs */
+    int out_fd;
+    int write_failed;
+    kopt_mcp_opts o;
+    pthread_mutex_t out_lock;        /* one message at a time on out_fd */
+    pthread_mutex_t run_lock;        /* one tool call at a time */
+    pthread_mutex_t calls_lock;      /* the list of calls in flight */
+    pthread_cond_t calls_done;
+    kopt__mcp_call *calls;
+    int ncalls;
+};
+
 /* server.c: a server writing to out_fd (-1: none, every message is routed), one message
  * handled (a JSON-RPC text), the end (waits for the calls in flight). */
 kopt__mcp_server *kopt__mcp_server_new(kopt_ctx *ctx, int out_fd, const kopt_mcp_opts *opts);
@@ -91,14 +106,20 @@ typedef struct kopt__mcp_route {
 } kopt__mcp_route;
 extern _Thread_local kopt__mcp_route *kopt__mcp_route_cur;
 
-/* http.c: a call's stream of messages (text/event-stream): pushed by the call's thread,
- * read by the HTTP response; ended after the call's last message. */
+/* stream.c: a call's stream of messages (text/event-stream): pushed by the call's thread,
+ * read by the HTTP response; ended after the call's last message. `stopping` (the daemon's
+ * flag) makes a waiting reader give up. */
+kopt__mcp_stream *kopt__mcp_stream_new(volatile int *stopping);
+/* Up to max bytes of the next SSE event, waiting for one; -1 at the end of the stream. */
+ssize_t kopt__mcp_stream_read(kopt__mcp_stream *st, char *buf, size_t max);
 void kopt__mcp_stream_push(kopt__mcp_stream *st, char *text);   /* takes text */
 void kopt__mcp_stream_end(kopt__mcp_stream *st);
 kopt__mcp_stream *kopt__mcp_stream_ref(kopt__mcp_stream *st);
 void kopt__mcp_stream_unref(kopt__mcp_stream *st);
 
-/* server.c */
+/* send.c: a message (taken) to where it goes: the call's stream, the handling thread's route
+ * (when c is NULL), or s's out_fd. */
+void kopt__mcp_emit(kopt__mcp_server *s, kopt__mcp_call *c, json_t *msg);
 const kopt_mcp_opts *kopt__mcp_opts(kopt__mcp_call *c);
 /* Send notifications/progress for the call (nothing without a progress token). */
 void kopt__mcp_progress(kopt__mcp_call *c, double progress, double total, const char *msg);

@@ -1,9 +1,13 @@
 /*
- * The MCP server: JSON-RPC 2.0 over newline-delimited messages (the stdio transport). The
- * reader (the caller's thread) parses each line and answers initialize, ping, tools/list,
- * the resources methods at once; a tools/call gets a worker thread, and the calls run one at a time
- * (the run API is used by one caller at a time; SQLite sees one writer), while the reader
- * goes on reading, so ping and notifications/cancelled arrive during a long call.
+ * src/mcp: kopt's MCP server over the run API, on stdio or streamable HTTP. Calls go one
+ * way: http.c -> server.c -> tools.c -> tools_optimize.c, every one of them -> send.c ->
+ * stream.c (http.c also -> stream.c).
+ * This file: the MCP server: JSON-RPC 2.0 over newline-delimited messages (the stdio
+ * transport). The reader (the caller's thread) parses each line and answers initialize,
+ * ping, tools/list, the resources methods at once; a tools/call gets a worker thread, and
+ * the calls run one at a time (the run API is used by one caller at a time; SQLite sees one
+ * writer), while the reader goes on reading, so ping and notifications/cancelled arrive
+ * during a long call.
  */
 #include "mcp_int.h"
 
@@ -23,73 +27,12 @@ enum {
 
 static const char *const versions[] = {KOPT_MCP_PROTOCOL_VERSION, "2025-06-18", "2025-03-26"};
 
-struct kopt__mcp_server {
-    kopt_ctx *ctx;                   /* the caller's: logs */
-    int out_fd;
-    int write_failed;
-    kopt_mcp_opts o;
-    pthread_mutex_t out_lock;        /* one message at a time on out_fd */
-    pthread_mutex_t run_lock;        /* one tool call at a time */
-    pthread_mutex_t calls_lock;      /* the list of calls in flight */
-    pthread_cond_t calls_done;
-    kopt__mcp_call *calls;
-    int ncalls;
-};
-
-const kopt_mcp_opts *kopt__mcp_opts(kopt__mcp_call *c)
-{
-    return &c->srv->o;
-}
 
 /* ---- sending ------------------------------------------------------------------------------ */
 
-_Thread_local kopt__mcp_route *kopt__mcp_route_cur;
-
-/* A message to its destination: the call's HTTP stream, the handling thread's route (an
- * HTTP request's reply), or out_fd. */
-static void emit(kopt__mcp_server *s, kopt__mcp_call *c, json_t *msg)
-{
-    char *text;
-    size_t len, at = 0;
-
-    if (!c && kopt__mcp_route_cur) {
-        if (!kopt__mcp_route_cur->reply)
-            kopt__mcp_route_cur->reply = msg;
-        else
-            json_decref(msg);
-        return;
-    }
-    text = json_dumps(msg, JSON_COMPACT | JSON_REAL_PRECISION(9));
-    json_decref(msg);
-    if (!text)
-        return;
-    if (c && c->stream) {
-        kopt__mcp_stream_push(c->stream, text);
-        return;
-    }
-    if (s->out_fd < 0) {
-        free(text);
-        return;
-    }
-    len = strlen(text);
-    text[len++] = '\n';   /* json_dumps leaves room: the NUL becomes the newline */
-    pthread_mutex_lock(&s->out_lock);
-    while (at < len && !s->write_failed) {
-        ssize_t w = write(s->out_fd, text + at, len - at);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            s->write_failed = 1;
-        else
-            at += (size_t)w;
-    }
-    pthread_mutex_unlock(&s->out_lock);
-    free(text);
-}
-
 static void send_json(kopt__mcp_server *s, json_t *msg)
 {
-    emit(s, NULL, msg);
+    kopt__mcp_emit(s, NULL, msg);
 }
 
 static void send_result(kopt__mcp_server *s, json_t *id, json_t *result)
@@ -111,20 +54,6 @@ static void send_error(kopt__mcp_server *s, json_t *id, int code, const char *fm
                            id ? id : json_null(), "error", "code", code, "message", msg));
 }
 
-void kopt__mcp_progress(kopt__mcp_call *c, double progress, double total, const char *msg)
-{
-    json_t *p;
-
-    if (!c->token || c->cancelled)
-        return;
-    p = json_pack("{s:O, s:f}", "progressToken", c->token, "progress", progress);
-    if (total > 0)
-        json_object_set_new(p, "total", json_real(total));
-    if (msg)
-        json_object_set_new(p, "message", json_string(msg));
-    emit(c->srv, c, json_pack("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method",
-                              "notifications/progress", "params", p));
-}
 
 /* ---- tool calls ------------------------------------------------------------------------- */
 
@@ -208,8 +137,8 @@ static void *call_main(void *arg)
             result = json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text",
                                ctx ? kopt_errmsg(ctx) : "out of memory", "isError", 1);
         }
-        emit(s, c, json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", c->id, "result",
-                             result));
+        kopt__mcp_emit(s, c, json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", c->id,
+                                       "result", result));
     }
     if (c->stream) {   /* HTTP: the stream ends (a cancelled call's with no result) */
         kopt__mcp_stream_end(c->stream);

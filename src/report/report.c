@@ -1,5 +1,8 @@
 /*
- * kopt report: a stored run as one self-contained HTML page. The page is the run's document
+ * src/report: kopt report, a stored run as one HTML page. Calls go one way: report.c (the
+ * page and its table of sections) -> the sections (sections.c, programs.c, tree.c) ->
+ * html.c (the escaping and numbers they share).
+ * This file: a stored run as one self-contained HTML page. The page is the run's document
  * (kopt_run_document_json) passed through a table of sections; everything is inline (CSS,
  * SVG, a few lines of script) so the file opens anywhere without a network.
  */
@@ -61,34 +64,6 @@ static const char script[] =
     "rows[i].classList.remove('hl');var r=document.getElementById(id);"
     "if(r){r.classList.add('hl');r.scrollIntoView({block:'nearest'});}});"
     "var m=/^#node-(\\d+)$/.exec(location.hash);if(m)koptNode(m[1]);";
-
-void kopt__report_esc(kopt_buf *b, const char *s)
-{
-    for (; s && *s; s++) {
-        switch (*s) {
-        case '<': kopt_buf_append(b, "&lt;", 4); break;
-        case '>': kopt_buf_append(b, "&gt;", 4); break;
-        case '&': kopt_buf_append(b, "&amp;", 5); break;
-        case '"': kopt_buf_append(b, "&quot;", 6); break;
-        case '\'': kopt_buf_append(b, "&#39;", 5); break;
-        default: kopt_buf_append(b, s, 1);
-        }
-    }
-}
-
-void kopt__report_num(kopt_buf *b, json_t *v, int decimals, const char *suffix)
-{
-    if (json_is_number(v))
-        kopt_buf_printf(b, "%.*f%s", decimals, json_number_value(v), suffix);
-    else
-        kopt_buf_append(b, "-", 1);
-}
-
-const char *kopt__report_str(json_t *o, const char *key)
-{
-    const char *s = json_string_value(json_object_get(o, key));
-    return s ? s : "";
-}
 
 kopt_status kopt_report_html(kopt_ctx *ctx, const char *doc_json, const kopt_report_opts *opts,
                              char **out)

@@ -37,7 +37,7 @@ void kopt__report_programs(kopt_buf *b, json_t *doc);
 int kopt__report_has_tree(json_t *doc);
 void kopt__report_tree(kopt_buf *b, json_t *doc);
 
-/* report.c: text escaped for HTML (and attribute values); a number with `decimals` and a suffix, "-" when absent */
+/* html.c: text escaped for HTML (and attribute values); a number with `decimals` and a suffix, "-" when absent */
 void kopt__report_esc(kopt_buf *b, const char *s);
 void kopt__report_num(kopt_buf *b, json_t *v, int decimals, const char *suffix);
 /* a string member, "" when absent */

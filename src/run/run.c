@@ -1,5 +1,10 @@
 /*
- * A run: its store, its row in the runs table with the command line and environment, the
+ * src/run: the run API, which every verb, optimize, bench and mcp go through (evaluate,
+ * profile, tune, resume, replay; docs/internals/run.md). Calls go one way: run_profile.c ->
+ * run_eval.c -> run_served.c -> serve_proto.c; run_profile.c -> run_profile_program.c ->
+ * run_profile_store.c <- run_doc.c; run_tune.c -> run_scale.c -> run_tune_setup.c <-
+ * run_json.c; and nearly all of them -> run.c, which calls none of them.
+ * This file: a run: its store, its row in the runs table with the command line and environment, the
  * device ceilings it knows, its final status; and the queries of stored runs.
  */
 #include "run_int.h"

@@ -43,16 +43,16 @@ void kopt__run_store_eval(kopt_run *run, kopt_ctx *ctx, const kopt_problem *prob
 #define KOPT__RUN_MAX_BASELINES 64
 kopt_torch_baseline *kopt__run_load_baselines(kopt_run *run, kopt_ctx *ctx,
                                               const kopt_problem *prob, kopt_eval_opts *o);
+/* A profile and its findings into the run's store, with resolutions against its baseline
+ * (run_profile_store.c); a PyTorch program's (program_json set) as source "program". */
+void kopt__run_profile_store(kopt_run *run, kopt_run_profile *s, kopt_ctx *ctx);
 /* The profile of a PyTorch program (s->subject->torch_module: a PyTorch reference, or a
  * ModelNew .py candidate), called by kopt_run_profile_candidate in place of the kernel path
  * (compile, SASS, metrics), with s set up (problem, subject, reference, options) and
  * nothing checked (its caller evaluated it): the program's kernels recorded and analyzed
  * into s->an (the program's class, the findings), s->program (the analysis as text) and
- * s->program_json, stored unless detached. KOPT_E_UNSUPPORTED, saying why, when no GPU ran its kernels
- * (run_profile_program.c). */
-/* A profile and its findings into the run's store, with resolutions against its baseline
- * (run_profile.c); a PyTorch program's (program_json set) as source "program". */
-void kopt__run_profile_store(kopt_run *run, kopt_run_profile *s, kopt_ctx *ctx);
+ * s->program_json, stored unless detached. KOPT_E_UNSUPPORTED, saying why, when no GPU ran
+ * its kernels (run_profile_program.c). */
 kopt_status kopt__run_profile_program(kopt_run *run, kopt_ctx *ctx, kopt_run_profile *s,
                                       const kopt_run_profile_opts *o);
 /* Note `parent` as the run's parent (the run a resumed or replayed one came from). */

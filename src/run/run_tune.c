@@ -241,25 +241,6 @@ static void final_check(kopt_run_tune *t, kopt_ctx *ctx, kopt_run_tune_shape *sr
     kopt_vars_free(&vals);
 }
 
-void kopt__run_tune_live_opts(kopt_run_tune *t, int index, int device, const kopt_ceilings *ceil,
-                              kopt_eval_opts *eval, kopt_tune_live_opts *lo)
-{
-    static const kopt_tune_live_opts init = KOPT_TUNE_LIVE_OPTS_INIT;
-    const kopt_run_tune_opts *a = &t->priv->o;
-
-    *eval = a->eval;
-    eval->device = device;
-    eval->sizes = &t->shapes[index].sizes;
-    eval->ceilings = ceil && ceil->valid ? ceil : NULL;
-    *lo = init;
-    lo->eval = eval;
-    lo->objective = t->objective;
-    lo->energy_s = a->energy_s;
-    lo->allow_spills = a->allow_spills;
-    lo->one_shot = a->one_shot;
-    lo->findings = a->findings;
-}
-
 static kopt_status run_shape(kopt_run_tune *t, kopt_ctx *ctx, int index)
 {
     kopt__run_tune_priv *P = t->priv;

@@ -1,4 +1,6 @@
-/* Internal: what run_tune.c (tuning) and run_tune_setup.c (setting up, replays) share. */
+/* Internal: what run_tune.c (tuning), run_scale.c (its scale-out) and run_tune_setup.c
+ * (setting up, replays, the live evaluator's options) share. Calls go one way: run_tune.c ->
+ * run_scale.c -> run_tune_setup.c. */
 #ifndef KOPT_RUN_TUNE_INT_H
 #define KOPT_RUN_TUNE_INT_H
 
@@ -38,7 +40,8 @@ int kopt__run_tune_stopped(const kopt_run_tune *t);
 /* The driver's progress hook: the caller's, with the shape. */
 void kopt__run_tune_progress(void *user, const kopt_tune_progress *p);
 /* The live evaluator's options for shape `index` on GPU `device` (eval is filled and
- * pointed to by lo; ceil: the device's, or NULL). */
+ * pointed to by lo; ceil: the device's, or NULL); run_tune_setup.c, for run_tune.c and
+ * run_scale.c. */
 void kopt__run_tune_live_opts(kopt_run_tune *t, int index, int device, const kopt_ceilings *ceil,
                               kopt_eval_opts *eval, kopt_tune_live_opts *lo);
 /* Scale-out (run_scale.c): the pool of slots when the run spreads (--gpus, MPI rank 0,

@@ -1,7 +1,9 @@
 /*
  * Setting a tuning run up (kopt_run_tune_open): the problem and template (for a replay,
  * found from the recording: a kopt cache file or a stored tuning run), the device, and each
- * shape's sizes, search space and key; the recording read when the run starts; freeing.
+ * shape's sizes, search space and key; the recording read when the run starts; freeing;
+ * the live evaluator's options of a shape (for run_tune.c and run_scale.c, which call this
+ * file; it calls neither).
  */
 #include "run_tune_int.h"
 
@@ -402,4 +404,23 @@ void kopt_run_tune_free(kopt_run_tune *t)
     free(t->slots);
     free(t->priv);
     free(t);
+}
+
+void kopt__run_tune_live_opts(kopt_run_tune *t, int index, int device, const kopt_ceilings *ceil,
+                              kopt_eval_opts *eval, kopt_tune_live_opts *lo)
+{
+    static const kopt_tune_live_opts init = KOPT_TUNE_LIVE_OPTS_INIT;
+    const kopt_run_tune_opts *a = &t->priv->o;
+
+    *eval = a->eval;
+    eval->device = device;
+    eval->sizes = &t->shapes[index].sizes;
+    eval->ceilings = ceil && ceil->valid ? ceil : NULL;
+    *lo = init;
+    lo->eval = eval;
+    lo->objective = t->objective;
+    lo->energy_s = a->energy_s;
+    lo->allow_spills = a->allow_spills;
+    lo->one_shot = a->one_shot;
+    lo->findings = a->findings;
 }
