@@ -1,5 +1,5 @@
-/* The kopt command line: one file per verb, a table of verbs in main.c, shared output
- * helpers here. The CLI uses only the public API in include/kopt/. */
+/* The kopt command line: one file per verb, a table of verbs in main.c, the helpers the verbs
+ * share in cli_util.c (declared here). The CLI uses only the public API in include/kopt/. */
 #ifndef KOPT_CLI_H
 #define KOPT_CLI_H
 
@@ -81,7 +81,10 @@ int cli_serve_session_evaluations(const serve_session *e);
 kopt_ctx *cli_ctx(int verbose);
 /* Print "kopt: <message>" and, if any, the error detail, to stderr. */
 void cli_error(kopt_ctx *ctx);
-/* The command line as given (the verb and its arguments), for a run's record. */
+/* The command line as given (the verb and its arguments), for a run's record: main.c sets it
+ * (a copy of the array: getopt_long reorders argv) before it calls the verb, and clears it
+ * (0, NULL) after. */
+void cli_command_set(int argc, char **argv);
 void cli_run_command(kopt_run_opts *ro);
 /* The default store path: $KOPT_DB, else ./kopt.db. */
 const char *cli_default_db(void);
