@@ -144,3 +144,34 @@ int cli_parse_size(kopt_ctx *ctx, const char *verb_name, const char *arg, kopt_v
     free(name);
     return 0;
 }
+
+int cli_gpus(kopt_ctx *ctx, const char *verb_name, const char *spec, int count, int *gpus,
+             int *n)
+{
+    if (kopt_scale_devices_parse(ctx, spec, count, gpus, KOPT_SCALE_MAX_SLOTS, n) == KOPT_OK)
+        return 0;
+    fprintf(stderr, "kopt %s: %s\n", verb_name, kopt_errmsg(ctx));
+    return -1;
+}
+
+int cli_run_open(kopt_ctx *ctx, kopt_run_opts *ro, const kopt_eval_opts *eo, kopt_run **run)
+{
+    cli_run_command(ro);
+    ro->device = eo->device;
+    ro->cache_dir = eo->cache_dir;
+    if (kopt_run_open(run, ctx, ro) == KOPT_OK)
+        return 0;
+    cli_error(ctx);
+    return -1;
+}
+
+int cli_fault_code(const kopt_run *run)
+{
+    switch (kopt_run_last_fault(run)) {
+    case KOPT_RUN_FAULT_USAGE: return KOPT_EXIT_USAGE;
+    case KOPT_RUN_FAULT_INPUT: return KOPT_EXIT_INVALID;
+    case KOPT_RUN_FAULT_COMPILE: return kopt_verdict_exit_code(KOPT_VERDICT_COMPILE_ERROR);
+    case KOPT_RUN_FAULT_LAUNCH: return kopt_verdict_exit_code(KOPT_VERDICT_LAUNCH_ERROR);
+    default: return KOPT_EXIT_ERROR;
+    }
+}

@@ -5,6 +5,10 @@
 #include "kopt/run.h"
 
 #define KOPT__RUN_MAX_DEVICES 16
+/* Search spaces (kopt tune): points scanned when counting the valid ones (--space, text and
+ * JSON) or a replay's missing ones, and pruning reasons listed. */
+#define KOPT__RUN_SPACE_SCAN_LIMIT 1000000
+#define KOPT__RUN_SPACE_REASONS 5
 
 typedef struct kopt__run_ceilings {
     int device;                  /* ordinal */
