@@ -2,8 +2,8 @@
  * with one of the strategies, live on the GPU or against recorded measurements, one size set
  * (shape) after another; every outcome is cached in the store so an interrupted run resumes
  * without re-evaluating anything. docs/tuning.md is the guide. The work is the run API's
- * (kopt_run_tune_open, kopt_run_tune_go); this file parses options, shows progress, stops
- * on Ctrl-C and prints. */
+ * (kopt_run_tune_open, kopt_run_tune_go; its text, JSON and progress display,
+ * src/run/print_tune.c); this file parses options and stops on Ctrl-C. */
 #include "cli.h"
 
 #include <getopt.h>

@@ -256,6 +256,17 @@ void kopt_run_profile_commit(kopt_run *run, kopt_ctx *ctx, kopt_run_profile *p);
 /* The per-kernel metrics as compact JSON (the store's metrics_json; kopt profile --json's
  * "metrics"); caller frees; NULL without a profile. */
 char *kopt_run_profile_metrics_json(const kopt_profile *p);
+/* What kopt profile prints on stdout, as text or (`json`) indented JSON (src/run/
+ * print_profile.c): the profile (`cand_path` as given, NULL: the reference; `only`: the one
+ * tool asked for, NULL: all), or, when it stopped, the check's verdict (kopt_run_profile_
+ * print_stopped: the evaluation's JSON, or its verdict and that no profile was taken); the
+ * micro-tools with their classes and needs; their scores stored at `db_path`
+ * (kopt_run_tool_stats; a table with a note on the columns). */
+void kopt_run_profile_print(FILE *f, const kopt_run_profile *s, const char *cand_path,
+                            const char *only, int json);
+void kopt_run_profile_print_stopped(FILE *f, const kopt_eval_result *r, int json);
+void kopt_run_tools_print(FILE *f, int json);
+kopt_status kopt_run_tool_stats_print(FILE *f, kopt_ctx *ctx, const char *db_path, int json);
 
 /* ---- tuning ----------------------------------------------------------------------------- */
 

@@ -11,13 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* JSON text the library made, on its own line (NULL: "{}"), freed. */
-static void print_json(FILE *f, char *text)
-{
-    fprintf(f, "%s\n", text ? text : "{}");
-    free(text);
-}
-
 /* ---- the space -------------------------------------------------------------------------- */
 
 static void print_space(FILE *f, const kopt_tune_space *s, const kopt_tune_space_summary *sum,
@@ -53,7 +46,7 @@ static void print_space(FILE *f, const kopt_tune_space *s, const kopt_tune_space
 void kopt_run_tune_space_print(FILE *f, const kopt_run_tune *t, int skipped, int json)
 {
     if (json) {
-        print_json(f, kopt_run_tune_space_json(t, skipped));
+        kopt__run_print_text(f, kopt_run_tune_space_json(t, skipped));
         return;
     }
     fprintf(f, "problem    %s (%s)\n", t->prob->name, t->prob->path);
@@ -165,7 +158,7 @@ void kopt_run_tune_print(FILE *f, const kopt_run_tune *t, int json)
     const kopt_run_tune_opts *o = &t->priv->o;
 
     if (json) {
-        print_json(f, kopt_run_tune_json(t));
+        kopt__run_print_text(f, kopt_run_tune_json(t));
         return;
     }
 
@@ -208,7 +201,7 @@ kopt_status kopt_run_tune_runs_print(FILE *f, kopt_ctx *ctx, const char *db_path
     if (rc != KOPT_OK)
         return rc;
     if (json) {
-        print_json(f, kopt_run_tune_runs_json(v, n));
+        kopt__run_print_text(f, kopt_run_tune_runs_json(v, n));
         free(v);
         return KOPT_OK;
     }
@@ -238,12 +231,8 @@ void kopt_run_tune_strategies_print(FILE *f, int json)
         else
             fprintf(f, "%-16s %s\n", s->name, s->summary);
     }
-    if (arr) {
-        char *text = json_dumps(arr, JSON_INDENT(2));
-        fprintf(f, "%s\n", text ? text : "[]");
-        free(text);
-        json_decref(arr);
-    }
+    if (arr)
+        kopt__run_print_json(f, arr);
 }
 
 /* ---- while it runs, and after an interruption -------------------------------------------- */

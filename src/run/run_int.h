@@ -64,6 +64,12 @@ void kopt__run_set_parent(kopt_run *run, kopt_ctx *ctx, int64_t parent);
 /* A stored run's row as a JSON object (run_doc.c; kopt_run_list_json, documents). */
 #include <jansson.h>
 json_t *kopt__run_row_json(const kopt_store_run *r);
+/* What the print functions (print_*.c) give for --json: `j` as indented JSON on its own line
+ * (an empty array or object when it cannot be written), released; JSON text the library
+ * made (NULL: "{}"), freed. */
+#include <stdio.h>
+void kopt__run_print_json(FILE *f, json_t *j);
+void kopt__run_print_text(FILE *f, char *text);
 /* Open the store at `db_path` for a query (no run row). */
 kopt_status kopt__run_open_query(kopt_run **out, kopt_ctx *ctx, const char *db_path);
 

@@ -34,6 +34,21 @@ void kopt_run_tune_progress_text(const kopt_run_tune *t, int shape,
     }
 }
 
+void kopt__run_print_json(FILE *f, json_t *j)
+{
+    char *t = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
+
+    fprintf(f, "%s\n", t ? t : json_is_array(j) ? "[]" : "{}");
+    free(t);
+    json_decref(j);
+}
+
+void kopt__run_print_text(FILE *f, char *text)
+{
+    fprintf(f, "%s\n", text ? text : "{}");
+    free(text);
+}
+
 static char *dump(json_t *j)
 {
     char *text = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
