@@ -122,6 +122,14 @@ kopt_status kopt_run_ceilings_many(kopt_run *run, kopt_ctx *ctx, const int *devi
 kopt_status kopt_run_eval(kopt_run *run, kopt_ctx *ctx, const kopt_problem *prob,
                           const kopt_candidate *cand, const kopt_eval_opts *opts,
                           const char *tag, kopt_eval_result **out);
+/* What kopt eval prints on stdout for `r` of problem `p` (cand_path as given, NULL: the
+ * reference), as text or (`json`) its JSON (src/run/print_eval.c). `session` (NULL: none):
+ * the name of the kopt serve session it ran in, `evaluations` its count so far: a "session"
+ * line saying what the session reused, or "session" {name, evaluations, reference_reused}
+ * in the JSON. */
+void kopt_run_eval_print(FILE *f, const kopt_problem *p, const char *cand_path,
+                         const kopt_eval_result *r, const char *session, int evaluations,
+                         int json);
 
 /* Many one-shot evaluations spread over GPUs (scale-out, docs/scale.md): jobs[i] evaluated
  * as kopt_run_eval would, on the first free GPU of gpus[0..ngpus) (each with its own
