@@ -1,7 +1,7 @@
-/* What every verb shares: the context and its error message, the store's default path,
- * JSON on stdout, the command line recorded with a run, and the options several verbs take
- * (evaluation options, --size, --server). main.c's verb table calls the verbs; the verbs and
- * main.c call these, so the calls between the CLI's files go one way. */
+/* What the verbs share: the context and its error message, the store's default path, JSON
+ * on stdout, the run opened with the command line and a failed step's exit code, and the
+ * options several verbs take (evaluation options, --size, --server, --gpus). main.c's verb
+ * table calls the verbs; the verbs and main.c call these, so the CLI's files call one way. */
 #include "cli.h"
 #include "kopt/serve.h"
 
