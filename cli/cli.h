@@ -1,5 +1,5 @@
-/* The kopt command line: one file per verb, a table of verbs in main.c, shared output
- * helpers here. The CLI uses only the public API in include/kopt/. */
+/* The kopt command line: one file per verb, a table of verbs in main.c, the helpers the verbs
+ * share in cli_util.c (declared here). The CLI uses only the public API in include/kopt/. */
 #ifndef KOPT_CLI_H
 #define KOPT_CLI_H
 
@@ -81,7 +81,10 @@ int cli_serve_session_evaluations(const serve_session *e);
 kopt_ctx *cli_ctx(int verbose);
 /* Print "kopt: <message>" and, if any, the error detail, to stderr. */
 void cli_error(kopt_ctx *ctx);
-/* The command line as given (the verb and its arguments), for a run's record. */
+/* The command line as given (the verb and its arguments), for a run's record: main.c sets it
+ * (a copy of the array: getopt_long reorders argv) before it calls the verb, and clears it
+ * (0, NULL) after. */
+void cli_command_set(int argc, char **argv);
 void cli_run_command(kopt_run_opts *ro);
 /* The default store path: $KOPT_DB, else ./kopt.db. */
 const char *cli_default_db(void);
@@ -107,12 +110,22 @@ int cli_eval_option(const char *name, const char *arg, kopt_eval_opts *eo);
  * option was given (`path` its value, or NULL: $KOPT_SERVER or the default socket). *out is
  * the socket of a kopt serve that answers, or NULL (not asked, or only $KOPT_SERVER set and
  * no server there: evaluate here). -1, said on stderr, when asked and none answers. */
+int cli_server_socket(const char *verb, int asked, const char *path, const char **out);
 /* kopt profile of a problem with a PyTorch reference (cli/profile_program.c): the
  * reference's program (cand NULL) or a candidate's, evaluated first; the exit code. */
 int cli_profile_program(kopt_ctx *ctx, kopt_run *run, const kopt_problem *prob,
                         const kopt_candidate *cand, const char *cand_path,
                         const kopt_eval_opts *eo, int json, int with_ncu);
-int cli_server_socket(const char *verb, int asked, const char *path, const char **out);
+/* --gpus SPEC against `count` GPUs here (-1: not checked) into gpus[KOPT_SCALE_MAX_SLOTS]
+ * and *n; on a bad value prints "kopt VERB: ..." and returns -1. */
+int cli_gpus(kopt_ctx *ctx, const char *verb_name, const char *spec, int count, int *gpus,
+             int *n);
+/* Open the verb's run (kopt_run_open) with its command line and the device and compile
+ * cache of `eo`; prints the error and returns -1 when it cannot. */
+int cli_run_open(kopt_ctx *ctx, kopt_run_opts *ro, const kopt_eval_opts *eo, kopt_run **run);
+/* The exit code of the run's failed step (docs/internals/run.md): USAGE 2, INPUT 9, COMPILE
+ * and LAUNCH their verdicts' codes, anything else 10. */
+int cli_fault_code(const kopt_run *run);
 /* --size K=V into `sizes`; on a bad value prints "kopt VERB: --size ..." and returns -1. */
 int cli_parse_size(kopt_ctx *ctx, const char *verb_name, const char *arg, kopt_vars *sizes);
 /* Print `j` as indented JSON on stdout (an empty object or array when it cannot be

@@ -92,19 +92,11 @@ static void gpu_done(void *user, int index, int gpu, kopt_status rc, kopt_eval_r
                      kopt_ctx *ctx)
 {
     bench_state *b = user;
-    const kopt_problem *prob = b->probs[index];
-    const kopt_candidate *cand = b->cands[index];
-    json_t *row;
+    json_t *row = kopt_kb_eval_row(&b->s, b->probs[index], b->cands[index], b->cpaths[index], 0,
+                                   rc, res, ctx);
 
-    if (rc != KOPT_OK)
-        row = kopt_kb_unrun_row(prob, b->cpaths[index], b->s.kind, "ERROR", kopt_errmsg(ctx),
-                                b->s.skip_check);
-    else
-        row = kopt_kb_bench_row(prob->name, b->cpaths[index], cand->torch_module ? "py" : "cu",
-                                kopt_verdict_name(res->verdict), res->message, res,
-                                kopt_kb_shape_check(prob, res, b->s.skip_check));
     json_object_set_new(row, "gpu", json_integer(gpu));
-    kopt_kb_suite_add(&b->s, prob->name, row);
+    kopt_kb_suite_add(&b->s, b->probs[index]->name, row);
     kopt_eval_result_free(res);
 }
 
@@ -218,9 +210,7 @@ bad_value:
     }
     if (gpus_spec) {
         int count = kopt_scale_gpus_here();
-        if (kopt_scale_devices_parse(ctx, gpus_spec, count, gpus, KOPT_SCALE_MAX_SLOTS,
-                                     &ngpus) != KOPT_OK) {
-            fprintf(stderr, "kopt bench: %s\n", kopt_errmsg(ctx));
+        if (cli_gpus(ctx, "bench", gpus_spec, count, gpus, &ngpus) != 0) {
             code = KOPT_EXIT_USAGE;
             goto done;
         }
@@ -236,11 +226,7 @@ bad_value:
     }
     ro.kind = KOPT_RUN_BENCH;
     ro.parent_id = resume;
-    cli_run_command(&ro);
-    ro.device = eo.device;
-    ro.cache_dir = eo.cache_dir;
-    if (kopt_run_open(&run, ctx, &ro) != KOPT_OK) {
-        cli_error(ctx);
+    if (cli_run_open(ctx, &ro, &eo, &run) != 0) {
         code = KOPT_EXIT_ERROR;
         goto done;
     }
@@ -352,13 +338,9 @@ bad_value:
             pending[npending].cand = b.cands[npending] = cand;
             b.cpaths[npending++] = cpath;
             continue;
-        } else if (kopt_run_eval(run, ctx, prob, cand, &eo, "bench", &res) != KOPT_OK) {
-            row = kopt_kb_unrun_row(prob, cpath, kind, "ERROR", kopt_errmsg(ctx),
-                                    b.s.skip_check);
         } else {
-            row = kopt_kb_bench_row(prob->name, cpath, optimize ? "optimize" : cand->torch_module
-                           ? "py" : "cu", kopt_verdict_name(res->verdict), res->message, res,
-                           kopt_kb_shape_check(prob, res, b.s.skip_check));
+            kopt_status rc = kopt_run_eval(run, ctx, prob, cand, &eo, "bench", &res);
+            row = kopt_kb_eval_row(&b.s, prob, cand, cpath, optimize, rc, res, ctx);
         }
         if (opt_info) {     /* the search behind an --optimize row */
             json_object_set_new(row, "optimize", opt_info);

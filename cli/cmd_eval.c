@@ -6,7 +6,6 @@
 #include <errno.h>
 
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,158 +132,6 @@ static int parse_limits(const char *arg, kopt_eval_opts *eo)
             return -1;
     }
     return 0;
-}
-
-static void print_vars(const kopt_vars *v)
-{
-    for (int i = 0; i < v->n; i++)
-        printf("%s%s=%lld", i ? " " : "", v->names[i], (long long)v->values[i]);
-}
-
-static void print_timing(const char *label, const kopt_timing *t)
-{
-    printf("%-10s median %.4f ms  (min %.4f, p10 %.4f, p90 %.4f; %d reps after %d warm-up; "
-           "event overhead %.4f ms removed)\n", label, t->median_ms, t->min_ms, t->p10_ms,
-           t->p90_ms, t->n, t->warmup_runs, t->overhead_ms);
-}
-
-static void print_text(const kopt_problem *p, const char *cand_path, const kopt_eval_result *r,
-                       const char *session_line)
-{
-    printf("problem    %s (%s)\n", p->name, p->path);
-    printf("candidate  %s\n", cand_path ? cand_path : "(the reference)");
-    if (r->has_device && r->device.name[0])
-        printf("device     %s, %s, %d SMs\n", r->device.name, r->arch, r->device.sm_count);
-    else
-        printf("device     none (compiled for %s)\n", r->arch);
-    printf("sizes      ");
-    print_vars(&r->sizes);
-    if (r->check_sizes.n) {
-        printf("; check: ");
-        print_vars(&r->check_sizes);
-    }
-    printf("\n");
-    if (r->verdict != KOPT_VERDICT_COMPILE_ERROR) {
-        printf("compile    %s (%.0f ms)\n", r->compile_cache_hit ? "cached" : "compiled",
-               r->compile_ms);
-        for (int i = 0; i < r->nkernels; i++) {
-            const kopt_kernel_resources *k = &r->kernels[i];
-            printf("  kernel   %s: %d registers, %d B static smem, %d B stack%s", k->name,
-                   k->registers, k->static_smem, k->stack_frame,
-                   k->spill_stores || k->spill_loads ? "" : ", no spills\n");
-            if (k->spill_stores || k->spill_loads)
-                printf(", SPILLS %d B stored / %d B loaded\n", k->spill_stores, k->spill_loads);
-        }
-    } else if (r->compile_log) {
-        printf("compile    FAILED\n%s", r->compile_log);
-    }
-    if (r->nchecks) {
-        int failing = 0;
-        for (int i = 0; i < r->nchecks; i++)
-            failing += r->checks[i].mismatches > 0;
-        printf("verify     %d checks (seed %llu), %d failing\n", r->nchecks,
-               (unsigned long long)r->seed, failing);
-        if (!failing) {   /* one line says enough */
-            double worst_abs = 0, worst_rel = 0;
-            for (int i = 0; i < r->nchecks; i++) {
-                worst_abs = fmax(worst_abs, r->checks[i].max_abs_err);
-                worst_rel = fmax(worst_rel, r->checks[i].max_rel_err);
-            }
-            printf("  all pass max abs err %.3g, max rel err %.3g (atol %g, rtol %g)\n",
-                   worst_abs, worst_rel, r->checks[0].atol, r->checks[0].rtol);
-        }
-        for (int i = 0; i < r->nchecks; i++) {
-            const kopt_check *c = &r->checks[i];
-            if (!c->mismatches)
-                continue;
-            printf("  FAIL     %s at %s sizes, %s: %lld/%lld wrong; first at [", c->tensor,
-                   c->sizes_label, c->run, (long long)c->mismatches, (long long)c->count);
-            for (int d = 0; d < c->ndim; d++)
-                printf("%s%lld", d ? "," : "", (long long)c->first_coord[d]);
-            printf("] got %.9g expected %.9g\n", c->first_got, c->first_want);
-        }
-    }
-    if (r->has_energy)
-        printf("energy     %.4g mJ per run at %.1f W (%d back-to-back runs, %.2f s window)\n",
-               r->energy_mj, r->power_w, r->energy_runs, r->energy_window_s);
-    if (r->sandbox[0])
-        printf("sandbox    %s\n", r->sandbox);
-    if (r->census > 0)
-        printf("kernels    %d launched in the checked call, %d of its own%s%s%s%s%s\n",
-               r->kernels_launched, r->own_kernels, r->own_kernels ? " (" : "",
-               r->own_kernels ? r->own_kernel_names : "", r->own_kernels ? ")" : "",
-               r->precision[0] ? "; a library kernel ran at " : "", r->precision);
-    else if (r->census < 0)
-        printf("kernels    not counted: %s\n", r->census_note);
-    if (r->own_precision[0])
-        printf("precision  its own SASS computes at %s (tensor-core or packed-half "
-               "instructions)\n", r->own_precision);
-    if (r->ngpu_kernels) {
-        printf("ran        ");
-        for (int i = 0; i < r->ngpu_kernels; i++)
-            printf("%s%s", i ? ", " : "", r->gpu_kernels[i]);
-        printf("\n");
-    }
-    for (int i = 0; i < r->nsanitizer; i++) {
-        const kopt_sanitizer_report *s = &r->sanitizer[i];
-        if (!s->ran)
-            printf("sanitize   %s: not run: %s\n", s->tool, s->summary);
-        else
-            printf("sanitize   %s: %d error(s)\n", s->tool, s->errors);
-        if (s->ran && s->errors) {
-            const char *line = s->summary;
-            while (line && *line) {
-                const char *eol = strchr(line, '\n');
-                printf("  %.*s\n", (int)(eol ? eol - line : (long)strlen(line)), line);
-                line = eol ? eol + 1 : NULL;
-            }
-        }
-    }
-    if (r->timing.n && !r->is_reference)
-        print_timing("time", &r->timing);
-    if (r->ref_timing.n)
-        print_timing("reference", &r->ref_timing);
-    if (r->speedup > 0)
-        printf("speedup    %.2fx over the reference%s\n", r->speedup,
-               r->torch_ref ? " (PyTorch eager)" : "");
-    if (r->has_compile)
-        print_timing("compile", &r->compile_timing);
-    if (r->compile_cached)
-        printf("compile    cached: measured %s with torch %s (eager %.4f ms then), not timed "
-               "again\n", r->compile_baseline.measured_at, r->compile_baseline.torch_version,
-               r->compile_baseline.eager_ms);
-    if (r->compile_speedup > 0)
-        printf("speedup    %.2fx over torch.compile (default mode)\n", r->compile_speedup);
-    if (r->compile_note[0])
-        printf("compile    %s\n", r->compile_note);
-    if (r->baseline_ms > 0)
-        printf("baseline   %.4f ms: the faster of eager and torch.compile (%s)\n",
-               r->baseline_ms, r->baseline_is_compile ? "torch.compile" : "eager");
-    if (r->speedup_best > 0)
-        printf("speedup    %.2fx over the faster baseline (KernelBench v3's)\n",
-               r->speedup_best);
-    if (r->roofline.valid) {
-        printf("roofline   %.0f GB/s, %.1f GFLOP/s: %.1f%% of the %s-bound limit (%.4f ms)\n",
-               r->roofline.achieved_gbs, r->roofline.achieved_gflops, r->roofline.pct_of_bound,
-               r->roofline.limiter, r->roofline.bound_ms);
-        printf("ceilings   DRAM %.0f GB/s (copy %.0f, read %.0f, write %.0f; measured %s), "
-               "%s %.0f GFLOP/s (%s)\n",
-               fmax(r->ceilings.dram_copy_gbs, fmax(r->ceilings.dram_read_gbs,
-                                                    r->ceilings.dram_write_gbs)),
-               r->ceilings.dram_copy_gbs, r->ceilings.dram_read_gbs, r->ceilings.dram_write_gbs,
-               r->ceilings.measured_at, kopt_compute_name(p->compute),
-               r->ceilings.gflops[p->compute],
-               r->roofline.compute_source);
-    }
-    printf("wall       compile %.0f ms, verify %.0f ms, time %.0f ms, total %.0f ms\n",
-           r->compile_ms, r->verify_ms, r->time_ms, r->total_ms);
-    if (r->worker_log && r->worker_log[0] && r->verdict != KOPT_VERDICT_OK)
-        printf("worker log (tail):\n%s\n", r->worker_log);
-    if (r->eval_id)
-        printf("stored     evaluation #%lld\n", (long long)r->eval_id);
-    if (session_line)
-        printf("session    %s\n", session_line);
-    printf("verdict    %s: %s\n", kopt_verdict_name(r->verdict), r->message);
 }
 
 kopt_eval_pool *cli_eval_pool;
@@ -504,34 +351,8 @@ bad_number:
     kopt_run_finish(run, ctx, res->verdict == KOPT_VERDICT_SKIPPED ? KOPT_RUN_SKIPPED
                                                                     : KOPT_RUN_OK, NULL);
     step(CLI_EVAL_STEP_FINISH, &t);
-    if (session) {                      /* which session, and what it reused */
-        const char *name = cli_serve_session_name(session);
-        int k = cli_serve_session_evaluations(session);
-        if (json) {
-            char *text = kopt_eval_result_json(res);
-            json_t *doc = text ? json_loads(text, 0, NULL) : NULL;
-            free(text);
-            json_object_set_new(doc, "session",
-                                json_pack("{s:s, s:i, s:b}", "name", name, "evaluations", k,
-                                          "reference_reused", res->ref_reused));
-            cli_print_text(doc ? json_dumps(doc, JSON_INDENT(2)) : NULL);
-            json_decref(doc);
-        } else {
-            char line[256];
-            if (res->ref_reused)
-                snprintf(line, sizeof(line), "%s, evaluation %d: the reference's outputs and "
-                         "time from its first run, seed %llu fixed for the session", name, k,
-                         (unsigned long long)res->seed);
-            else
-                snprintf(line, sizeof(line), "%s, evaluation %d: the reference ran, seed %llu "
-                         "fixed for the session", name, k, (unsigned long long)res->seed);
-            print_text(P, cand_path, res, line);
-        }
-    } else if (json) {
-        cli_print_text(kopt_eval_result_json(res));
-    } else {
-        print_text(prob, cand_path, res, NULL);
-    }
+    kopt_run_eval_print(stdout, P, cand_path, res, session ? cli_serve_session_name(session) : NULL,
+                        session ? cli_serve_session_evaluations(session) : 0, json);
     code = kopt_verdict_exit_code(res->verdict);
     fflush(stdout);
     step(CLI_EVAL_STEP_PRINT, &t);

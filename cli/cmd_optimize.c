@@ -178,7 +178,6 @@ int cmd_optimize(int argc, char **argv)
     kopt_search_live_opts lo = KOPT_SEARCH_LIVE_OPTS_INIT;
     kopt_optimize *op = NULL;
     kopt_search *search;
-    const kopt_problem *prob;
     kopt_ctx *ctx = NULL;
     cli_llm llm;
     const char *db_path = cli_default_db(), *workdir = NULL, *evaluator = NULL, *out = NULL;
@@ -296,9 +295,7 @@ int cmd_optimize(int argc, char **argv)
         }
         count = (evaluator && strcmp(evaluator, "fake") == 0) || propose ? -1
                                                                          : kopt_scale_gpus_here();
-        if (kopt_scale_devices_parse(ctx, gpus_spec, count, gpus, KOPT_SCALE_MAX_SLOTS,
-                                     &ngpus) != KOPT_OK) {
-            fprintf(stderr, "kopt optimize: %s\n", kopt_errmsg(ctx));
+        if (cli_gpus(ctx, "optimize", gpus_spec, count, gpus, &ngpus) != 0) {
             code = KOPT_EXIT_USAGE;
             goto done;
         }
@@ -356,7 +353,6 @@ int cmd_optimize(int argc, char **argv)
         goto done;
     }
     search = kopt_optimize_search(op);
-    prob = kopt_optimize_problem(op);
     tree_id = kopt_optimize_tree_id(op);
     if (kopt_optimize_go(op, ctx, &vcode) != KOPT_OK) {
         cli_error(ctx);
@@ -369,42 +365,10 @@ int cmd_optimize(int argc, char **argv)
     {
         const kopt_search_node *b = kopt_search_best(search);
         kopt_search_stats st;
-        char sig[65];
         kopt_search_get_stats(search, &st);
-        kopt_search_signature(search, sig);
         if (out && b && kopt_file_write(ctx, out, b->source, strlen(b->source)) != KOPT_OK)
             cli_error(ctx);
-        if (json) {
-            cli_print_text(kopt_search_json(search));
-        } else {
-            char *path = kopt_search_path_text(search), *gpus_text = kopt_search_gpus_text(search);
-            printf("kopt optimize %s: run %lld, tree %lld, %d nodes, %d expansions, %d "
-                   "evaluated now, %d pending", prob->name, (long long)kopt_optimize_run_id(op),
-                   (long long)tree_id, kopt_search_count(search), st.expansions, st.evaluated,
-                   st.pending);
-            if (st.width > 1)
-                printf(", width %d", st.width);
-            printf("\n");
-            printf("stop: %s\n", st.stop_reason);
-            if (b && kopt_search_node_at(search, 0)->time_ms > 0)
-                printf("best: n%d, %.4f ms, %.2fx the reference\n", b->id, b->time_ms,
-                       kopt_search_node_at(search, 0)->time_ms / b->time_ms);
-            if (gpus_text)   /* the GPUs that evaluated the tree's nodes, and how many each */
-                printf("gpus: %s\n", gpus_text);
-            printf("path:\n%s", path);
-            printf("kopt overhead: %.2f ms per iteration (wall %.0f ms, LLM %.0f ms, evaluation "
-                   "%.0f ms, %d code searches %.0f ms)\n", st.overhead_ms_per_iter, st.wall_ms,
-                   st.llm_ms, st.eval_ms, st.searches, st.search_ms);
-            printf("signature: %s\n", sig);
-            if (st.waiting)
-                printf("manual: %d prompts in %s are waiting for replies (NAME.prompt.md -> "
-                       "NAME.reply.md); then: kopt optimize --resume %lld --llm manual\n",
-                       st.waiting, kopt_optimize_workdir(op), (long long)tree_id);
-            if (propose)
-                printf("next: kopt optimize --resume %lld --evaluate\n", (long long)tree_id);
-            free(path);
-            free(gpus_text);
-        }
+        kopt_optimize_print(stdout, op, propose, json);
         if (st.root_unevaluated) {
             fprintf(stderr, "kopt optimize: tree %lld: its root, the reference, has not been "
                     "evaluated, so a planner would have no time, device or profile to plan "

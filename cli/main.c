@@ -1,8 +1,6 @@
 /* kopt: the command-line entry point and verb table. */
 #include "cli.h"
-#include "kopt/serve.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,132 +32,6 @@ static void usage(FILE *f)
     for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
         fprintf(f, "  %-10s %s\n", verbs[i].name, verbs[i].summary);
     fprintf(f, "\nkopt %s. Exit codes: docs/cli.md.\n", KOPT_VERSION);
-}
-
-/* The verb's arguments as given (getopt_long reorders argv while parsing). */
-static int g_argc;
-static char **g_argv;
-
-void cli_run_command(kopt_run_opts *ro)
-{
-    ro->argc = g_argc;
-    ro->argv = g_argv;
-}
-
-kopt_ctx *cli_ctx(int verbose)
-{
-    kopt_ctx *ctx = kopt_ctx_new();
-    if (!ctx) {
-        fprintf(stderr, "kopt: out of memory\n");
-        exit(KOPT_EXIT_ERROR);
-    }
-    kopt_log_set(ctx, NULL, NULL, verbose ? KOPT_LOG_INFO : KOPT_LOG_WARN);
-    return ctx;
-}
-
-void cli_error(kopt_ctx *ctx)
-{
-    fprintf(stderr, "kopt: %s\n", kopt_errmsg(ctx));
-    if (kopt_errdetail(ctx)[0])
-        fprintf(stderr, "%s", kopt_errdetail(ctx));
-}
-
-const char *cli_default_db(void)
-{
-    const char *v = getenv("KOPT_DB");
-    return v && v[0] ? v : "kopt.db";
-}
-
-void cli_print_json(json_t *j)
-{
-    char *t = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
-
-    printf("%s\n", t ? t : json_is_array(j) ? "[]" : "{}");
-    free(t);
-    json_decref(j);
-}
-
-void cli_print_text(char *text)
-{
-    printf("%s\n", text ? text : "{}");
-    free(text);
-}
-
-int cli_server_socket(const char *verb_name, int asked, const char *path, const char **out)
-{
-    const char *env = getenv("KOPT_SERVER");
-
-    *out = NULL;
-    if (!asked && !(env && env[0] && strcmp(env, "0") != 0))
-        return 0;
-    if (!path || !path[0])
-        path = kopt_serve_default_socket();
-    if (kopt_serve_alive(path)) {
-        *out = path;
-        return 0;
-    }
-    if (!asked)                        /* $KOPT_SERVER with no server: evaluate here */
-        return 0;
-    fprintf(stderr, "kopt %s: --server: no kopt serve answers on %s (%s): start one with "
-                    "`kopt serve`\n", verb_name, path, strerror(errno));
-    return -1;
-}
-
-int cli_eval_option(const char *name, const char *arg, kopt_eval_opts *eo)
-{
-    char *end = NULL;
-    long v;
-
-    if (strcmp(name, "trials") == 0) {
-        v = strtol(arg, &end, 10);
-        if (*end || v < 1 || v > 16)
-            return -1;
-        eo->trials = (int)v;
-    } else if (strcmp(name, "budget-ms") == 0) {
-        eo->budget_ms = strtod(arg, &end);
-        return *end || eo->budget_ms <= 0 ? -1 : 0;
-    } else if (strcmp(name, "precision") == 0) {   /* percent of the median */
-        eo->precision = strtod(arg, &end) / 100.0;
-        return *end || eo->precision < 0 || eo->precision >= 1 ? -1 : 0;
-    } else if (strcmp(name, "reps") == 0) {
-        return sscanf(arg, "%d:%d", &eo->min_reps, &eo->max_reps) != 2 || eo->min_reps < 1 ||
-               eo->max_reps < eo->min_reps ? -1 : 0;
-    } else if (strcmp(name, "no-flush") == 0) {
-        eo->no_flush = 1;
-    } else if (strcmp(name, "no-check-sizes") == 0) {
-        eo->skip_check_sizes = 1;
-    } else if (strcmp(name, "timeout") == 0) {
-        eo->timeout_s = strtod(arg, &end);
-        return *end || eo->timeout_s <= 0 ? -1 : 0;
-    } else if (strcmp(name, "device") == 0) {
-        v = strtol(arg, &end, 10);
-        if (*end || v < 0 || v > 64)
-            return -1;
-        eo->device = (int)v;
-    } else if (strcmp(name, "arch") == 0) {
-        eo->arch = arg;
-    } else if (strcmp(name, "cache-dir") == 0) {
-        eo->cache_dir = arg;
-    } else if (strcmp(name, "cutlass") == 0) {   /* the compile finds it there first */
-        return setenv("CUTLASS_PATH", arg, 1);
-    } else {
-        return -1;
-    }
-    return 0;
-}
-
-int cli_parse_size(kopt_ctx *ctx, const char *verb_name, const char *arg, kopt_vars *sizes)
-{
-    char *name = NULL;
-    int64_t v;
-
-    if (kopt_vars_parse_assign(ctx, arg, &name, &v) != KOPT_OK) {
-        fprintf(stderr, "kopt %s: --size %s\n", verb_name, kopt_errmsg(ctx));
-        return -1;
-    }
-    kopt_vars_set(sizes, name, v);
-    free(name);
-    return 0;
 }
 
 /* `kopt --version`: the version, the worker program evaluations will start, the PyTorch
@@ -208,11 +80,9 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
         if (strcmp(argv[1], verbs[i].name) == 0) {
             int code;
-            g_argc = argc - 1;
-            if ((g_argv = calloc((size_t)argc, sizeof(*g_argv))) != NULL)
-                memcpy(g_argv, argv + 1, (size_t)g_argc * sizeof(*g_argv));
+            cli_command_set(argc - 1, argv + 1);
             code = verbs[i].run(argc - 1, argv + 1);
-            free(g_argv);
+            cli_command_set(0, NULL);
             return code;
         }
     fprintf(stderr, "kopt: unknown verb '%s'\n", argv[1]);

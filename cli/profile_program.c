@@ -27,12 +27,7 @@ int cli_profile_program(kopt_ctx *ctx, kopt_run *run, const kopt_problem *prob,
             return KOPT_EXIT_ERROR;
         }
         if (r->verdict != KOPT_VERDICT_OK) {
-            if (json) {
-                cli_print_text(kopt_eval_result_json(r));
-            } else {
-                printf("verdict    %s: %s\n", kopt_verdict_name(r->verdict), r->message);
-                printf("profile    not run: a profile is only taken of a correct candidate\n");
-            }
+            kopt_run_profile_print_stopped(stdout, r, json);
             code = kopt_verdict_exit_code(r->verdict);
             kopt_eval_result_free(r);
             return code;

@@ -174,6 +174,13 @@ kopt_status kopt_kb_suite_resume(kopt_kb_suite *s, int64_t id, char **root, char
                                  kopt_kb_suite_opts *o);
 /* Store a problem's row (unless it was done before), count it, print it; takes `row`. */
 void kopt_kb_suite_add(kopt_kb_suite *s, const char *name, struct json_t *row);
+/* A problem's row once its candidate's evaluation returned `rc`: ERROR (the message on ctx)
+ * when it did not run, else the evaluation `r` with its check at other sizes; the row's
+ * kind "optimize" for kopt optimize's kernel (`optimized`), else "py" for a ModelNew, "cu". */
+struct json_t *kopt_kb_eval_row(const kopt_kb_suite *s, const kopt_problem *prob,
+                                const kopt_candidate *cand, const char *cand_path,
+                                int optimized, kopt_status rc, const kopt_eval_result *r,
+                                kopt_ctx *ctx);
 /* The text before the rows: the suite's line (iterations >= 0: kopt bench --optimize, its
  * evaluator), --no-check-sizes, the table's head. */
 void kopt_kb_suite_print_head(FILE *f, const kopt_kb_suite *s, int np, const char *root,

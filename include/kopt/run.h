@@ -28,6 +28,7 @@
 #define KOPT_RUN_H
 
 #include <signal.h>
+#include <stdio.h>
 
 #include "kopt/analyze.h"
 #include "kopt/eval.h"
@@ -121,6 +122,14 @@ kopt_status kopt_run_ceilings_many(kopt_run *run, kopt_ctx *ctx, const int *devi
 kopt_status kopt_run_eval(kopt_run *run, kopt_ctx *ctx, const kopt_problem *prob,
                           const kopt_candidate *cand, const kopt_eval_opts *opts,
                           const char *tag, kopt_eval_result **out);
+/* What kopt eval prints on stdout for `r` of problem `p` (cand_path as given, NULL: the
+ * reference), as text or (`json`) its JSON (src/run/print_eval.c). `session` (NULL: none):
+ * the name of the kopt serve session it ran in, `evaluations` its count so far: a "session"
+ * line saying what the session reused, or "session" {name, evaluations, reference_reused}
+ * in the JSON. */
+void kopt_run_eval_print(FILE *f, const kopt_problem *p, const char *cand_path,
+                         const kopt_eval_result *r, const char *session, int evaluations,
+                         int json);
 
 /* Many one-shot evaluations spread over GPUs (scale-out, docs/scale.md): jobs[i] evaluated
  * as kopt_run_eval would, on the first free GPU of gpus[0..ngpus) (each with its own
@@ -255,6 +264,17 @@ void kopt_run_profile_commit(kopt_run *run, kopt_ctx *ctx, kopt_run_profile *p);
 /* The per-kernel metrics as compact JSON (the store's metrics_json; kopt profile --json's
  * "metrics"); caller frees; NULL without a profile. */
 char *kopt_run_profile_metrics_json(const kopt_profile *p);
+/* What kopt profile prints on stdout, as text or (`json`) indented JSON (src/run/
+ * print_profile.c): the profile (`cand_path` as given, NULL: the reference; `only`: the one
+ * tool asked for, NULL: all), or, when it stopped, the check's verdict (kopt_run_profile_
+ * print_stopped: the evaluation's JSON, or its verdict and that no profile was taken); the
+ * micro-tools with their classes and needs; their scores stored at `db_path`
+ * (kopt_run_tool_stats; a table with a note on the columns). */
+void kopt_run_profile_print(FILE *f, const kopt_run_profile *s, const char *cand_path,
+                            const char *only, int json);
+void kopt_run_profile_print_stopped(FILE *f, const kopt_eval_result *r, int json);
+void kopt_run_tools_print(FILE *f, int json);
+kopt_status kopt_run_tool_stats_print(FILE *f, kopt_ctx *ctx, const char *db_path, int json);
 
 /* ---- tuning ----------------------------------------------------------------------------- */
 
@@ -415,6 +435,43 @@ void kopt_run_tune_progress_text(const kopt_run_tune *t, int shape,
 char *kopt_run_tune_json(const kopt_run_tune *t);
 char *kopt_run_tune_space_json(const kopt_run_tune *t, int skipped);
 char *kopt_run_tune_runs_json(const kopt_store_tune_run *v, int n);
+
+/* What kopt tune prints on stdout, as text or (`json`) the JSON above on a line
+ * (src/run/print_tune.c): the result (each shape's stop, store, convergence, Pareto set,
+ * final check and files, the scale-out slots, then the best configuration per shape); each
+ * shape's space (`skipped`: no GPU, said last); the tuning runs stored at `db_path`
+ * (kopt_run_tune_list; as a table, saying so when there are none); the strategies. */
+void kopt_run_tune_print(FILE *f, const kopt_run_tune *t, int json);
+void kopt_run_tune_space_print(FILE *f, const kopt_run_tune *t, int skipped, int json);
+kopt_status kopt_run_tune_runs_print(FILE *f, kopt_ctx *ctx, const char *db_path, int json);
+void kopt_run_tune_strategies_print(FILE *f, int json);
+/* A progress display on `out` for kopt_run_tune_opts.progress (progress_user: the meter),
+ * set up by kopt_run_tune_meter_init once the run is open (`t`; the budget in seconds is its
+ * options'; nothing shown unless `enabled`): on a terminal a bar redrawn in place, else a
+ * "kopt tune: " line per 10% of the budget (or of the seconds; without either, every 50
+ * evaluations). */
+typedef struct kopt_run_tune_meter {
+    const kopt_run_tune *t;
+    FILE *out;
+    int tty, enabled;
+    double max_seconds;        /* the wall-time budget per shape (0: none) */
+    int shape, last_tenth;     /* the shape shown, the last 10% step printed (not a tty) */
+    size_t last_count;
+    int drew;                  /* a tty: a line is on screen */
+} kopt_run_tune_meter;
+void kopt_run_tune_meter_init(kopt_run_tune_meter *m, const kopt_run_tune *t, FILE *out,
+                              int enabled);
+void kopt_run_tune_meter_show(void *user, int shape, int nshapes, const kopt_tune_space *space,
+                              const kopt_tune_progress *p);
+/* After a stop request: that the best so far was printed, whether every outcome is stored,
+ * and the command that continues: "kopt tune" and the verb's arguments (argv[0] is the
+ * verb), quoted where a shell needs it, without --fresh and with --resume. */
+void kopt_run_tune_print_stopped(FILE *f, const kopt_run_tune *t, int argc, char *const *argv);
+/* Under mpirun/srun (kopt_scale_mpi_launched), for a live run (no o->replay): the MPI world
+ * opened into *mpi and o->mpi (*mpi NULL otherwise). The process's rank: 0 searches, stores
+ * and prints (also without MPI); another only evaluates for rank 0; -1 when MPI could not be
+ * opened (the error on ctx). */
+int kopt_run_tune_mpi(kopt_run_tune_opts *o, kopt_ctx *ctx, struct kopt_scale_mpi **mpi);
 
 /* ---- stored runs ------------------------------------------------------------------------- */
 

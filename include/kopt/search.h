@@ -35,6 +35,7 @@
 #define KOPT_SEARCH_H
 
 #include <signal.h>
+#include <stdio.h>
 
 #include "kopt/agent.h"
 #include "kopt/llm.h"
@@ -395,6 +396,12 @@ int64_t kopt_optimize_tree_id(const kopt_optimize *op);
 int64_t kopt_optimize_run_id(const kopt_optimize *op);
 const char *kopt_optimize_workdir(const kopt_optimize *op);
 const char *kopt_optimize_evaluator(const kopt_optimize *op);
+/* What kopt optimize prints on stdout once kopt_optimize_go is done, as text or (`json`)
+ * the tree's JSON (kopt_search_json) (src/search/print_optimize.c): the run, the tree and
+ * its counts, why it stopped, the best node against the reference, the GPUs that evaluated,
+ * the path from the reference, kopt's overhead, the tree's signature, the manual prompts
+ * waiting, and (`propose`) the --evaluate step that comes next. */
+void kopt_optimize_print(FILE *f, kopt_optimize *op, int propose, int json);
 
 /* Manual prompts of a workdir still without a reply: names (NAME of NAME.prompt.md),
  * sorted; *n of them. Caller frees each and the array. */

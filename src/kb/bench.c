@@ -400,6 +400,18 @@ static int grow(kopt_kb_row **v, int cap)
     return g ? (*v = g, 1) : 0;
 }
 
+json_t *kopt_kb_eval_row(const kopt_kb_suite *s, const kopt_problem *prob,
+                         const kopt_candidate *cand, const char *cand_path, int optimized,
+                         kopt_status rc, const kopt_eval_result *r, kopt_ctx *ctx)
+{
+    if (rc != KOPT_OK)
+        return kopt_kb_unrun_row(prob, cand_path, s->kind, "ERROR", kopt_errmsg(ctx),
+                                 s->skip_check);
+    return kopt_kb_bench_row(prob->name, cand_path, optimized ? "optimize" : cand->torch_module
+                             ? "py" : "cu", kopt_verdict_name(r->verdict), r->message, r,
+                             kopt_kb_shape_check(prob, r, s->skip_check));
+}
+
 void kopt_kb_suite_add(kopt_kb_suite *b, const char *name, json_t *row)
 {
     if (b->nrows == b->cap) {   /* room for the row's metrics */

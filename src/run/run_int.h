@@ -5,6 +5,10 @@
 #include "kopt/run.h"
 
 #define KOPT__RUN_MAX_DEVICES 16
+/* Search spaces (kopt tune): points scanned when counting the valid ones (--space, text and
+ * JSON) or a replay's missing ones, and pruning reasons listed. */
+#define KOPT__RUN_SPACE_SCAN_LIMIT 1000000
+#define KOPT__RUN_SPACE_REASONS 5
 
 typedef struct kopt__run_ceilings {
     int device;                  /* ordinal */
@@ -60,6 +64,12 @@ void kopt__run_set_parent(kopt_run *run, kopt_ctx *ctx, int64_t parent);
 /* A stored run's row as a JSON object (run_doc.c; kopt_run_list_json, documents). */
 #include <jansson.h>
 json_t *kopt__run_row_json(const kopt_store_run *r);
+/* What the print functions (print_*.c) give for --json: `j` as indented JSON on its own line
+ * (an empty array or object when it cannot be written), released; JSON text the library
+ * made (NULL: "{}"), freed. */
+#include <stdio.h>
+void kopt__run_print_json(FILE *f, json_t *j);
+void kopt__run_print_text(FILE *f, char *text);
 /* Open the store at `db_path` for a query (no run row). */
 kopt_status kopt__run_open_query(kopt_run **out, kopt_ctx *ctx, const char *db_path);
 

@@ -9,9 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define SPACE_SCAN_LIMIT 1000000   /* points scanned when counting valid points */
-#define SPACE_REASONS 5            /* pruning reasons listed */
-
 void kopt_run_tune_progress_text(const kopt_run_tune *t, int shape,
                                  const kopt_tune_space *space, const kopt_tune_progress *p,
                                  char *buf, size_t n)
@@ -37,6 +34,21 @@ void kopt_run_tune_progress_text(const kopt_run_tune *t, int shape,
     }
 }
 
+void kopt__run_print_json(FILE *f, json_t *j)
+{
+    char *t = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
+
+    fprintf(f, "%s\n", t ? t : json_is_array(j) ? "[]" : "{}");
+    free(t);
+    json_decref(j);
+}
+
+void kopt__run_print_text(FILE *f, char *text)
+{
+    fprintf(f, "%s\n", text ? text : "{}");
+    free(text);
+}
+
 static char *dump(json_t *j)
 {
     char *text = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
@@ -59,7 +71,7 @@ static json_t *space_json(const kopt_tune_space *s, const kopt_tune_space_summar
     cons = json_array();
     for (int i = 0; i < s->nconstraints; i++)
         json_array_append_new(cons, json_string(s->constraints[i]));
-    for (int i = 0; i < sum->nreasons && i < SPACE_REASONS; i++)
+    for (int i = 0; i < sum->nreasons && i < KOPT__RUN_SPACE_REASONS; i++)
         json_array_append_new(reasons, json_pack("{s:s, s:I}", "reason", sum->reasons[i].text,
                                                  "count", (json_int_t)sum->reasons[i].n));
     json_object_set_new(o, "params", params);
@@ -241,7 +253,7 @@ char *kopt_run_tune_space_json(const kopt_run_tune *t, int skipped)
     for (int i = 0; i < t->nshapes; i++) {
         kopt_tune_space_summary sum;
         json_t *sj;
-        kopt_tune_space_summarize(t->shapes[i].space, SPACE_SCAN_LIMIT, &sum);
+        kopt_tune_space_summarize(t->shapes[i].space, KOPT__RUN_SPACE_SCAN_LIMIT, &sum);
         sj = space_json(t->shapes[i].space, &sum, t->limits_text);
         json_object_set_new(sj, "sizes", json_string(t->shapes[i].key.sizes));
         json_object_set_new(sj, "key", key_json(&t->shapes[i].key));

@@ -12,8 +12,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define SPACE_SCAN_LIMIT 1000000   /* points scanned for a replay's missing ones */
-
 int kopt_run_tune_objective_parse(const char *s, kopt_tune_objective *o)
 {
     if (strcmp(s, "time") == 0)
@@ -337,7 +335,7 @@ static void warn_incomplete(const kopt_run_tune *t, kopt_ctx *ctx)
     const kopt_tune_space *s = t->shapes[0].space;
     uint64_t missing = 0, valid = 0;
 
-    if (s->npoints > SPACE_SCAN_LIMIT)
+    if (s->npoints > KOPT__RUN_SPACE_SCAN_LIMIT)
         return;
     for (uint64_t p = 0; p < s->npoints; p++)
         if (kopt_tune_space_valid(s, p, NULL, 0)) {
