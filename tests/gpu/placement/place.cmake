@@ -21,7 +21,7 @@ set(kopt_cpu cli.test_kb_sandbox cli.test_kb_baseline cli.test_kb_stream
     cli.test_serve_session cli.test_served cli.test_profile_program unit.test_eval_session_torch
     cli.test_optimize cli.test_optimize_gpus cli.test_tune_recorded cli.test_kb_replay
     cli.test_bench_scripts cli.test_placement llm.test_llm_cli llm.test_llama_server
-    unit.test_torch_timing unit.test_torch_zygote)
+    unit.test_torch_timing unit.test_torch_zygote unit.test_file_cycles)
 set(kopt_shared unit.test_agent unit.test_analyze unit.test_candidate unit.test_ceilings
     unit.test_compile unit.test_cupti_host unit.test_cupti_recorded unit.test_cute
     unit.test_eval_pool unit.test_eval_session_gpu unit.test_expr unit.test_kb unit.test_ktest
