@@ -33,7 +33,7 @@ set(kopt_shared unit.test_agent unit.test_analyze unit.test_candidate unit.test_
     unit.test_tune_templates unit.test_verify unit.test_worker_path unit.test_torch_compare
     cli.test_cli cli.test_serve cli.test_profile cli.test_tune cli.test_scale cli.test_kb
     cli.test_cute install.test_install report.test_report mcp.test_mcp mcp.test_mcp_optimize
-    mcp.test_mcp_http mcp.test_mcp_gpu)
+    mcp.test_mcp_http mcp.test_mcp_gpu python.test_api wheel.test_wheel)
 # (cli.test_placement checks that every test is in one of these lists)
 
 set(kopt_gpus "$ENV{KOPT_TEST_GPUS}")
