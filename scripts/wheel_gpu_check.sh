@@ -26,15 +26,19 @@ rows = []
 for problem, cands in [("examples/softmax", ["fast.cu", "reference.cu"]),
                        ("examples/vector_add", None), ("examples/transpose", None)]:
     import os
-    if cands is None:
-        cands = sorted(f for f in os.listdir(problem) if f.endswith(".cu"))
+    if cands is None:   # the example's kernels, not its tuning template
+        cands = sorted(f for f in os.listdir(problem) if f.endswith(".cu") and f != "tune.cu")
     t = time.time()
     with kopt.Session(problem, trials=1) as s:
         for c in cands:
             t1 = time.time()
-            r = s.eval(os.path.join(problem, c))
-            rows.append((os.path.basename(problem), c, r.verdict, r.median_ms, r.speedup,
-                         time.time() - t1))
+            try:
+                r = s.eval(os.path.join(problem, c))
+                v, m, sp = r.verdict, r.median_ms, r.speedup
+            except kopt.KoptError as e:   # kopt's message; the other rows go on
+                print("%s/%s: %s" % (problem, c, e))
+                v, m, sp = "ERROR", None, None
+            rows.append((os.path.basename(problem), c, v, m, sp, time.time() - t1))
 print("%-12s %-16s %-9s %12s %8s %7s" % ("problem", "candidate", "verdict", "median ms",
                                           "speedup", "wall s"))
 for p, c, v, m, sp, w in rows:

@@ -149,4 +149,6 @@ def test_kb_import(tmp_path):
     assert len(recs) == 1 and recs[0].ok, recs
     r = kopt.eval(recs[0].problem, os.path.join(ROOT, "tests/data/kb_small/scale_add_new.py"),
                   db=None)
-    assert r.verdict in ("OK", "SKIPPED"), r.message
+    # on a GPU the tiny problem may run below the timer's own cost: SUSPECT, but checked correct
+    assert r.verdict in ("OK", "SKIPPED") or (r.verdict == "SUSPECT" and
+                                              r.message.startswith("correct")), r.message
