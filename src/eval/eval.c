@@ -129,17 +129,8 @@ kopt_status kopt__eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_pr
     snprintf(r->problem_hash, sizeof(r->problem_hash), "%s", prob->hash);
 
     /* sizes */
-    if ((rc = kopt_sizes_resolve(&r->sizes, ctx, prob, o.sizes)) != KOPT_OK)
+    if ((rc = kopt__plan_sizes(r, ctx, prob, &o)) != KOPT_OK)
         goto fail;
-    if (prob->has_check_sizes && !o.skip_check_sizes) {
-        kopt_vars merged = KOPT_VARS_INIT;
-        kopt_vars_copy(&merged, o.sizes);
-        kopt_vars_copy(&merged, &prob->check_sizes);
-        rc = kopt_sizes_resolve(&r->check_sizes, ctx, prob, &merged);
-        kopt_vars_free(&merged);
-        if (rc != KOPT_OK)
-            goto fail;
-    }
 
     kopt__trace_step(trace, "sizes", &ts);
     /* device and compile target, without a CUDA context */
@@ -153,12 +144,7 @@ kopt_status kopt__eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_pr
             S->has_nvml = 1;
         }
     }
-    if (o.arch)
-        snprintf(r->arch, sizeof(r->arch), "%s", o.arch);
-    else if (r->has_device)
-        kopt_arch_for_cc(nvml.cc_major, nvml.cc_minor, r->arch);
-    else
-        snprintf(r->arch, sizeof(r->arch), "sm_90a");
+    kopt__plan_arch(r, o.arch, &nvml);
     co.arch = r->arch;
     co.cache_dir = o.cache_dir;
     kopt__trace_step(trace, "device_query", &ts);
@@ -215,12 +201,7 @@ kopt_status kopt__eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_pr
     kopt__trace_step(trace, "runtime_module", &ts);
 
     /* bind every size set to both */
-    phases[0].label = "main";
-    phases[nphases++].timed = !o.no_timing;
-    if (r->check_sizes.n) {
-        phases[1].label = "check";
-        nphases++;
-    }
+    nphases = kopt__plan_phases(phases, r, o.no_timing);
     for (int p = 0; p < nphases; p++) {
         const kopt_vars *sz = p == 0 ? &r->sizes : &r->check_sizes;
         if ((rc = kopt_bind(&phases[p].ref, ctx, prob, ref, sz)) != KOPT_OK) {
@@ -245,25 +226,10 @@ kopt_status kopt__eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_pr
     }
 
     /* seeds: fresh unless given; every trial differs, and so do the timed inputs */
-    r->seed = o.seed ? o.seed : kopt__fresh_seed();
-    for (int p = 0; p < nphases; p++) {
-        phases[p].ntrials = o.trials;
-        for (int t = 0; t < o.trials; t++)
-            phases[p].seeds[t] = r->seed + (uint64_t)p * 1000 + (uint64_t)t + 1;
-        phases[p].timing_seed = r->seed + 999;
-    }
-    r->checks = calloc((size_t)(2 * (o.trials + 3) * (prob->ntensors + 1)) + 1, sizeof(*r->checks));
+    if ((rc = kopt__plan_seeds(r, ctx, phases, nphases, &o, prob)) != KOPT_OK)
+        goto fail;
 
-    if (S && S->asked_ceilings)
-        r->ceilings = S->ceilings;
-    else if (o.ceilings && o.ceilings->valid)
-        r->ceilings = *o.ceilings;
-    else if (kopt__get_ceilings(ctx, r, &o) != KOPT_OK)
-        kopt_log(ctx, KOPT_LOG_WARN, "device ceilings not measured: %s", kopt_errmsg(ctx));
-    if (S && !S->asked_ceilings) {     /* measured or not, asked once a session */
-        S->ceilings = r->ceilings;
-        S->asked_ceilings = 1;
-    }
+    kopt__plan_ceilings(ctx, r, &o, S);
     kopt__trace_step(trace, "ceilings", &ts);
     if (cand && cand_comp->host_mode) {
         const char *guarded[] = {prob->path, prob->ref_path, cand->path, cand_comp->binary_path,

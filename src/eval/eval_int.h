@@ -104,8 +104,17 @@ void kopt__setup_from_device(json_t *dev, kopt_worker_setup *out);
 uint64_t kopt__fresh_seed(void);
 /* The compiled kernels' resources into r->kernels. */
 void kopt__add_kernels(kopt_eval_result *r, const kopt_compiled *c);
-/* The device's ceilings, measured now. */
-kopt_status kopt__get_ceilings(kopt_ctx *ctx, kopt_eval_result *r, const kopt_eval_opts *o);
+/* The plan of both paths, in their order: the sizes (with the check sizes), the compile
+ * target, the phases (returns how many), the seeds with room for the checks, the ceilings
+ * (the session's, the caller's or measured; a session asks once). */
+kopt_status kopt__plan_sizes(kopt_eval_result *r, kopt_ctx *ctx, const kopt_problem *prob,
+                             const kopt_eval_opts *o);
+void kopt__plan_arch(kopt_eval_result *r, const char *arch, const kopt_device_info *nvml);
+int kopt__plan_phases(phase_plan *phases, const kopt_eval_result *r, int no_timing);
+kopt_status kopt__plan_seeds(kopt_eval_result *r, kopt_ctx *ctx, phase_plan *phases, int nphases,
+                             const kopt_eval_opts *o, const kopt_problem *prob);
+void kopt__plan_ceilings(kopt_ctx *ctx, kopt_eval_result *r, const kopt_eval_opts *o,
+                         kopt_eval_session *S);
 /* Job fields for host-mode code: the sandbox, and CUPTI kernel records where the problem
  * forbids libraries (`wrapped`: under a wrapper such as compute-sanitizer). */
 json_t *kopt__host_job_fields(const kopt_problem *prob, const kopt_eval_opts *o, int wrapped);

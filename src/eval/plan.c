@@ -265,13 +265,83 @@ void kopt__add_kernels(kopt_eval_result *r, const kopt_compiled *c)
     }
 }
 
-/* The device's ceilings, measured now (the caller passes them in opts->ceilings when it has
- * them: the run API looks them up in its store and stores what was measured here). */
-kopt_status kopt__get_ceilings(kopt_ctx *ctx, kopt_eval_result *r, const kopt_eval_opts *o)
+/* The sizes of the run: r->sizes from the caller's, and the problem's check sizes over
+ * them (unless o->skip_check_sizes). */
+kopt_status kopt__plan_sizes(kopt_eval_result *r, kopt_ctx *ctx, const kopt_problem *prob,
+                             const kopt_eval_opts *o)
+{
+    kopt_vars merged = KOPT_VARS_INIT;
+    kopt_status rc = kopt_sizes_resolve(&r->sizes, ctx, prob, o->sizes);
+
+    if (rc != KOPT_OK || !prob->has_check_sizes || o->skip_check_sizes)
+        return rc;
+    kopt_vars_copy(&merged, o->sizes);
+    kopt_vars_copy(&merged, &prob->check_sizes);
+    rc = kopt_sizes_resolve(&r->check_sizes, ctx, prob, &merged);
+    kopt_vars_free(&merged);
+    return rc;
+}
+
+/* The compile target into r->arch: the caller's, else the device's (r->has_device), else
+ * sm_90a (no GPU: compile for a Hopper). */
+void kopt__plan_arch(kopt_eval_result *r, const char *arch, const kopt_device_info *nvml)
+{
+    if (arch)
+        snprintf(r->arch, sizeof(r->arch), "%s", arch);
+    else if (r->has_device)
+        kopt_arch_for_cc(nvml->cc_major, nvml->cc_minor, r->arch);
+    else
+        snprintf(r->arch, sizeof(r->arch), "sm_90a");
+}
+
+/* The phases of r's size sets: "main" (timed unless no_timing), then "check" where the
+ * problem has check sizes; returns how many. */
+int kopt__plan_phases(phase_plan *phases, const kopt_eval_result *r, int no_timing)
+{
+    phases[0].label = "main";
+    phases[0].timed = !no_timing;
+    if (!r->check_sizes.n)
+        return 1;
+    phases[1].label = "check";
+    return 2;
+}
+
+/* Seeds: r->seed (the caller's, else fresh); every trial's inputs differ, and so do the
+ * timed inputs; and room in r->checks for every comparison the phases make. */
+kopt_status kopt__plan_seeds(kopt_eval_result *r, kopt_ctx *ctx, phase_plan *phases, int nphases,
+                             const kopt_eval_opts *o, const kopt_problem *prob)
+{
+    r->seed = o->seed ? o->seed : kopt__fresh_seed();
+    for (int p = 0; p < nphases; p++) {
+        phases[p].ntrials = o->trials;
+        for (int t = 0; t < o->trials; t++)
+            phases[p].seeds[t] = r->seed + (uint64_t)p * 1000 + (uint64_t)t + 1;
+        phases[p].timing_seed = r->seed + 999;
+    }
+    r->checks = calloc((size_t)(2 * (o->trials + 3) * (prob->ntensors + 1)) + 1,
+                       sizeof(*r->checks));
+    return r->checks ? KOPT_OK : kopt_seterr(ctx, KOPT_E_NOMEM, "the checks of the result");
+}
+
+/* The device's ceilings into r: the session's once it asked, else the caller's
+ * (opts->ceilings: the run API looks them up in its store and stores what was measured
+ * here), else measured now (a warning when they cannot be); a session asks once, measured
+ * or not. */
+void kopt__plan_ceilings(kopt_ctx *ctx, kopt_eval_result *r, const kopt_eval_opts *o,
+                         kopt_eval_session *S)
 {
     kopt_device_info dev;
 
-    return kopt_device_measure(ctx, o->device, o->cache_dir, &dev, &r->ceilings);
+    if (S && S->asked_ceilings)
+        r->ceilings = S->ceilings;
+    else if (o->ceilings && o->ceilings->valid)
+        r->ceilings = *o->ceilings;
+    else if (kopt_device_measure(ctx, o->device, o->cache_dir, &dev, &r->ceilings) != KOPT_OK)
+        kopt_log(ctx, KOPT_LOG_WARN, "device ceilings not measured: %s", kopt_errmsg(ctx));
+    if (S && !S->asked_ceilings) {
+        S->ceilings = r->ceilings;
+        S->asked_ceilings = 1;
+    }
 }
 
 /* Job fields for host-mode code: the sandbox (unless turned off) and, where the problem

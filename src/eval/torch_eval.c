@@ -306,27 +306,13 @@ kopt_status kopt__eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
                     "outputs) or a Python file with class ModelNew", cand->path);
         goto done;
     }
-    if ((rc = kopt_sizes_resolve(&r->sizes, ctx, prob, o.sizes)) != KOPT_OK)
+    if ((rc = kopt__plan_sizes(r, ctx, prob, &o)) != KOPT_OK)
         goto fail;
-    if (prob->has_check_sizes && !o.skip_check_sizes) {
-        kopt_vars merged = KOPT_VARS_INIT;
-        kopt_vars_copy(&merged, o.sizes);
-        kopt_vars_copy(&merged, &prob->check_sizes);
-        rc = kopt_sizes_resolve(&r->check_sizes, ctx, prob, &merged);
-        kopt_vars_free(&merged);
-        if (rc != KOPT_OK)
-            goto fail;
-    }
     kopt__trace_step(trace, "sizes", &ts);
     cpu = devenv && strcmp(devenv, "cpu") == 0;   /* tests: the CPU build of PyTorch */
     r->has_device = kopt_device_nvml(ctx, o.device, &nvml, NULL) == KOPT_OK;
     kopt__trace_step(trace, "device_query", &ts);
-    if (o.arch)
-        snprintf(r->arch, sizeof(r->arch), "%s", o.arch);
-    else if (r->has_device)
-        kopt_arch_for_cc(nvml.cc_major, nvml.cc_minor, r->arch);
-    else
-        snprintf(r->arch, sizeof(r->arch), "sm_90a");
+    kopt__plan_arch(r, o.arch, &nvml);
     co.arch = r->arch;
     co.cache_dir = o.cache_dir;
     t1 = kopt_now_ms();
@@ -349,12 +335,7 @@ kopt_status kopt__eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
     }
     r->compile_ms = kopt_now_ms() - t1;
     kopt__trace_step(trace, "compile_candidate", &ts);
-    phases[0].label = "main";
-    phases[nphases++].timed = !o.no_timing;
-    if (r->check_sizes.n) {
-        phases[1].label = "check";
-        nphases++;
-    }
+    nphases = kopt__plan_phases(phases, r, o.no_timing);
     for (int p = 0; p < nphases; p++) {
         const kopt_vars *sz = p == 0 ? &r->sizes : &r->check_sizes;
         if ((rc = kopt_bind(&phases[p].ref, ctx, prob, &ref, sz)) != KOPT_OK)
@@ -379,28 +360,12 @@ kopt_status kopt__eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
         goto fail;
     if (S)
         session_zygote(ctx, S, script);
-    r->seed = o.seed ? o.seed : kopt__fresh_seed();
-    for (int p = 0; p < nphases; p++) {
-        phases[p].ntrials = o.trials;
-        for (int t = 0; t < o.trials; t++)
-            phases[p].seeds[t] = r->seed + (uint64_t)p * 1000 + (uint64_t)t + 1;
-        phases[p].timing_seed = r->seed + 999;
-    }
-    r->checks = calloc((size_t)(2 * (o.trials + 3) * (prob->ntensors + 1)) + 1, sizeof(*r->checks));
+    if ((rc = kopt__plan_seeds(r, ctx, phases, nphases, &o, prob)) != KOPT_OK)
+        goto fail;
     /* the GPU's ceilings bound GPU times only: a run on the CPU build of PyTorch gets no
        roofline and no speed-of-light verdict */
-    if (!cpu && r->has_device) {
-        if (S && S->asked_ceilings)    /* asked once a session, as on the CUDA path */
-            r->ceilings = S->ceilings;
-        else if (o.ceilings && o.ceilings->valid)
-            r->ceilings = *o.ceilings;
-        else if (kopt__get_ceilings(ctx, r, &o) != KOPT_OK)
-            kopt_log(ctx, KOPT_LOG_WARN, "device ceilings not measured: %s", kopt_errmsg(ctx));
-        if (S && !S->asked_ceilings) {
-            S->ceilings = r->ceilings;
-            S->asked_ceilings = 1;
-        }
-    }
+    if (!cpu && r->has_device)
+        kopt__plan_ceilings(ctx, r, &o, S);
     kopt__trace_step(trace, "ceilings", &ts);
     if (o.program_profile) {           /* kopt_eval_torch_program: the kernels, no checks */
         rc = program_run(ctx, r, prob, cand, comp, phases, &o, script, tmo);

@@ -119,6 +119,21 @@ kopt_status kopt__search_settle(kopt_search *s, kopt_ctx *ctx, int i)
     return kopt__search_save(s, ctx, i);
 }
 
+/* Node i's outcome settled and its search-memory row written in one store group: none of
+ * the memory goes missing. */
+static kopt_status settle_in_group(kopt_search *s, kopt_ctx *ctx, int i)
+{
+    kopt_status rc = kopt__search_group_begin(s, ctx);
+
+    if (rc != KOPT_OK)
+        return rc;
+    if ((rc = kopt__search_settle(s, ctx, i)) == KOPT_OK) {
+        kopt__search_derive(s);
+        kopt__search_remember(s, ctx, i);
+    }
+    return kopt__search_group_end(s, ctx, rc);
+}
+
 kopt_status kopt__search_evaluate(kopt_search *s, kopt_ctx *ctx, kopt_search_evaluator *ev,
                                   int i)
 {
@@ -130,15 +145,8 @@ kopt_status kopt__search_evaluate(kopt_search *s, kopt_ctx *ctx, kopt_search_eva
 
     memset(&oc, 0, sizeof(oc));
     snprintf(tag, sizeof(tag), "n%d", i);
-    if (n->arrived) {   /* evaluated in a batch a kill interrupted: backed up now */
-        if ((rc = kopt__search_group_begin(s, ctx)) != KOPT_OK)
-            return rc;
-        if ((rc = kopt__search_settle(s, ctx, i)) == KOPT_OK) {
-            kopt__search_derive(s);
-            kopt__search_remember(s, ctx, i);
-        }
-        return kopt__search_group_end(s, ctx, rc);
-    }
+    if (n->arrived)     /* evaluated in a batch a kill interrupted: backed up now */
+        return settle_in_group(s, ctx, i);
     if (kopt__search_reuse(s, i)) {   /* a twin proposed in the same batch was evaluated first */
         kopt__search_derive(s);
         if ((rc = kopt__search_group_begin(s, ctx)) != KOPT_OK)
@@ -158,14 +166,7 @@ kopt_status kopt__search_evaluate(kopt_search *s, kopt_ctx *ctx, kopt_search_eva
     }
     kopt__search_apply(s, i, &oc);
     kopt_search_outcome_clear(&oc);
-    /* the outcome and its search-memory row together: none of the memory goes missing */
-    if ((rc = kopt__search_group_begin(s, ctx)) != KOPT_OK)
-        return rc;
-    if ((rc = kopt__search_settle(s, ctx, i)) == KOPT_OK) {
-        kopt__search_derive(s);
-        kopt__search_remember(s, ctx, i);
-    }
-    return kopt__search_group_end(s, ctx, rc);
+    return settle_in_group(s, ctx, i);
 }
 
 /* Hand the pending candidates not yet prepared to the evaluator at once (the live one
