@@ -6,6 +6,8 @@
 #include "kopt/cute.h"
 #include "cuda_int.h"
 
+#include <sys/types.h>
+
 typedef struct kopt__nvrtc_job {
     const char *source;
     const char *path;               /* for messages and the log */
@@ -59,6 +61,24 @@ void kopt__nvrtc_out_free(kopt__nvrtc_out *o, int nnames);
 /* The helper's loop (`kopt-worker __worker --compile-helper`): requests on fd 0, replies on
  * fd 0, until EOF. */
 int kopt__compile_helper_main(void);
+/* The helper's loop on a socket (the zygote's forked helpers enter it directly); the
+ * helpers' lower CPU priority ($KOPT_COMPILE_NICE, default 10). */
+int kopt__compile_helper_serve(const kopt_nvrtc_api *nv, int fd);
+void kopt__compile_lower_priority(void);
+/* Read exactly n bytes from fd (EINTR retried): 0, or -1 at EOF or on an error. */
+int kopt__fd_read_full(int fd, void *p, size_t n);
+/* One request to the helper on fd and its reply into *o (compile_helper.c): nonzero when
+ * the helper broke off. */
+int kopt__compile_helper_call(int fd, const kopt__nvrtc_req *q, kopt__nvrtc_out *o);
+/* Start argv[0] with one end of a new socket pair as its fd 0: its pid and our end. */
+kopt_status kopt__spawn_on_socket(kopt_ctx *ctx, const char *what, char *const argv[],
+                                  pid_t *pid, int *fd);
+/* compile_zygote.c: `kopt-worker __worker --compile-zygote [--gpu-architecture=A]`, a
+ * helper forked warm by it (started on first use), and stopping it. */
+int kopt__compile_zygote_main(const char *arch);
+kopt_status kopt__compile_zygote_fork(kopt_ctx *ctx, const char *worker, const char *arch,
+                                      pid_t *pid, int *fd);
+void kopt__compile_zygote_stop(void);
 /* Add the names, sizes and modification times of the headers in `dir` to a cache key. */
 void kopt__hash_headers(kopt_hash *h, const char *dir);
 /* kopt's public include folder (for candidate.h), found next to the executable. */

@@ -10,6 +10,11 @@
  * $KOPT_COMPILE_PROCS, when set, wins over the setter (0 turns helpers off). Helpers start
  * when first needed and stop when N drops below their number (or at exit: they end at EOF).
  * A helper that cannot be started or fails is logged once and its request compiled here.
+ * Helpers are forked warm by one zygote (compile_zygote.c; $KOPT_COMPILE_FORK=0 starts each
+ * as a program of its own). The helper's side and the wire are compile_helper.c.
+ * Helpers run at a lower CPU priority (nice 10; $KOPT_COMPILE_NICE=N sets it, 0 keeps the
+ * parent's): where they fill every CPU, as in a first tuning run on several GPUs, the
+ * evaluations' processes (the GPU workers starting, timing, comparing) come first.
  */
 #include "kopt/compile.h"
 #include "kopt/worker.h"
@@ -18,8 +23,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <spawn.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,256 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-extern char **environ;
-
 #define MAX_HELPERS 64
-#define REQ_MAGIC 0x6b6f7043u        /* "kopC" */
-#define NO_STRING UINT32_MAX
-
-/* ---- the result of one NVRTC call ------------------------------------------------------ */
-
-void kopt__nvrtc_out_free(kopt__nvrtc_out *o, int nnames)
-{
-    if (!o)
-        return;
-    free(o->error);
-    free(o->log);
-    if (o->lowered)
-        for (int i = 0; i < nnames; i++)
-            free(o->lowered[i]);
-    free(o->lowered);
-    free(o->cubin);
-    memset(o, 0, sizeof(*o));
-}
-
-kopt_status kopt__nvrtc_build_here(const kopt_nvrtc_api *nv, const kopt__nvrtc_req *q,
-                                   kopt__nvrtc_out *o)
-{
-    nvrtcProgram prog = NULL;
-    size_t n = 0;
-
-    memset(o, 0, sizeof(*o));
-    if (!(o->lowered = calloc((size_t)q->nnames + 1, sizeof(char *))))
-        return KOPT_E_NOMEM;
-    if (nv->nvrtcCreateProgram(&prog, q->source, q->name, 0, NULL, NULL) != NVRTC_SUCCESS) {
-        o->result = -1;
-        o->error = strdup("nvrtcCreateProgram failed");
-        return KOPT_OK;
-    }
-    for (int i = 0; i < q->nnames; i++)
-        nv->nvrtcAddNameExpression(prog, q->names[i]);
-    o->result = nv->nvrtcCompileProgram(prog, q->argc, (const char *const *)q->argv);
-    nv->nvrtcGetProgramLogSize(prog, &n);
-    o->log = calloc(n + 1, 1);
-    if (o->log && n)
-        nv->nvrtcGetProgramLog(prog, o->log);
-    if (o->result != NVRTC_SUCCESS) {
-        o->error = strdup(nv->nvrtcGetErrorString((nvrtcResult)o->result));
-    } else {
-        for (int i = 0; i < q->nnames; i++) {
-            const char *lowered = NULL;
-            if (nv->nvrtcGetLoweredName(prog, q->names[i], &lowered) == NVRTC_SUCCESS && lowered)
-                o->lowered[i] = strdup(lowered);
-        }
-        if (nv->nvrtcGetCUBINSize(prog, &o->size) != NVRTC_SUCCESS || !o->size ||
-            !(o->cubin = malloc(o->size)) || nv->nvrtcGetCUBIN(prog, o->cubin) != NVRTC_SUCCESS) {
-            free(o->cubin);
-            o->cubin = NULL;
-            o->size = 0;
-        }
-    }
-    nv->nvrtcDestroyProgram(&prog);
-    return KOPT_OK;
-}
-
-/* ---- the wire: native-endian counts, strings as length + bytes --------------------------- */
-
-static int put(int fd, const void *p, size_t n)
-{
-    const char *c = p;
-    while (n) {
-        ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        c += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-static int get(int fd, void *p, size_t n)
-{
-    char *c = p;
-    while (n) {
-        ssize_t r = read(fd, c, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        c += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
-
-static int put_u32(int fd, uint32_t v) { return put(fd, &v, sizeof(v)); }
-
-static int put_str(int fd, const char *s)
-{
-    uint32_t n = s ? (uint32_t)strlen(s) : NO_STRING;
-    return put_u32(fd, n) || (s && put(fd, s, n));
-}
-
-static int put_blob(int fd, const void *p, uint64_t n)
-{
-    return put(fd, &n, sizeof(n)) || (n && put(fd, p, (size_t)n));
-}
-
-static int get_u32(int fd, uint32_t *v) { return get(fd, v, sizeof(*v)); }
-
-/* A string (malloc'd) into *s, NULL when none was sent. */
-static int get_str(int fd, char **s)
-{
-    uint32_t n;
-    *s = NULL;
-    if (get_u32(fd, &n))
-        return -1;
-    if (n == NO_STRING)
-        return 0;
-    if (n > (1u << 30) || !(*s = malloc((size_t)n + 1)))
-        return -1;
-    (*s)[n] = '\0';
-    return get(fd, *s, n);
-}
-
-static int get_blob(int fd, void **p, size_t *size)
-{
-    uint64_t n;
-    *p = NULL;
-    *size = 0;
-    if (get(fd, &n, sizeof(n)) || n > ((uint64_t)1 << 34))
-        return -1;
-    if (!n)
-        return 0;
-    if (!(*p = malloc((size_t)n)))
-        return -1;
-    *size = (size_t)n;
-    return get(fd, *p, (size_t)n);
-}
-
-static int send_request(int fd, const kopt__nvrtc_req *q)
-{
-    if (put_u32(fd, REQ_MAGIC) || put_str(fd, q->source) || put_str(fd, q->name) ||
-        put_u32(fd, (uint32_t)q->argc) || put_u32(fd, (uint32_t)q->nnames))
-        return -1;
-    for (int i = 0; i < q->argc; i++)
-        if (put_str(fd, q->argv[i]))
-            return -1;
-    for (int i = 0; i < q->nnames; i++)
-        if (put_str(fd, q->names[i]))
-            return -1;
-    return 0;
-}
-
-static int read_reply(int fd, int nnames, kopt__nvrtc_out *o)
-{
-    uint32_t result, n;
-
-    memset(o, 0, sizeof(*o));
-    if (get_u32(fd, &result) || get_str(fd, &o->error) || get_str(fd, &o->log) ||
-        get_u32(fd, &n) || (int)n != nnames ||
-        !(o->lowered = calloc((size_t)nnames + 1, sizeof(char *))))
-        return -1;
-    o->result = (int)result;
-    for (int i = 0; i < nnames; i++)
-        if (get_str(fd, &o->lowered[i]))
-            return -1;
-    return get_blob(fd, &o->cubin, &o->size);
-}
-
-/* ---- the helper ---------------------------------------------------------------------------- */
-
-static void req_free(kopt__nvrtc_req *q)
-{
-    free((char *)q->source);
-    free((char *)q->name);
-    kopt__strv_free_n(q->argc, q->argv);
-    kopt__strv_free_n(q->nnames, (char **)q->names);
-    memset(q, 0, sizeof(*q));
-}
-
-/* One request from fd into *q; 1 at EOF before a request, -1 on a broken one. */
-static int read_request(int fd, kopt__nvrtc_req *q)
-{
-    uint32_t magic, argc, nnames;
-    ssize_t r;
-
-    memset(q, 0, sizeof(*q));
-    do
-        r = read(fd, &magic, sizeof(magic));
-    while (r < 0 && errno == EINTR);
-    if (r == 0)
-        return 1;
-    if (r != (ssize_t)sizeof(magic) || magic != REQ_MAGIC)
-        return -1;
-    if (get_str(fd, (char **)&q->source) || get_str(fd, (char **)&q->name) ||
-        get_u32(fd, &argc) || get_u32(fd, &nnames) || argc > 4096 || nnames > 4096)
-        return -1;
-    q->argv = calloc((size_t)argc + 1, sizeof(char *));
-    q->names = calloc((size_t)nnames + 1, sizeof(char *));
-    if (!q->argv || !q->names)
-        return -1;
-    for (; q->argc < (int)argc; q->argc++)
-        if (get_str(fd, &q->argv[q->argc]) || !q->argv[q->argc])
-            return -1;
-    for (; q->nnames < (int)nnames; q->nnames++)
-        if (get_str(fd, (char **)&q->names[q->nnames]) || !q->names[q->nnames])
-            return -1;
-    return 0;
-}
-
-int kopt__compile_helper_main(void)
-{
-    kopt_ctx *ctx = kopt_ctx_new();
-    const kopt_nvrtc_api *nv = NULL;
-    int fd = 0, rc = 0;
-
-    if (!ctx || kopt__nvrtc_load(ctx, &nv) != KOPT_OK) {
-        fprintf(stderr, "kopt compile helper: %s\n", ctx ? kopt_errmsg(ctx) : "no memory");
-        kopt_ctx_free(ctx);
-        return 1;
-    }
-    for (;;) {
-        kopt__nvrtc_req q;
-        kopt__nvrtc_out o;
-        int got = read_request(fd, &q);
-        int bad;
-
-        if (got != 0) {
-            rc = got > 0 ? 0 : 2;
-            req_free(&q);
-            break;
-        }
-        bad = kopt__nvrtc_build_here(nv, &q, &o) != KOPT_OK;
-        if (!bad) {
-            bad = put_u32(fd, (uint32_t)o.result) || put_str(fd, o.error) ||
-                  put_str(fd, o.log) || put_u32(fd, (uint32_t)q.nnames);
-            for (int i = 0; !bad && i < q.nnames; i++)
-                bad = put_str(fd, o.lowered[i]);
-            bad = bad || put_blob(fd, o.cubin, o.size);
-        }
-        kopt__nvrtc_out_free(&o, q.nnames);
-        req_free(&q);
-        if (bad) {
-            rc = 1;
-            break;
-        }
-    }
-    kopt_ctx_free(ctx);
-    return rc;
-}
 
 /* ---- the pool ------------------------------------------------------------------------------ */
 
@@ -284,6 +38,7 @@ typedef struct helper {
     pid_t pid;
     int fd;                     /* the parent's end of the socket pair */
     int busy;
+    int forked;                 /* forked by the zygote: its child, not ours */
 } helper;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -305,8 +60,8 @@ static int limit_locked(void)
 static void stop_helper(helper *h)
 {
     if (h->fd >= 0)
-        close(h->fd);             /* EOF: the helper exits */
-    if (h->pid > 0)
+        close(h->fd);             /* EOF: the helper exits (the zygote reaps its children) */
+    if (h->pid > 0 && !h->forked)
         while (waitpid(h->pid, NULL, 0) < 0 && errno == EINTR) {
         }
     h->fd = -1;
@@ -336,6 +91,7 @@ static void stop_all(void)
             stop_helper(&helpers[i]);
     nhelpers = 0;
     pthread_mutex_unlock(&mu);
+    kopt__compile_zygote_stop();
 }
 
 int kopt_compile_procs_set(int n)
@@ -347,6 +103,8 @@ int kopt_compile_procs_set(int n)
     trim_locked();
     pthread_cond_broadcast(&cv);
     pthread_mutex_unlock(&mu);
+    if (wanted == 0)
+        kopt__compile_zygote_stop();      /* and a later setting may try a zygote again */
     return old;
 }
 
@@ -371,48 +129,39 @@ static void warn_once(kopt_ctx *ctx, const char *what)
                  what);
 }
 
-/* Start one helper (mu not held): its pid and the parent's end of its socket pair. */
-static kopt_status start_helper(kopt_ctx *ctx, helper *h)
+/* $KOPT_COMPILE_FORK=0 starts every helper as a program of its own (no zygote). */
+static int fork_wanted(void)
+{
+    const char *e = getenv("KOPT_COMPILE_FORK");
+    return !(e && strcmp(e, "0") == 0);
+}
+
+/* Start one helper (mu not held): forked warm by the zygote (started for `arch` on first
+ * use), else a program of its own; its pid and the parent's end of its socket pair. */
+static kopt_status start_helper(kopt_ctx *ctx, helper *h, const char *arch)
 {
     char *path = NULL;
-    int sv[2];
-    posix_spawn_file_actions_t fa;
     kopt_status rc;
 
     h->fd = -1;
     h->pid = 0;
     h->busy = 1;
+    h->forked = 0;
     if ((rc = kopt_worker_find(ctx, &path, NULL)) != KOPT_OK)
         return rc;
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-        free(path);
-        return kopt_seterr(ctx, KOPT_E_IO, "compile helper: socketpair: %s", strerror(errno));
-    }
-    {
+    if (fork_wanted() && kopt__compile_zygote_fork(ctx, path, arch, &h->pid, &h->fd) == KOPT_OK) {
+        h->forked = 1;
+    } else {
         char *argv[] = {path, "__worker", "--compile-helper", NULL};
-        int err;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_adddup2(&fa, sv[1], 0);   /* dup2 clears CLOEXEC */
-        err = posix_spawn(&h->pid, path, &fa, NULL, argv, environ);
-        posix_spawn_file_actions_destroy(&fa);
-        close(sv[1]);
-        if (err != 0) {
-            close(sv[0]);
-            h->pid = 0;
-            rc = kopt_seterr(ctx, KOPT_E_IO, "compile helper: cannot start %s: %s", path,
-                             strerror(err));
-            free(path);
-            return rc;
-        }
+        rc = kopt__spawn_on_socket(ctx, "compile helper", argv, &h->pid, &h->fd);
     }
     free(path);
-    h->fd = sv[0];
-    return KOPT_OK;
+    return rc;
 }
 
 /* A helper for one request (busy, owned by the caller until put back); 0 when helpers are
  * off or cannot start. Waits while every allowed helper is busy. */
-static int take_helper(kopt_ctx *ctx, helper *out)
+static int take_helper(kopt_ctx *ctx, helper *out, const char *arch)
 {
     pthread_mutex_lock(&mu);
     for (;;) {
@@ -436,7 +185,7 @@ static int take_helper(kopt_ctx *ctx, helper *out)
                 atexit(stop_all);
             }
             pthread_mutex_unlock(&mu);
-            rc = start_helper(ctx, out);
+            rc = start_helper(ctx, out, arch);
             pthread_mutex_lock(&mu);
             starting--;
             if (rc == KOPT_OK && nhelpers < MAX_HELPERS) {
@@ -480,10 +229,14 @@ static void give_helper(const helper *h, int broken)
 kopt_status kopt__nvrtc_build(kopt_ctx *ctx, const kopt_nvrtc_api *nv,
                               const kopt__nvrtc_req *q, kopt__nvrtc_out *o)
 {
+    const char *arch = NULL;
     helper h;
 
-    if (take_helper(ctx, &h)) {
-        int broken = send_request(h.fd, q) || read_reply(h.fd, q->nnames, o);
+    for (int i = 0; i < q->argc && !arch; i++)   /* the target, for the zygote's warm-up */
+        if (strncmp(q->argv[i], "--gpu-architecture=", 19) == 0)
+            arch = q->argv[i] + 19;
+    if (take_helper(ctx, &h, arch)) {
+        int broken = kopt__compile_helper_call(h.fd, q, o);
         give_helper(&h, broken);
         if (!broken)
             return KOPT_OK;

@@ -297,10 +297,17 @@ int kopt_worker_main_args(int argc, char **argv)
     int got, early = 0;
 
     /* "--compile-helper": NVRTC calls for a parent that compiles on several threads
-     * (src/cuda/compile_procs.c), not an evaluation */
-    for (int i = 1; i < argc; i++)
+     * (src/cuda/compile_procs.c), not an evaluation; "--compile-zygote" starts them warm
+     * (src/cuda/compile_zygote.c) */
+    for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--compile-helper") == 0)
             return kopt__compile_helper_main();
+        if (strcmp(argv[i], "--compile-zygote") == 0) {   /* forks warm helpers */
+            const char *next = i + 1 < argc ? argv[i + 1] : "";
+            return kopt__compile_zygote_main(
+                strncmp(next, "--gpu-architecture=", 19) == 0 ? next + 19 : NULL);
+        }
+    }
     memset(&w, 0, sizeof(w));
     w.ctx = kopt_ctx_new();
     /* "--early-device=N": the parent starts this worker before its job is ready; the

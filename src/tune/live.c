@@ -142,6 +142,52 @@ static kopt_status compile_point(live *L, kopt_ctx *ctx, const kopt_candidate *c
     return rc;
 }
 
+/* ---- trace ------------------------------------------------------------------------------ */
+
+/* KOPT_TUNE_TRACE=FILE: one JSON line per evaluation appended to FILE (where its time went:
+ * the parent's steps before the session, and the session's own trace of parent and worker
+ * steps), and one per compile done ahead ("prepare": when it started and ended, on the same
+ * clock as the evaluations' start_ms), to see what grows when several GPUs evaluate at once
+ * and what a first run waits for. One write per line, with O_APPEND, so the threads' lines
+ * do not interleave. Takes (and frees) `line`. */
+static void trace_write(json_t *line)
+{
+    const char *path = getenv("KOPT_TUNE_TRACE");
+    char *text = line && path && *path ? json_dumps(line, JSON_COMPACT | JSON_REAL_PRECISION(5))
+                                       : NULL;
+    int fd;
+
+    if (text && (fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644)) >= 0) {
+        size_t n = strlen(text);
+        text[n] = '\n';               /* json_dumps's terminator becomes the line's end */
+        if (write(fd, text, n + 1) < 0) { /* a diagnostic: a failed write loses one line */ }
+        close(fd);
+    }
+    free(text);
+    json_decref(line);
+}
+
+static int tracing(void)
+{
+    const char *path = getenv("KOPT_TUNE_TRACE");
+    return path && *path;
+}
+
+static void trace_line(const live *L, uint64_t point, double t_start, double prep_ms,
+                       double eval_ms, const kopt_eval_result *res)
+{
+    json_t *line;
+
+    if (!tracing())
+        return;
+    line = json_pack("{s:I, s:i, s:f, s:f, s:f}", "point", (json_int_t)point,
+                     "device", L->eval.device, "start_ms", t_start, "prep_ms", prep_ms,
+                     "eval_ms", eval_ms);
+    if (line && res && res->trace)
+        json_object_set_new(line, "trace", json_loads(res->trace, 0, NULL));
+    trace_write(line);
+}
+
 /* ---- prepare ---------------------------------------------------------------------------- */
 
 static kopt_status live_prepare(void *user, kopt_ctx *ctx, uint64_t point)
@@ -153,11 +199,18 @@ static kopt_status live_prepare(void *user, kopt_ctx *ctx, uint64_t point)
     char msg[256] = "";
     kopt_status rc;
 
+    double t0 = kopt_now_ms();
+
     if (memo_get(L, point, &seen))
         return KOPT_OK;
     if ((rc = instantiate(L, ctx, point, &cand)) != KOPT_OK)
         return rc;
     rc = compile_point(L, ctx, cand, &comp, msg, sizeof(msg));
+    if (tracing())
+        trace_write(json_pack("{s:I, s:f, s:f, s:b, s:f}", "prepare", (json_int_t)point,
+                              "start_ms", t0, "end_ms", kopt_now_ms(),
+                              "cache_hit", rc == KOPT_OK && comp->cache_hit,
+                              "compile_ms", rc == KOPT_OK ? comp->compile_ms : 0.0));
     if (rc == KOPT_OK)
         memo_put(L, point, comp->cache_hit ? 0.0 : comp->compile_ms, 0, NULL);
     else if (rc == KOPT_E_COMPILE) {
@@ -288,36 +341,6 @@ cleanup:
     free(views);
     kopt_sass_free(sass);
     kopt_ctx_free(ctx);
-}
-
-/* KOPT_TUNE_TRACE=FILE: one JSON line per evaluation appended to FILE (where its time went:
- * the parent's steps before the session, and the session's own trace of parent and worker
- * steps), to see what grows when several GPUs evaluate at once. One write per line, with
- * O_APPEND, so the slots' lines do not interleave. */
-static void trace_line(const live *L, uint64_t point, double t_start, double prep_ms,
-                       double eval_ms, const kopt_eval_result *res)
-{
-    const char *path = getenv("KOPT_TUNE_TRACE");
-    json_t *line;
-    char *text;
-    int fd;
-
-    if (!path || !*path)
-        return;
-    line = json_pack("{s:I, s:i, s:f, s:f, s:f}", "point", (json_int_t)point,
-                     "device", L->eval.device, "start_ms", t_start, "prep_ms", prep_ms,
-                     "eval_ms", eval_ms);
-    if (line && res && res->trace)
-        json_object_set_new(line, "trace", json_loads(res->trace, 0, NULL));
-    text = line ? json_dumps(line, JSON_COMPACT | JSON_REAL_PRECISION(5)) : NULL;
-    if (text && (fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644)) >= 0) {
-        size_t n = strlen(text);
-        text[n] = '\n';               /* json_dumps's terminator becomes the line's end */
-        if (write(fd, text, n + 1) < 0) { /* a diagnostic: a failed write loses one line */ }
-        close(fd);
-    }
-    free(text);
-    json_decref(line);
 }
 
 /* ---- evaluate --------------------------------------------------------------------------- */

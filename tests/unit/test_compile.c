@@ -10,13 +10,16 @@
 #include "kopt/worker.h"
 
 #include <dirent.h>
+#include <link.h>
 #include <pthread.h>
+#include <sys/resource.h>
 
 static kopt_ctx *ctx;
 static char *tmp;          /* problem, candidates and the compile cache */
 static char *cache;
 static kopt_problem *prob;
 static int have_nvrtc;
+static int builtins_at_load;   /* nvrtc_builtins_loaded() before the first compile */
 
 static char *fixture(const char *name)
 {
@@ -292,6 +295,55 @@ static int file_exists(const char *path)
         }                                                       \
     } while (0)
 
+/* ---- NVRTC's built-in headers' library -------------------------------------------------- */
+
+typedef struct builtins_seek {
+    char dir[1024];
+    int found;
+} builtins_seek;
+
+static int seek_builtins(struct dl_phdr_info *info, size_t size, void *user)
+{
+    builtins_seek *b = user;
+    const char *name = info->dlpi_name, *slash = name ? strrchr(name, '/') : NULL;
+
+    (void)size;
+    if (slash && strncmp(slash + 1, "libnvrtc-builtins.so", 20) == 0 &&
+        strlen(b->dir) == (size_t)(slash - name) && strncmp(name, b->dir, strlen(b->dir)) == 0)
+        b->found = 1;
+    return 0;
+}
+
+/* 1 when NVRTC is loaded and a libnvrtc-builtins from its folder is loaded too; 0 when not;
+ * -1 when NVRTC cannot be loaded. */
+static int nvrtc_builtins_loaded(void)
+{
+    builtins_seek b;
+    char path[1024], *slash;
+
+    memset(&b, 0, sizeof(b));
+    if (kopt_compile_nvrtc_path(ctx, path, sizeof(path)) != KOPT_OK)
+        return -1;
+    if (!(slash = strrchr(path, '/')))
+        return 0;
+    *slash = '\0';
+    snprintf(b.dir, sizeof(b.dir), "%s", path);
+    dl_iterate_phdr(seek_builtins, &b);
+    return b.found;
+}
+
+/* Loading NVRTC loads the builtins beside it, before any compile: NVRTC 13.0 from NVIDIA's
+ * pip package finds them only so where no toolkit is installed (src/cuda/loader.c). */
+static void test_nvrtc_builtins_preloaded(void)
+{
+    char path[1024];
+
+    NEED_NVRTC();
+    CHECK_EQ_INT(kopt_compile_nvrtc_path(ctx, path, sizeof(path)), KOPT_OK);
+    CHECK(strstr(path, "libnvrtc") != NULL);
+    CHECK_EQ_INT(builtins_at_load, 1);
+}
+
 static void test_compile_and_cache(void)
 {
     kopt_compiled *a = NULL, *b = NULL, *c = NULL;
@@ -508,6 +560,73 @@ typedef struct helper_job {
     char msg[512];             /* the error, when rc is not KOPT_OK */
 } helper_job;
 
+/* This process's children and grandchildren (the compile zygote and the helpers it forks,
+ * or helpers started as programs): how many of each, and their nice values (up to 16). */
+typedef struct family {
+    int children, grandchildren, n, nice[16];
+} family;
+
+static family descendants(void)
+{
+    enum { MAXP = 4096 };
+    static int pid[MAXP], ppid[MAXP], nice[MAXP];
+    family f;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    int np = 0, me = (int)getpid();
+
+    memset(&f, 0, sizeof(f));
+    while (d && (e = readdir(d)) != NULL && np < MAXP) {
+        char path[300], buf[1024];
+        FILE *fp;
+        size_t got;
+        const char *rest;
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+        if (!(fp = fopen(path, "r")))
+            continue;
+        got = fread(buf, 1, sizeof(buf) - 1, fp);
+        fclose(fp);
+        buf[got] = '\0';
+        /* after the command's ")": state ppid ..., nice is the 19th field of the line */
+        if ((rest = strrchr(buf, ')')) &&
+            sscanf(rest + 2, "%*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %d",
+                   &ppid[np], &nice[np]) == 2)
+            pid[np++] = atoi(e->d_name);
+    }
+    if (d)
+        closedir(d);
+    for (int i = 0; i < np; i++) {
+        int depth = ppid[i] == me ? 1 : 0;
+        for (int j = 0; j < np && !depth; j++)
+            if (pid[j] == ppid[i] && ppid[j] == me)
+                depth = 2;
+        if (!depth)
+            continue;
+        if (depth == 1)
+            f.children++;
+        else
+            f.grandchildren++;
+        if (f.n < 16)
+            f.nice[f.n++] = nice[i];
+    }
+    return f;
+}
+
+/* The helpers' processes: `children` and `grandchildren` as expected, each at nice 10 (or
+ * at this process's, when it is lower still). */
+static void check_family(int children, int grandchildren)
+{
+    family f = descendants();
+    int own = getpriority(PRIO_PROCESS, 0);
+
+    CHECK_EQ_INT(f.children, children);
+    CHECK_EQ_INT(f.grandchildren, grandchildren);
+    for (int i = 0; i < f.n; i++)
+        CHECK_EQ_INT(f.nice[i], own < 10 ? 10 : own);
+}
+
 /* Compile the templated candidate at job->threads with its own context (no cache). */
 static void *compile_job(void *arg)
 {
@@ -570,6 +689,8 @@ static void test_compile_helpers(void)
     for (int i = 0; i < N; i++)
         pthread_join(th[i], NULL);
     CHECK(kopt_compile_procs_running() >= 1 && kopt_compile_procs_running() <= 2);
+    /* forked warm by one zygote (our one child), at a lower priority */
+    check_family(1, kopt_compile_procs_running());
     for (int i = 0; i < N; i++) {
         if (!CHECK_EQ_INT(helped[i].rc, KOPT_OK) || !CHECK_EQ_INT(here[i].rc, KOPT_OK)) {
             fprintf(stderr, "  THREADS=%d: %s%s\n", here[i].threads, here[i].msg, helped[i].msg);
@@ -588,9 +709,23 @@ static void test_compile_helpers(void)
     CHECK_STR_CONTAINS(kopt_errmsg(ctx), "bad.cu: compilation failed");
     CHECK_STR_CONTAINS(kopt_errdetail(ctx), "    3 |     int x = ;");
     CHECK(kopt_compile_procs_running() >= 1);
-    /* 0 stops them */
+    /* 0 stops them, and the zygote */
     kopt_compile_procs_set(0);
     CHECK_EQ_INT(kopt_compile_procs_running(), 0);
+    check_family(0, 0);
+    /* $KOPT_COMPILE_FORK=0: helpers started as programs, our children; the same results */
+    setenv("KOPT_COMPILE_FORK", "0", 1);
+    kopt_compile_procs_set(2);
+    memset(&helped[2], 0, sizeof(helped[2]));
+    helped[2].threads = here[2].threads;
+    compile_job(&helped[2]);
+    CHECK_EQ_INT(helped[2].rc, KOPT_OK);
+    CHECK_EQ_STR(helped[2].key, here[2].key);
+    CHECK_EQ_INT(helped[2].size, here[2].size);
+    CHECK_EQ_INT(helped[2].registers, here[2].registers);
+    check_family(kopt_compile_procs_running(), 0);
+    kopt_compile_procs_set(0);
+    unsetenv("KOPT_COMPILE_FORK");
     /* $KOPT_COMPILE_PROCS=0 wins over the setter */
     setenv("KOPT_COMPILE_PROCS", "0", 1);
     kopt_compile_procs_set(2);
@@ -855,6 +990,7 @@ int main(int argc, char **argv)
 {
     static const ktest_case cases[] = {
         KTEST(test_ptxas_nvrtc_report),
+        KTEST(test_nvrtc_builtins_preloaded),
         KTEST(test_ptxas_only_listed_kernels),
         KTEST(test_ptxas_nvcc_layout),
         KTEST(test_ptxas_truncated),
@@ -890,7 +1026,9 @@ int main(int argc, char **argv)
     } else {
         /* probe NVRTC: KOPT_E_NO_DEVICE means it could not be loaded */
         kopt_compiled *probe = NULL;
-        kopt_status st = compile_text(&probe, "probe.cu", REF_CU, NULL, 0);
+        kopt_status st;
+        builtins_at_load = nvrtc_builtins_loaded();   /* before NVRTC's first compile */
+        st = compile_text(&probe, "probe.cu", REF_CU, NULL, 0);
         have_nvrtc = st != KOPT_E_NO_DEVICE;
         if (!have_nvrtc)
             printf("skipped: NVRTC not available (%s)\n", kopt_errmsg(ctx));
