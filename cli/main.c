@@ -35,7 +35,7 @@ static void usage(FILE *f)
 }
 
 /* `kopt --version`: the version, the worker program evaluations will start, the PyTorch
- * worker and the libkopt that PyTorch-path lockdowns load */
+ * worker, the libkopt that PyTorch-path lockdowns load and the NVRTC that compiles */
 static int version(void)
 {
     kopt_ctx *ctx = cli_ctx(0);
@@ -62,6 +62,15 @@ static int version(void)
     else
         printf("libkopt: none (%s)\n", kopt_errmsg(ctx));
     free(worker);
+    {   /* the run-time compiler: a toolkit's, or NVIDIA's pip package beside a wheel */
+        char path[1024];
+        int major, minor;
+        if (kopt_compile_nvrtc_version(ctx, &major, &minor) == KOPT_OK &&
+            kopt_compile_nvrtc_path(ctx, path, sizeof(path)) == KOPT_OK)
+            printf("nvrtc %d.%d %s\n", major, minor, path[0] ? path : "(file not known)");
+        else
+            printf("nvrtc: none (%s)\n", kopt_errmsg(ctx));
+    }
     kopt_ctx_free(ctx);
     return rc;
 }

@@ -77,6 +77,10 @@ int kopt_compile_procs_running(void);
 /* The version of the NVRTC kopt loads (KOPT_E_NO_DEVICE when it cannot be loaded). */
 kopt_status kopt_compile_nvrtc_version(kopt_ctx *ctx, int *major, int *minor);
 
+/* The file of the NVRTC kopt loads (a toolkit's, or the nvidia-cuda-nvrtc package's beside
+ * an installed wheel): written to path (n bytes), "" when the loader cannot tell. */
+kopt_status kopt_compile_nvrtc_path(kopt_ctx *ctx, char *path, size_t n);
+
 /* The folder holding kopt/candidate.h (the host-mode candidate ABI) that host-mode compiles
  * give nvcc (-I): the first of $KOPT_INCLUDE_DIR, the running program's ../include, the
  * include folder beside libkopt.so, the install prefix's, the source tree's (the last even

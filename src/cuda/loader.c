@@ -3,6 +3,7 @@
 #include "kopt/proc.h"
 
 #include <dlfcn.h>
+#include <glob.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,6 +110,33 @@ static void load_cu(void)
 #undef X
 }
 
+/* NVRTC opens its built-in headers' library (libnvrtc-builtins.so.13.X) by name when it
+ * first compiles. NVIDIA's pip package of NVRTC 13.0 gives the library no search path to
+ * its own folder, so where no toolkit is installed (or where the loader's cache names a
+ * toolkit that is gone) every compile failed with NVRTC_ERROR_BUILTIN_OPERATION_FAILURE
+ * (a driver-only H200 machine with PyTorch's nvidia/cu13/lib, 2026-11-27). Loading the
+ * builtins that lie beside the NVRTC we loaded, by path, first makes NVRTC's load by name
+ * find them (the dynamic loader matches a loaded library's soname). */
+static void preload_builtins(void *nvrtc)
+{
+    Dl_info info;
+    char dir[1024], pattern[1100];
+    const char *slash;
+    glob_t g;
+
+    if (!dladdr(dlsym(nvrtc, "nvrtcVersion"), &info) || !info.dli_fname ||
+        !(slash = strrchr(info.dli_fname, '/')) || (size_t)(slash - info.dli_fname) >= sizeof(dir))
+        return;
+    snprintf(dir, sizeof(dir), "%.*s", (int)(slash - info.dli_fname), info.dli_fname);
+    snprintf(pattern, sizeof(pattern), "%s/libnvrtc-builtins.so.*", dir);
+    if (glob(pattern, 0, NULL, &g) != 0)
+        return;
+    for (size_t i = 0; i < g.gl_pathc; i++)   /* kept loaded for the process */
+        if (!strstr(g.gl_pathv[i] + strlen(dir), ".alt."))
+            dlopen(g.gl_pathv[i], RTLD_NOW | RTLD_LOCAL);
+    globfree(&g);
+}
+
 static void load_nvrtc(void)
 {
     static const char *const names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", NULL};
@@ -128,6 +156,7 @@ static void load_nvrtc(void)
 #define X(name) if (sym(h, KOPT_STR(name), (void **)&nvrtc_api.name, &nvrtc_state, 1)) return;
     KOPT_NVRTC_FUNCS(X)
 #undef X
+    preload_builtins(h);
 }
 
 static void load_curand(void)

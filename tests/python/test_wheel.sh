@@ -53,5 +53,65 @@ out=$(cd "$src" && "$tmp/venv/bin/python" -c "import kopt; print(kopt.eval('exam
 check "python -c 'import kopt; print(kopt.eval(...).verdict)' prints $want (got '$out')" '[ "$out" = $want ]'
 check "the one-liner imports the venv's kopt, not the checkout's" \
   '"$tmp/venv/bin/python" -c "import kopt, sys; sys.exit(0 if \"$tmp/venv\" in kopt.__file__ else 1)"'
-[ $fail = 0 ] || { cat "$tmp/eval.err" "$tmp/py.err" >&2; exit 1; }
+# A machine with only the NVIDIA driver: `pip install kopt[cuda]` brings NVRTC (and cuRAND)
+# as NVIDIA's packages beside kopt in site-packages/nvidia/cu13/lib. Here the toolkit is
+# hidden (a private mount namespace, an empty tmpfs over its folders) and those libraries
+# come from $KOPT_NVRTC_WHEEL (a nvidia-cuda-nvrtc wheel, installed into the venv) or from
+# this machine's Python (torch's NVIDIA packages), placed where pip puts them.
+driver_only() {
+  local site lib hide=() d
+  site=$("$tmp/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  lib=$(python3 -c 'import nvidia, glob
+print(([d for p in nvidia.__path__ for d in glob.glob(p + "/cu13/lib")
+        if glob.glob(d + "/libnvrtc.so.13")] + [""])[0])' 2>/dev/null)
+  if [ -n "${KOPT_NVRTC_WHEEL:-}" ]; then
+    "$tmp/venv/bin/pip" install -q --no-deps --no-index "$KOPT_NVRTC_WHEEL" || return 2
+  elif [ -z "$lib" ]; then
+    echo "skipped: the driver-only check: no nvidia-cuda-nvrtc package here" \
+         "(set KOPT_NVRTC_WHEEL, or pip install nvidia-cuda-nvrtc)"
+    return 0
+  fi
+  mkdir -p "$site/nvidia/cu13/lib"
+  for f in "$lib"/libnvrtc*.so* "$lib"/libcurand.so*; do    # cuRAND for a GPU's evaluation
+    [ -n "$lib" ] && [ -e "$f" ] && [ ! -e "$site/nvidia/cu13/lib/$(basename "$f")" ] &&
+      ln -s "$f" "$site/nvidia/cu13/lib/"
+  done
+  # the toolkit's folders: where the loader finds libnvrtc and where /usr/local/cuda points
+  for d in $( (ldconfig -p | sed -n 's#.*libnvrtc\.so\.13 .*=> \(.*\)/[^/]*$#\1#p' |
+                 xargs -r -n1 readlink -f | sed -E 's#/(targets/[^/]+/)?lib(64)?$##'
+               readlink -f /usr/local/cuda; [ -n "${CUDA_HOME:-}" ] && readlink -f "$CUDA_HOME") |
+             sort -u); do
+    case $d in /usr|/usr/lib*|/lib*|/)
+      echo "skipped: the driver-only check: NVRTC is installed in $d, which cannot be hidden"
+      return 0;;
+    esac
+    [ -d "$d" ] && hide+=("$d")
+  done
+  if [ "$(id -u)" != 0 ] || ! unshare -m --propagation private true 2>/dev/null; then
+    echo "skipped: the driver-only check needs root and unshare (a private mount namespace)"
+    return 0
+  fi
+  unshare -m --propagation private env HIDE="${hide[*]}" VENV="$tmp/venv" WANT=$want OUTD="$tmp" bash -c '
+    set -u
+    for d in $HIDE; do mount -t tmpfs none "$d" || exit 3; done
+    python3 -c "import ctypes; ctypes.CDLL(\"libnvrtc.so.13\")" 2>/dev/null && { echo "the toolkit is still reachable"; exit 4; }
+    "$VENV/bin/kopt" --version > "$OUTD/do.version" 2>&1
+    "$VENV/bin/kopt" eval examples/softmax examples/softmax/fast.cu --json --no-store > "$OUTD/do.json" 2> "$OUTD/do.err"
+    "$VENV/bin/python" -c "import kopt; print(kopt.eval(\"examples/softmax\", \"examples/softmax/fast.cu\", db=None).verdict)" > "$OUTD/do.py" 2>> "$OUTD/do.err"
+    exit 0'
+  d=$?
+  [ $d = 0 ] || { echo "FAIL: driver-only: the namespace step failed ($d)"; return 1; }
+  check "driver only: kopt --version loads NVRTC from the venv ($(grep '^nvrtc' "$tmp/do.version"))" \
+    'grep -q "^nvrtc .*$tmp/venv/" "$tmp/do.version"'
+  check "driver only: kopt eval --json: verdict $want, softmax_fast's registers" \
+    'python3 - "$tmp/do.json" $want <<PY
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["verdict"] == sys.argv[2], d["message"]
+assert d["kernels"][0]["registers"] > 0
+PY'
+  check "driver only: the Python one-liner prints $want (got '$(cat "$tmp/do.py")')" '[ "$(cat "$tmp/do.py")" = $want ]'
+}
+driver_only || fail=1
+[ $fail = 0 ] || { cat "$tmp/eval.err" "$tmp/py.err" "$tmp/do.err" "$tmp/do.version" >&2 2>/dev/null; exit 1; }
 echo "wheel test: all passed (verdict $want)"
