@@ -19,7 +19,10 @@ answered or kopt says no searches are left; KOPT_SCRIPT_SEARCH_GREEDY=1 keeps as
 then (the bound test). "@ROOT@" in a kernel of the list is the repository's folder.
 KOPT_SCRIPT_LINEAGE=1: every kernel the coder or debugger writes ends with a comment naming
 (a hash of) the kernel it came from, so children of different parents differ (the tests of
-a wide search, where twins would otherwise leave GPUs idle).
+a wide search, where twins would otherwise leave GPUs idle). KOPT_SCRIPT_FRESH=1: every
+kernel the coder or debugger writes also ends with a mark of its own, so that every
+expansion has a kernel to evaluate (bench/optimize_gpus.sh: expansions per minute on
+several GPUs); not deterministic, so not for the resume tests.
 """
 import hashlib
 import json
@@ -27,6 +30,7 @@ import os
 import re
 import sys
 import time
+import uuid
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -71,7 +75,10 @@ def fenced(src, prose=True):
 
 
 def lineage(src, parent):
-    """src with the mark of the kernel it came from (KOPT_SCRIPT_LINEAGE=1), else src."""
+    """src with the mark of the kernel it came from (KOPT_SCRIPT_LINEAGE=1) and one of its
+    own (KOPT_SCRIPT_FRESH=1), else src."""
+    if os.environ.get("KOPT_SCRIPT_FRESH") == "1":
+        src = src.rstrip("\n") + "\n// fresh: %s\n" % uuid.uuid4().hex[:12]
     if os.environ.get("KOPT_SCRIPT_LINEAGE") != "1":
         return src
     return src.rstrip("\n") + "\n// lineage: %s\n" % hashlib.sha1(parent.encode()).hexdigest()[:12]

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# kopt optimize --gpus: expansions per minute on 1 GPU and on every GPU of the machine (issue
+# 29, docs/scale.md), on a PyTorch-reference problem (tests/optimize/kb_tanh) with the
+# scripted model answering a kernel no node has at every expansion (KOPT_SCRIPT_FRESH=1), so
+# that every expansion is evaluated. From the repo root with a build carried:
+#   bash bench/optimize_gpus.sh            (OPT_ITERS, default 48; KOPT_BUILD, default build)
+# Each run gets a fresh store, work folder and compile cache; results go to $OUT/optgpus
+# (each run's log and JSON, summary.txt), a table last.
+set -u
+O=${OUT:-/tmp/kopt-out}/optgpus; mkdir -p "$O"
+B=${KOPT_BUILD:-build}; K=$PWD/$B/kopt
+src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$B/CMakeCache.txt" 2>/dev/null)
+if [ -n "$src" ] && [ "$src" != "$PWD" ] && [ ! -e "$src" ]; then mkdir -p "$(dirname "$src")"; ln -s "$PWD" "$src"; fi
+NG=$(nvidia-smi -L 2>/dev/null | wc -l)
+[ "$NG" -ge 1 ] || { echo "skipped: no GPU"; exit 0; }
+ITERS=${OPT_ITERS:-48}
+S=$O/summary.txt; : > "$S"
+run() { # label gpus
+  local l=$1 g=$2 t w
+  rm -rf /tmp/optg-$l.*
+  t=$(date +%s.%N)
+  KOPT_CACHE_DIR=/tmp/optg-$l.cache KOPT_PROMPTS=$PWD/prompts KOPT_SCRIPT_FRESH=1 \
+    timeout 600 "$K" optimize tests/optimize/kb_tanh/problem \
+    --llm "command:python3 tests/optimize/scripted_llm.py tests/optimize/kb_tanh" \
+    --iterations "$ITERS" --no-profile --gpus "$g" --workdir /tmp/optg-$l.w \
+    --db /tmp/optg-$l.db --json > "$O/$l.json" 2> "$O/$l.log"
+  local rc=$?
+  w=$(python3 -c "import time; print('%.1f' % (time.time() - $t))")
+  python3 - "$O/$l.json" "$w" "$ITERS" "$l" "$rc" <<'PY' | tee -a "$S"
+import collections, json, sys
+w, iters, label, rc = float(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("%-6s rc %s: no JSON (%s)" % (label, rc, e)); sys.exit(0)
+ev = [n for n in d["nodes"] if n.get("verdict") not in (None, "no_code", "not_template")]
+per = collections.Counter(n.get("gpu") for n in ev if n.get("gpu") is not None)
+print("%-6s rc %s wall %6.1f s  expansions %d  evaluated %d  per GPU %s  %.1f expansions/min" %
+      (label, rc, w, iters, len(ev), dict(sorted(per.items())), iters * 60 / w))
+PY
+}
+run g1 0
+[ "$NG" -gt 1 ] && run g$NG "$(seq -s, 0 $((NG - 1)))"
+python3 - "$S" <<'PY'
+import re, sys
+rows = {m.group(1): float(m.group(2)) for m in (re.match(r"(g\d+) .* ([0-9.]+) expansions/min", l) for l in open(sys.argv[1])) if m}
+if "g1" in rows and len(rows) > 1:
+    n = max(rows, key=lambda k: int(k[1:]))
+    print("speed-up %s over g1: %.2fx (goal >= 3x on 4 GPUs)" % (n, rows[n] / rows["g1"]))
+PY
