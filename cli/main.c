@@ -35,7 +35,8 @@ static void usage(FILE *f)
 }
 
 /* `kopt --version`: the version, the worker program evaluations will start, the PyTorch
- * worker, the libkopt that PyTorch-path lockdowns load and the NVRTC that compiles */
+ * worker, the libkopt that PyTorch-path lockdowns load, the prebuilt runtime kernels and
+ * the NVRTC that compiles */
 static int version(void)
 {
     kopt_ctx *ctx = cli_ctx(0);
@@ -61,6 +62,11 @@ static int version(void)
         printf("libkopt %s\n", worker);
     else
         printf("libkopt: none (%s)\n", kopt_errmsg(ctx));
+    free(worker);
+    if (kopt_runtime_prebuilt_dir(ctx, &worker) == KOPT_OK)
+        printf("runtime kernels %s\n", worker);
+    else
+        printf("runtime kernels: none prebuilt (NVRTC compiles them when first needed)\n");
     free(worker);
     {   /* the run-time compiler: a toolkit's, or NVIDIA's pip package beside a wheel */
         char path[1024];

@@ -90,6 +90,11 @@ const char *kopt_compile_include_dir(void);
 /* Compile kopt's own helper kernels (input generation, poisoning, L2 flush, ceilings). */
 kopt_status kopt_compile_runtime(kopt_compiled **out, kopt_ctx *ctx, const kopt_compile_opts *o);
 
+/* The folder of kopt's prebuilt runtime kernels (a cubin per architecture and the hash of
+ * the source they were built from) that this program finds, malloc'd into *dir;
+ * KOPT_E_NOT_FOUND when there is none (the runtime is then compiled with NVRTC). */
+kopt_status kopt_runtime_prebuilt_dir(kopt_ctx *ctx, char **dir);
+
 /* Parse a ptxas verbose report into kernel infos matched by lowered name (exposed for
  * tests). Unknown kernels are ignored. */
 void kopt_parse_ptxas_report(const char *log, kopt_kernel_info *kernels, int n);

@@ -375,10 +375,14 @@ static int has_prebuilt(const char *dir, void *arg)
 }
 
 /* Where the build or the install put the prebuilt cubins: $KOPT_RUNTIME_DIR; beside
- * libkopt.so (the install's libexec/kopt/kopt-runtime, relocatable); beside the running
- * program (the build tree's kopt); the configured install path; the build tree. */
+ * libkopt.so (the install's libexec/kopt/kopt-runtime, relocatable); the same seen from an
+ * installed program that has libkopt built in (bin/kopt: kopt_self_lib() is NULL there; the
+ * wheel's kopt CLI compiled the runtime with NVRTC, which needs the toolkit's headers);
+ * beside the running program (the build tree's kopt; libexec/kopt/kopt-worker); the
+ * configured install path; the build tree. */
 static const kopt__shipped_place runtime_places[] = {
     {KOPT__AT_LIB_DIR, KOPT_LIB_TO_LIBEXEC "/kopt-runtime", NULL, 0},
+    {KOPT__AT_EXE_DIR, KOPT_BIN_TO_LIB "/" KOPT_LIB_TO_LIBEXEC "/kopt-runtime", NULL, 0},
     {KOPT__AT_EXE_DIR, "kopt-runtime", NULL, 0},
     {KOPT__AT_PATH, KOPT_INSTALL_RUNTIME, NULL, 0},
     {KOPT__AT_PATH, KOPT_BUILD_RUNTIME, NULL, 0},
@@ -397,6 +401,33 @@ kopt_compiled *kopt__runtime_prebuilt(const char *arch)
         return NULL;
     free(dir);
     return pr.found;
+}
+
+/* A folder of cubins built from this source (its source.sha256 says so). */
+static int has_sources(const char *dir, void *want)
+{
+    char *sums = kopt_path_join(dir, "source.sha256"), have[65];
+    FILE *f = sums ? fopen(sums, "r") : NULL;
+    int ok = f && fscanf(f, "%64s", have) == 1 && strcmp(have, (const char *)want) == 0;
+
+    if (f)
+        fclose(f);
+    free(sums);
+    return ok;
+}
+
+kopt_status kopt_runtime_prebuilt_dir(kopt_ctx *ctx, char **dir)
+{
+    char want[65];
+    const kopt__shipped_spec spec = {
+        NULL, NULL, "KOPT_RUNTIME_DIR", NULL, has_sources, want, runtime_places,
+        (int)(sizeof(runtime_places) / sizeof(runtime_places[0]))};
+
+    *dir = NULL;
+    kopt_sha256_hex(runtime_source, strlen(runtime_source), want);
+    if (kopt__find_shipped(NULL, &spec, dir, NULL) != KOPT_OK || !*dir)
+        return kopt_seterr(ctx, KOPT_E_NOT_FOUND, "no prebuilt runtime kernels for this kopt");
+    return KOPT_OK;
 }
 
 kopt_status kopt_compile_runtime(kopt_compiled **out, kopt_ctx *ctx, const kopt_compile_opts *o)

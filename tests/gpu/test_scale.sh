@@ -68,13 +68,19 @@ plain = json.load(open(sys.argv[1]))
 assert plain["compile_helpers"] >= 1, plain["compile_helpers"]
 PY
 )"
-check "KOPT_TUNE_TRACE: one line per evaluated point, with the session's steps" \
+check "KOPT_TUNE_TRACE: one line per evaluated point, with the session's steps, and one per compile done ahead" \
   "$(python3 - "$TMP/plain.trace" "$TMP/plain.db" <<'PY'; echo $?
 import json, sqlite3, sys
-lines = [json.loads(l) for l in open(sys.argv[1])]
+every = [json.loads(l) for l in open(sys.argv[1])]
+lines = [l for l in every if "prepare" not in l]
+prep = [l for l in every if "prepare" in l]
 n = sqlite3.connect(sys.argv[2]).execute("select count(*) from tune_evals where state = 'ok'").fetchone()[0]
 assert n >= 1 and len(lines) >= n, (len(lines), n)
 assert all("workers_ready" in l["trace"]["parent"] and l["eval_ms"] > 0 for l in lines), lines[0]
+# the run starts from an empty compile cache: its points are compiled ahead
+assert len({l["prepare"] for l in prep}) >= n, (len(prep), n)
+assert all(l["end_ms"] >= l["start_ms"] > 0 for l in prep), prep[:1]
+assert sum(1 for l in prep if l["compile_ms"] > 0 and not l["cache_hit"]) >= n // 2, prep[:1]
 PY
 )"
 

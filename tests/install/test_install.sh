@@ -187,6 +187,11 @@ expect_rc 0
 expect_out "host mode: kopt headers from $WORK/moved/$INCLUDEDIR/kopt$"
 run "$WORK/moved/$BINDIR/kopt" --version
 expect_out "^worker $WORK/moved/$BINDIR/kopt \(the kopt program\)$"
+# the kopt program has libkopt built in: it finds the prebuilt runtime kernels from its own
+# folder (before, a moved install compiled them with NVRTC and the toolkit's headers)
+if [ -d "$WORK/moved/$LIBEXECDIR/kopt/kopt-runtime" ]; then
+    expect_out "^runtime kernels $(cd "$WORK/moved/$LIBEXECDIR/kopt/kopt-runtime" && pwd -P)$"
+fi
 mv "$WORK/moved" "$P"
 end
 

@@ -36,7 +36,10 @@ check "kopt --version is the CMake project's ($ver)" \
 check "the wheel's version is kopt's" \
   '[ "$("$tmp/venv/bin/pip" show kopt 2>/dev/null | sed -n "s/^Version: //p")" = "$ver" ]'
 check "kopt --version finds the worker, the torch worker and libkopt inside the venv" \
-  '[ "$("$tmp/venv/bin/kopt" --version | grep -c "$tmp/venv/lib/")" = 3 ]'
+  '[ "$("$tmp/venv/bin/kopt" --version | grep -E "^(worker|torch worker|libkopt) " |
+      grep -c "$tmp/venv/lib/")" = 3 ]'
+check "kopt --version finds the prebuilt runtime kernels inside the venv" \
+  '"$tmp/venv/bin/kopt" --version | grep -q "^runtime kernels $tmp/venv/lib/.*/kopt-runtime$"'
 set +e
 "$tmp/venv/bin/kopt" eval examples/softmax examples/softmax/fast.cu --json --no-store \
   >"$tmp/eval.json" 2>"$tmp/eval.err"
