@@ -172,11 +172,12 @@ kopt_status kopt__compile_nvrtc(kopt_compiled **out, kopt_ctx *ctx, const kopt__
     kopt_status rc;
     kopt_hash *h;
     double t0;
-    const char *inc = kopt__cuda_include_dir();
+    const char *inc;
 
     *out = NULL;
     if ((rc = kopt__nvrtc_load(ctx, &nv)) != KOPT_OK)
         return kopt_adderr(ctx, rc, "NVRTC");
+    inc = kopt__cuda_include_dir();   /* after the load: pip's headers lie beside its NVRTC */
     nv->nvrtcVersion(&major, &minor);
     c = calloc(1, sizeof(*c));
     argv = calloc((size_t)job->noptions + (size_t)job->nincludes + (size_t)job->params->n + 12,

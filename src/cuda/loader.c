@@ -3,12 +3,12 @@
 #include "kopt/proc.h"
 
 #include <dlfcn.h>
-#include <glob.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define KOPT_STR2(x) #x
 #define KOPT_STR(x) KOPT_STR2(x)
@@ -119,22 +119,20 @@ static void load_cu(void)
  * find them (the dynamic loader matches a loaded library's soname). */
 static void preload_builtins(void *nvrtc)
 {
+    int (*version)(int *, int *) = (int (*)(int *, int *))dlsym(nvrtc, "nvrtcVersion");
+    int major = 0, minor = 0;
     Dl_info info;
-    char dir[1024], pattern[1100];
     const char *slash;
-    glob_t g;
+    char path[1200];
 
-    if (!dladdr(dlsym(nvrtc, "nvrtcVersion"), &info) || !info.dli_fname ||
-        !(slash = strrchr(info.dli_fname, '/')) || (size_t)(slash - info.dli_fname) >= sizeof(dir))
+    if (!version || version(&major, &minor) != 0 || !dladdr((void *)version, &info) ||
+        !info.dli_fname || !(slash = strrchr(info.dli_fname, '/')) ||
+        (size_t)(slash - info.dli_fname) > 1000)
         return;
-    snprintf(dir, sizeof(dir), "%.*s", (int)(slash - info.dli_fname), info.dli_fname);
-    snprintf(pattern, sizeof(pattern), "%s/libnvrtc-builtins.so.*", dir);
-    if (glob(pattern, 0, NULL, &g) != 0)
-        return;
-    for (size_t i = 0; i < g.gl_pathc; i++)   /* kept loaded for the process */
-        if (!strstr(g.gl_pathv[i] + strlen(dir), ".alt."))
-            dlopen(g.gl_pathv[i], RTLD_NOW | RTLD_LOCAL);
-    globfree(&g);
+    snprintf(path, sizeof(path), "%.*s/libnvrtc-builtins.so.%d.%d",
+             (int)(slash - info.dli_fname), info.dli_fname, major, minor);
+    if (access(path, R_OK) == 0)
+        dlopen(path, RTLD_NOW | RTLD_LOCAL);   /* kept loaded for the process */
 }
 
 static void load_nvrtc(void)
@@ -230,6 +228,49 @@ kopt_status kopt__nvml_load(kopt_ctx *ctx, const kopt_nvml_api **out)
 static const char *include_dir;
 static pthread_once_t include_once = PTHREAD_ONCE_INIT;
 
+/* `lib`/../include when it holds cuda_fp16.h (NVIDIA's pip layout: nvidia/cu13/lib and
+ * nvidia/cu13/include, the headers from nvidia-cuda-runtime): written to dir, 1. */
+static int include_beside(const char *lib, size_t n, char *dir, size_t size)
+{
+    char probe[1200];
+    struct stat st;
+
+    if (n == 0 || n > 1000)
+        return 0;
+    snprintf(probe, sizeof(probe), "%.*s/../include/cuda_fp16.h", (int)n, lib);
+    if (stat(probe, &st) != 0)
+        return 0;
+    snprintf(dir, size, "%.*s/../include", (int)n, lib);
+    return 1;
+}
+
+/* Where no toolkit is installed, the CUDA headers of NVIDIA's pip packages: beside the NVRTC
+ * loaded from them, in $KOPT_CUDA_LIBS' folders, or beside an installed wheel's libkopt
+ * (site-packages/kopt/lib: ../../nvidia/cu13). 1 when found. */
+static int pip_include(char *dir, size_t size)
+{
+    const char *list = getenv("KOPT_CUDA_LIBS"), *lib = kopt_self_lib(), *slash;
+    Dl_info info;
+    char wheel[1100];
+
+    if (nvrtc_state.status == KOPT_OK && nvrtc_api.nvrtcVersion &&
+        dladdr((void *)nvrtc_api.nvrtcVersion, &info) && info.dli_fname &&
+        (slash = strrchr(info.dli_fname, '/')) &&
+        include_beside(info.dli_fname, (size_t)(slash - info.dli_fname), dir, size))
+        return 1;
+    while (list && *list) {
+        size_t n = strcspn(list, ":");
+        if (include_beside(list, n, dir, size))
+            return 1;
+        list += n + (list[n] == ':');
+    }
+    if (lib && (slash = strrchr(lib, '/')) && (size_t)(slash - lib) < 1000) {
+        snprintf(wheel, sizeof(wheel), "%.*s/../../nvidia/cu13/lib", (int)(slash - lib), lib);
+        return include_beside(wheel, strlen(wheel), dir, size);
+    }
+    return 0;
+}
+
 static void find_include_dir(void)
 {
     static char dir[1024];
@@ -245,6 +286,10 @@ static void find_include_dir(void)
     }
     if (stat("/usr/local/cuda/include/cuda_fp16.h", &st) == 0) {
         include_dir = "/usr/local/cuda/include";
+        return;
+    }
+    if (pip_include(dir, sizeof(dir))) {
+        include_dir = dir;
         return;
     }
 #ifdef KOPT_CUDA_INCLUDE

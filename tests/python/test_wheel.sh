@@ -56,29 +56,41 @@ out=$(cd "$src" && "$tmp/venv/bin/python" -c "import kopt; print(kopt.eval('exam
 check "python -c 'import kopt; print(kopt.eval(...).verdict)' prints $want (got '$out')" '[ "$out" = $want ]'
 check "the one-liner imports the venv's kopt, not the checkout's" \
   '"$tmp/venv/bin/python" -c "import kopt, sys; sys.exit(0 if \"$tmp/venv\" in kopt.__file__ else 1)"'
-# A machine with only the NVIDIA driver: `pip install kopt[cuda]` brings NVRTC (and cuRAND)
-# as NVIDIA's packages beside kopt in site-packages/nvidia/cu13/lib. Here the toolkit is
-# hidden (a private mount namespace, an empty tmpfs over its folders) and those libraries
-# come from $KOPT_NVRTC_WHEEL (a nvidia-cuda-nvrtc wheel, installed into the venv) or from
-# this machine's Python (torch's NVIDIA packages), placed where pip puts them.
+# A machine with only the NVIDIA driver: `pip install kopt[cuda]` brings NVRTC, the CUDA
+# headers and cuRAND as NVIDIA's packages beside kopt (site-packages/nvidia/cu13/lib and
+# include). Here the toolkit is hidden (a private mount namespace, an empty tmpfs over its
+# folders) and those come from $KOPT_NVIDIA_WHEELS (wheels: nvidia-cuda-nvrtc,
+# nvidia-cuda-runtime, installed into the venv) and/or this machine's Python (PyTorch's
+# NVIDIA packages), placed where pip puts them.
 driver_only() {
-  local site lib hide=() d
+  local site lib hide=() d w
   site=$("$tmp/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
   lib=$(python3 -c 'import nvidia, glob
 print(([d for p in nvidia.__path__ for d in glob.glob(p + "/cu13/lib")
         if glob.glob(d + "/libnvrtc.so.13")] + [""])[0])' 2>/dev/null)
-  if [ -n "${KOPT_NVRTC_WHEEL:-}" ]; then
-    "$tmp/venv/bin/pip" install -q --no-deps --no-index "$KOPT_NVRTC_WHEEL" || return 2
-  elif [ -z "$lib" ]; then
+  for w in ${KOPT_NVIDIA_WHEELS:-}; do
+    "$tmp/venv/bin/pip" install -q --no-deps --no-index "$w" || return 2
+  done
+  if [ -z "${KOPT_NVIDIA_WHEELS:-}" ] && [ -z "$lib" ]; then
     echo "skipped: the driver-only check: no nvidia-cuda-nvrtc package here" \
-         "(set KOPT_NVRTC_WHEEL, or pip install nvidia-cuda-nvrtc)"
+         "(set KOPT_NVIDIA_WHEELS, or pip install nvidia-cuda-nvrtc nvidia-cuda-runtime)"
     return 0
   fi
   mkdir -p "$site/nvidia/cu13/lib"
   for f in "$lib"/libnvrtc*.so* "$lib"/libcurand.so*; do    # cuRAND for a GPU's evaluation
+    case $f in */libnvrtc*) [ -e "$site/nvidia/cu13/lib/libnvrtc.so.13" ] && continue;; esac
     [ -n "$lib" ] && [ -e "$f" ] && [ ! -e "$site/nvidia/cu13/lib/$(basename "$f")" ] &&
       ln -s "$f" "$site/nvidia/cu13/lib/"
   done
+  [ -n "$lib" ] && [ -d "$lib/../include" ] && [ ! -e "$site/nvidia/cu13/include" ] &&
+    ln -s "$(cd "$lib/../include" && pwd -P)" "$site/nvidia/cu13/include"
+  # a candidate that includes a CUDA header (cuda_fp16.h): from the pip packages' headers
+  python3 - "$tmp/half.cu" <<'PY'
+import sys
+s = open("examples/softmax/fast.cu").read()
+at = s.index("*/") + 2
+open(sys.argv[1], "w").write(s[:at] + "\n#include <cuda_fp16.h>\n" + s[at:])
+PY
   # the toolkit's folders: where the loader finds libnvrtc and where /usr/local/cuda points
   for d in $( (ldconfig -p | sed -n 's#.*libnvrtc\.so\.13 .*=> \(.*\)/[^/]*$#\1#p' |
                  xargs -r -n1 readlink -f | sed -E 's#/(targets/[^/]+/)?lib(64)?$##'
@@ -101,6 +113,7 @@ print(([d for p in nvidia.__path__ for d in glob.glob(p + "/cu13/lib")
     "$VENV/bin/kopt" --version > "$OUTD/do.version" 2>&1
     "$VENV/bin/kopt" eval examples/softmax examples/softmax/fast.cu --json --no-store > "$OUTD/do.json" 2> "$OUTD/do.err"
     "$VENV/bin/python" -c "import kopt; print(kopt.eval(\"examples/softmax\", \"examples/softmax/fast.cu\", db=None).verdict)" > "$OUTD/do.py" 2>> "$OUTD/do.err"
+    "$VENV/bin/kopt" eval examples/softmax "$OUTD/half.cu" --json --no-store > "$OUTD/do-half.json" 2>> "$OUTD/do.err"
     exit 0'
   d=$?
   [ $d = 0 ] || { echo "FAIL: driver-only: the namespace step failed ($d)"; return 1; }
@@ -114,6 +127,8 @@ assert d["verdict"] == sys.argv[2], d["message"]
 assert d["kernels"][0]["registers"] > 0
 PY'
   check "driver only: the Python one-liner prints $want (got '$(cat "$tmp/do.py")')" '[ "$(cat "$tmp/do.py")" = $want ]'
+  check "driver only: a candidate that includes cuda_fp16.h: verdict $want (the pip packages' headers)" \
+    'python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d[\"verdict\"] == sys.argv[2], d[\"message\"]" "$tmp/do-half.json" $want'
 }
 driver_only || fail=1
 [ $fail = 0 ] || { cat "$tmp/eval.err" "$tmp/py.err" "$tmp/do.err" "$tmp/do.version" >&2 2>/dev/null; exit 1; }
