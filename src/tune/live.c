@@ -145,8 +145,8 @@ static kopt_status compile_point(live *L, kopt_ctx *ctx, const kopt_candidate *c
 /* ---- trace ------------------------------------------------------------------------------ */
 
 /* KOPT_TUNE_TRACE=FILE: one JSON line per evaluation appended to FILE (where its time went:
- * the parent's steps before the session, and the session's own trace of parent and worker
- * steps), and one per compile done ahead ("prepare": when it started and ended, on the same
+ * the parent's steps before the session, the session's own trace of parent and worker
+ * steps, and the workers' start step by step when it started them), and one per compile done ahead ("prepare": when it started and ended, on the same
  * clock as the evaluations' start_ms), to see what grows when several GPUs evaluate at once
  * and what a first run waits for. One write per line, with O_APPEND, so the threads' lines
  * do not interleave. Takes (and frees) `line`. */
@@ -185,6 +185,19 @@ static void trace_line(const live *L, uint64_t point, double t_start, double pre
                      "eval_ms", eval_ms);
     if (line && res && res->trace)
         json_object_set_new(line, "trace", json_loads(res->trace, 0, NULL));
+    if (line && res) {   /* the workers' start step by step, when this evaluation started them */
+        char *text = kopt_eval_result_json(res);
+        json_t *all = text ? json_loads(text, 0, NULL) : NULL;
+        json_t *wall = json_object_get(all, "wall_ms");
+        json_t *ref = json_object_get(wall, "reference_setup_steps");
+        json_t *cand = json_object_get(wall, "candidate_setup_steps");
+        if (json_is_object(ref) || json_is_object(cand))
+            json_object_set_new(line, "setup", json_pack("{s:O, s:O}", "reference",
+                                                         ref ? ref : json_null(), "candidate",
+                                                         cand ? cand : json_null()));
+        json_decref(all);
+        free(text);
+    }
     trace_write(line);
 }
 
