@@ -58,5 +58,9 @@ char *kopt__absolute(const char *path);
  * (SCM_RIGHTS): sendmsg's result (-1, errno set, on failure). kopt serve's client hands its
  * stdout and stderr this way, the PyTorch zygote's parent a worker's pipes and buffers. */
 long kopt__send_fds(int sock, const void *buf, size_t len, const int *fds, int nfds, int flags);
+/* Receive up to `len` bytes from `sock` (recvmsg, EINTR retried, descriptors close-on-exec)
+ * and the `nfds` (at most 8) descriptors sent with them into fds (each -1 unless exactly
+ * nfds came): recvmsg's result (0 at EOF, -1 with errno on failure). */
+long kopt__recv_fds(int sock, void *buf, size_t len, int *fds, int nfds);
 
 #endif

@@ -182,3 +182,31 @@ long kopt__send_fds(int sock, const void *buf, size_t len, const int *fds, int n
     }
     return (long)sendmsg(sock, &m, flags);
 }
+
+long kopt__recv_fds(int sock, void *buf, size_t len, int *fds, int nfds)
+{
+    char ctl[CMSG_SPACE(8 * sizeof(int))];
+    struct iovec iov = {buf, len};
+    struct msghdr m;
+    ssize_t n;
+
+    for (int i = 0; i < nfds; i++)
+        fds[i] = -1;
+    if (nfds < 0 || nfds > 8) {
+        errno = EINVAL;
+        return -1;
+    }
+    memset(&m, 0, sizeof(m));
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = ctl;
+    m.msg_controllen = sizeof(ctl);
+    do
+        n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
+    while (n < 0 && errno == EINTR);
+    for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&m) : NULL; c; c = CMSG_NXTHDR(&m, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+            c->cmsg_len == CMSG_LEN((size_t)nfds * sizeof(int)))
+            memcpy(fds, CMSG_DATA(c), (size_t)nfds * sizeof(int));
+    return (long)n;
+}

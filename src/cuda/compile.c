@@ -7,7 +7,6 @@
 #include "cuda_int.h"
 #include "compile_int.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -351,14 +350,12 @@ kopt_status kopt_compile_nvrtc_path(kopt_ctx *ctx, char *path, size_t n)
 {
     const kopt_nvrtc_api *nv;
     kopt_status rc;
-    Dl_info info;
 
     if (n > 0)
         path[0] = '\0';
     if ((rc = kopt__nvrtc_load(ctx, &nv)) != KOPT_OK)
         return rc;
-    if (n > 0 && dladdr((void *)nv->nvrtcVersion, &info) && info.dli_fname)
-        snprintf(path, n, "%s", info.dli_fname);
+    kopt__nvrtc_file(path, n);
     return KOPT_OK;
 }
 

@@ -19,6 +19,7 @@
 #include "kopt/compile.h"
 #include "cuda_int.h"
 #include "compile_int.h"
+#include "core/core_int.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -36,37 +37,20 @@
 
 /* ---- the zygote ---------------------------------------------------------------------------- */
 
-/* A message of the one byte iov points to, with room for one descriptor in cbuf. */
-static void one_byte_msg(struct msghdr *m, struct iovec *iov, char *cbuf, size_t n)
-{
-    memset(m, 0, sizeof(*m));
-    memset(cbuf, 0, n);
-    m->msg_iov = iov;
-    m->msg_iovlen = 1;
-    m->msg_control = cbuf;
-    m->msg_controllen = n;
-}
-
 /* One fork request on fd: the new helper's socket (a received descriptor) into *sock; 1 at
  * EOF, -1 on a broken request. */
 static int recv_request(int fd, int *sock)
 {
-    char byte, cbuf[CMSG_SPACE(sizeof(int))];
-    struct iovec iov = {&byte, 1};
-    struct msghdr m;
-    struct cmsghdr *c;
-    ssize_t r;
+    char byte = 0;
+    long r = kopt__recv_fds(fd, &byte, 1, sock, 1);
 
-    one_byte_msg(&m, &iov, cbuf, sizeof(cbuf));
-    do
-        r = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
-    while (r < 0 && errno == EINTR);
     if (r == 0)
         return 1;
-    c = r == 1 ? CMSG_FIRSTHDR(&m) : NULL;
-    if (byte != FORK || !c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+    if (r != 1 || byte != FORK || *sock < 0) {
+        if (*sock >= 0)
+            close(*sock);
         return -1;
-    memcpy(sock, CMSG_DATA(c), sizeof(int));
+    }
     return 0;
 }
 
@@ -161,10 +145,7 @@ static kopt_status start_locked(kopt_ctx *ctx, const char *worker, const char *a
 kopt_status kopt__compile_zygote_fork(kopt_ctx *ctx, const char *worker, const char *arch,
                                       pid_t *pid, int *fd)
 {
-    char byte = FORK, cbuf[CMSG_SPACE(sizeof(int))];
-    struct iovec iov = {&byte, 1};
-    struct msghdr m;
-    struct cmsghdr *c;
+    char byte = FORK;
     int sv[2];
     int32_t got = -1;
     kopt_status rc = KOPT_OK;
@@ -181,14 +162,8 @@ kopt_status kopt__compile_zygote_fork(kopt_ctx *ctx, const char *worker, const c
         pthread_mutex_unlock(&zmu);
         return kopt_seterr(ctx, KOPT_E_IO, "compile zygote: socketpair: %s", strerror(errno));
     }
-    one_byte_msg(&m, &iov, cbuf, sizeof(cbuf));
-    c = CMSG_FIRSTHDR(&m);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &sv[1], sizeof(int));
-    if (sendmsg(zfd, &m, MSG_NOSIGNAL) != 1 || kopt__fd_read_full(zfd, &got, sizeof(got)) != 0 ||
-        got <= 0) {
+    if (kopt__send_fds(zfd, &byte, 1, &sv[1], 1, MSG_NOSIGNAL) != 1 ||
+        kopt__fd_read_full(zfd, &got, sizeof(got)) != 0 || got <= 0) {
         close(sv[0]);
         close(sv[1]);
         drop_locked();

@@ -69,6 +69,8 @@ typedef struct kopt_curand_api {
 /* Load each library once (thread-safe); on failure the message says what is missing. */
 kopt_status kopt__cuda_load(kopt_ctx *ctx, const kopt_cu_api **out);
 kopt_status kopt__nvrtc_load(kopt_ctx *ctx, const kopt_nvrtc_api **out);
+/* The file of the NVRTC loaded (after kopt__nvrtc_load) written to path; NULL when none. */
+const char *kopt__nvrtc_file(char *path, size_t size);
 kopt_status kopt__curand_load(kopt_ctx *ctx, const kopt_curand_api **out);
 kopt_status kopt__nvml_load(kopt_ctx *ctx, const kopt_nvml_api **out);
 

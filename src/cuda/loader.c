@@ -110,27 +110,44 @@ static void load_cu(void)
 #undef X
 }
 
+/* The file of the library that holds `sym` (dladdr), written to path; NULL when not known. */
+static const char *file_of(void *sym, char *path, size_t size)
+{
+    Dl_info info;
+
+    if (!sym || size == 0 || !dladdr(sym, &info) || !info.dli_fname || !info.dli_fname[0])
+        return NULL;
+    snprintf(path, size, "%s", info.dli_fname);
+    return path;
+}
+
+/* Its folder, written to dir: the folder's length, 0 when not known. */
+static size_t folder_of(void *sym, char *dir, size_t size)
+{
+    char *slash = file_of(sym, dir, size) ? strrchr(dir, '/') : NULL;
+
+    if (!slash)
+        return 0;
+    *slash = '\0';
+    return (size_t)(slash - dir);
+}
+
 /* NVRTC opens its built-in headers' library (libnvrtc-builtins.so.13.X) by name when it
  * first compiles. NVIDIA's pip package of NVRTC 13.0 gives the library no search path to
  * its own folder, so where no toolkit is installed (or where the loader's cache names a
  * toolkit that is gone) every compile failed with NVRTC_ERROR_BUILTIN_OPERATION_FAILURE
  * (a driver-only H200 machine with PyTorch's nvidia/cu13/lib, 2026-11-27). Loading the
- * builtins that lie beside the NVRTC we loaded, by path, first makes NVRTC's load by name
- * find them (the dynamic loader matches a loaded library's soname). */
-static void preload_builtins(void *nvrtc)
+ * builtins of its version that lie beside the NVRTC we loaded, by path, first makes NVRTC's
+ * load by name find them (the dynamic loader matches a loaded library's soname). */
+static void preload_builtins(void)
 {
-    int (*version)(int *, int *) = (int (*)(int *, int *))dlsym(nvrtc, "nvrtcVersion");
     int major = 0, minor = 0;
-    Dl_info info;
-    const char *slash;
-    char path[1200];
+    char dir[1024], path[1100];
 
-    if (!version || version(&major, &minor) != 0 || !dladdr((void *)version, &info) ||
-        !info.dli_fname || !(slash = strrchr(info.dli_fname, '/')) ||
-        (size_t)(slash - info.dli_fname) > 1000)
+    if (!folder_of((void *)nvrtc_api.nvrtcVersion, dir, sizeof(dir)) ||
+        nvrtc_api.nvrtcVersion(&major, &minor) != NVRTC_SUCCESS)
         return;
-    snprintf(path, sizeof(path), "%.*s/libnvrtc-builtins.so.%d.%d",
-             (int)(slash - info.dli_fname), info.dli_fname, major, minor);
+    snprintf(path, sizeof(path), "%s/libnvrtc-builtins.so.%d.%d", dir, major, minor);
     if (access(path, R_OK) == 0)
         dlopen(path, RTLD_NOW | RTLD_LOCAL);   /* kept loaded for the process */
 }
@@ -154,7 +171,7 @@ static void load_nvrtc(void)
 #define X(name) if (sym(h, KOPT_STR(name), (void **)&nvrtc_api.name, &nvrtc_state, 1)) return;
     KOPT_NVRTC_FUNCS(X)
 #undef X
-    preload_builtins(h);
+    preload_builtins();
 }
 
 static void load_curand(void)
@@ -245,30 +262,30 @@ static int include_beside(const char *lib, size_t n, char *dir, size_t size)
 }
 
 /* Where no toolkit is installed, the CUDA headers of NVIDIA's pip packages: beside the NVRTC
- * loaded from them, in $KOPT_CUDA_LIBS' folders, or beside an installed wheel's libkopt
- * (site-packages/kopt/lib: ../../nvidia/cu13). 1 when found. */
+ * loaded from them (a wheel's nvidia/cu13), or in $KOPT_CUDA_LIBS' folders (the Python
+ * package's list; CUDA 12's packages have a folder each). 1 when found. */
 static int pip_include(char *dir, size_t size)
 {
-    const char *list = getenv("KOPT_CUDA_LIBS"), *lib = kopt_self_lib(), *slash;
-    Dl_info info;
-    char wheel[1100];
+    const char *list = getenv("KOPT_CUDA_LIBS");
+    char nvrtc[1024];
+    size_t n = nvrtc_state.status == KOPT_OK
+                   ? folder_of((void *)nvrtc_api.nvrtcVersion, nvrtc, sizeof(nvrtc)) : 0;
 
-    if (nvrtc_state.status == KOPT_OK && nvrtc_api.nvrtcVersion &&
-        dladdr((void *)nvrtc_api.nvrtcVersion, &info) && info.dli_fname &&
-        (slash = strrchr(info.dli_fname, '/')) &&
-        include_beside(info.dli_fname, (size_t)(slash - info.dli_fname), dir, size))
+    if (include_beside(nvrtc, n, dir, size))
         return 1;
     while (list && *list) {
-        size_t n = strcspn(list, ":");
+        n = strcspn(list, ":");
         if (include_beside(list, n, dir, size))
             return 1;
         list += n + (list[n] == ':');
     }
-    if (lib && (slash = strrchr(lib, '/')) && (size_t)(slash - lib) < 1000) {
-        snprintf(wheel, sizeof(wheel), "%.*s/../../nvidia/cu13/lib", (int)(slash - lib), lib);
-        return include_beside(wheel, strlen(wheel), dir, size);
-    }
     return 0;
+}
+
+const char *kopt__nvrtc_file(char *path, size_t size)
+{
+    return nvrtc_state.status == KOPT_OK ? file_of((void *)nvrtc_api.nvrtcVersion, path, size)
+                                         : NULL;
 }
 
 static void find_include_dir(void)

@@ -338,13 +338,25 @@ const char *kopt__runtime_source(void)
 
 /* The runtime kernels compiled ahead of time by the build (nvcc, KOPT_PREBUILT_RUNTIME_ARCHS):
  * `dir`/ARCH.cubin, taken only when `dir`/source.sha256 is the hash of this source. */
+/* A folder of cubins built from this source (its source.sha256 says so). */
+static int has_sources(const char *dir, void *want)
+{
+    char *sums = dir ? kopt_path_join(dir, "source.sha256") : NULL, have[65];
+    FILE *f = sums ? fopen(sums, "r") : NULL;
+    int ok = f && fscanf(f, "%64s", have) == 1 && strcmp(have, (const char *)want) == 0;
+
+    if (f)
+        fclose(f);
+    free(sums);
+    return ok;
+}
+
 static kopt_compiled *prebuilt_in(const char *dir, const char *arch, const char *want)
 {
-    char *sums = dir ? kopt_path_join(dir, "source.sha256") : NULL, *cubin = NULL, have[65];
+    char *cubin = NULL;
     kopt_compiled *c = NULL;
-    FILE *f = sums ? fopen(sums, "r") : NULL;
 
-    if (f && fscanf(f, "%64s", have) == 1 && strcmp(have, want) == 0 &&
+    if (has_sources(dir, (void *)want) &&
         asprintf(&cubin, "%s/%s.cubin", dir, arch) >= 0 && access(cubin, R_OK) == 0 &&
         (c = calloc(1, sizeof(*c)))) {
         snprintf(c->key, sizeof(c->key), "%s", want);
@@ -355,10 +367,7 @@ static kopt_compiled *prebuilt_in(const char *dir, const char *arch, const char 
         c->cache_hit = 1;
         cubin = NULL;
     }
-    if (f)
-        fclose(f);
     free(cubin);
-    free(sums);
     return c;
 }
 
@@ -401,19 +410,6 @@ kopt_compiled *kopt__runtime_prebuilt(const char *arch)
         return NULL;
     free(dir);
     return pr.found;
-}
-
-/* A folder of cubins built from this source (its source.sha256 says so). */
-static int has_sources(const char *dir, void *want)
-{
-    char *sums = kopt_path_join(dir, "source.sha256"), have[65];
-    FILE *f = sums ? fopen(sums, "r") : NULL;
-    int ok = f && fscanf(f, "%64s", have) == 1 && strcmp(have, (const char *)want) == 0;
-
-    if (f)
-        fclose(f);
-    free(sums);
-    return ok;
 }
 
 kopt_status kopt_runtime_prebuilt_dir(kopt_ctx *ctx, char **dir)

@@ -29,25 +29,13 @@ const char *kopt_serve_default_socket(void)
 
 int kopt_serve_recv(int conn, char **request, int fds[2])
 {
-    char buf[65536], ctl[CMSG_SPACE(2 * sizeof(int))];
-    struct iovec iov = {buf, sizeof(buf) - 1};
-    struct msghdr m;
+    char buf[65536];
     size_t len = 0;
     ssize_t n;
 
     *request = NULL;
-    fds[0] = fds[1] = -1;
-    memset(&m, 0, sizeof(m));
-    m.msg_iov = &iov;
-    m.msg_iovlen = 1;
-    m.msg_control = ctl;
-    m.msg_controllen = sizeof(ctl);
-    if ((n = recvmsg(conn, &m, MSG_CMSG_CLOEXEC)) <= 0)
+    if ((n = (ssize_t)kopt__recv_fds(conn, buf, sizeof(buf) - 1, fds, 2)) <= 0)
         return n == 0 ? 1 : -1;        /* 1: closed at once (kopt_serve_alive's probe) */
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-            c->cmsg_len == CMSG_LEN(2 * sizeof(int)))
-            memcpy(fds, CMSG_DATA(c), 2 * sizeof(int));
     len = (size_t)n;
     while (!memchr(buf, '\n', len) && len < sizeof(buf) - 1 &&
            (n = read(conn, buf + len, sizeof(buf) - 1 - len)) > 0)
