@@ -101,6 +101,7 @@ kopt_status kopt__eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_pr
     kopt__file_guard *guard = NULL;
     json_t *cand_extra = NULL;
     phase_plan phases[2];
+    kopt__early_checks early;             /* the trials checked while the candidate times */
     int nphases = 0, ncompared = 0;
     kopt_device_info nvml;
     double t0 = kopt_now_ms(), t1, ts = t0;
@@ -111,6 +112,7 @@ kopt_status kopt__eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_pr
     memset(&ref_run, 0, sizeof(ref_run));
     memset(&cand_run, 0, sizeof(cand_run));
     memset(phases, 0, sizeof(phases));
+    memset(&early, 0, sizeof(early));
     *out = NULL;
     if (!r)
         return kopt_seterr(ctx, KOPT_E_NOMEM, "result");
@@ -374,6 +376,10 @@ kopt_status kopt__eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_pr
         goto done;
     }
 
+    if ((serve || !cand_comp->host_mode) &&
+        kopt__early_checks_init(&early, phases, nphases, refp->shm,
+                                kopt__checks_capacity(o.trials, prob->ntensors)))
+        kopt__worker_on_trials(serve ? S->cand : cand_proc, kopt__early_checks_on_trials, &early);
     if (serve) {
         rc = kopt__worker_serve(ctx, S->cand, next_job, o.timeout_s, &cand_run);
         served = rc == KOPT_OK && kopt__worker_alive(S->cand);
@@ -428,7 +434,7 @@ kopt_status kopt__eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_pr
             set_verdict(r, KOPT_VERDICT_INPUT_MUTATED, "%s", msg);
             goto done;
         }
-        if (kopt__check_repeat(&phases[p], cand_run.shm, &rep, NULL)) {
+        if (kopt__early_repeat(&early, p, &phases[p], cand_run.shm, &rep)) {
             r->checks[r->nchecks++] = rep;
             if (isnan(rep.first_got) && !isnan(rep.first_want))
                 set_verdict(r, KOPT_VERDICT_STATEFUL, "a second run on the same inputs left "
@@ -450,7 +456,7 @@ kopt_status kopt__eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_pr
     kopt__trace_step(trace, "integrity_checks", &ts);
     r->compare_ms = kopt_now_ms();
     for (int p = 0; p < nphases; p++)
-        ncompared += kopt__compare_phase(r, &phases[p], cand_run.shm, refp->shm, NULL);
+        ncompared += kopt__early_compare(r, &early, p, &phases[p], cand_run.shm, refp->shm);
     r->compare_ms = kopt_now_ms() - r->compare_ms;
     kopt__trace_step(trace, "compare", &ts);
     /* wall time split: everything the workers did except their timed loops is verification */
@@ -486,6 +492,10 @@ done:
         kopt_bound_free(phases[p].cand);
     }
     kopt__guard_free(guard);
+    if (early.done[0])   /* beside the parent's steps: it overlapped the candidate's run */
+        json_object_set_new(trace, "during_candidate_run",
+                            json_pack("{s:f}", "early_checks", early.ms));
+    kopt__early_checks_free(&early);
     if (ref_ran && refp->result && json_object_get(refp->result, "trace"))
         json_object_set(trace, "reference", json_object_get(refp->result, "trace"));
     if (cand_run.result && json_object_get(cand_run.result, "trace"))

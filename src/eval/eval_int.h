@@ -21,6 +21,10 @@ void kopt__roofline(kopt_roofline *r, double flops, double bytes, int compute,
  * map[k] = the NVML index of CUDA ordinal k; returns how many (at most `max`). */
 #define KOPT_MAX_VISIBLE 64
 int kopt__visible_map(const char *env, int n, const char *const *uuids, int *map, int max);
+/* The CUDA_VISIBLE_DEVICES that shows a process only CUDA ordinal `ordinal` of `env` (NULL:
+ * unset): that entry of the list (trimmed), or the ordinal itself; 0, or -1 when `env` has
+ * no such entry. A worker sets it before cuInit (worker_setup.c). */
+int kopt__visible_one(const char *env, int ordinal, char *out, size_t n);
 /* The fastest arithmetic (a kopt_compute) a correct candidate may use for work of
  * `compute` bound as `b`, at its outputs' tolerance: the speed-of-light guard's rate. */
 int kopt__guard_compute(int compute, const kopt_bound *b);
@@ -181,6 +185,38 @@ double kopt__timing_wall(const kopt__worker_run *run);
  * r->checks; the number of failing checks. */
 int kopt__compare_phase(kopt_eval_result *r, const phase_plan *ph, const unsigned char *got,
                         const unsigned char *want, const kopt__stream_phase *sp);
+/* Runs [from, to) of a phase against the reference's, appended to checks[*nchecks...]
+ * (the repeat and an untimed phase's timed run skipped); the number failing. */
+int kopt__compare_runs(kopt_check *checks, int *nchecks, const phase_plan *ph,
+                       const unsigned char *got, const unsigned char *want, int from, int to);
+/* The checks of a phase's trials made while the candidate's worker times it (its "trials"
+ * event; kopt__worker_on_trials): the repeat and the trials' comparisons, kept and used
+ * in the order and with the outcome they would have had afterwards. $KOPT_EARLY_CHECKS=0:
+ * every check after the worker's result, as before. */
+typedef struct kopt__early_checks {
+    const phase_plan *phases;
+    int nphases;
+    const unsigned char *want;  /* the reference's outputs */
+    int done[2], rep_fail[2];
+    kopt_check rep[2];
+    kopt_check *checks;         /* the trials' comparisons, phase after phase */
+    int nchecks, from[2], count[2];
+    double ms;                  /* spent in them, overlapping the timing */
+} kopt__early_checks;
+/* 1 set up (0: turned off or no memory: every check is made afterwards) */
+int kopt__early_checks_init(kopt__early_checks *e, const phase_plan *phases, int nphases,
+                            const unsigned char *want, int capacity);
+void kopt__early_checks_on_trials(void *arg, int phase, const unsigned char *got);
+/* kopt__check_repeat and kopt__compare_phase (no streaming) of phase p, from what was
+ * checked early where it was */
+int kopt__early_repeat(const kopt__early_checks *e, int p, const phase_plan *ph,
+                       const unsigned char *got, kopt_check *c);
+int kopt__early_compare(kopt_eval_result *r, const kopt__early_checks *e, int p,
+                        const phase_plan *ph, const unsigned char *got,
+                        const unsigned char *want);
+void kopt__early_checks_free(kopt__early_checks *e);
+/* Room in r->checks for every comparison the phases make. */
+int kopt__checks_capacity(int trials, int ntensors);
 /* The repeat of trial 0 against trial 0 (RACE): 1 with the first differing tensor in *c. */
 int kopt__check_repeat(const phase_plan *ph, const unsigned char *got, kopt_check *c,
                        const kopt__stream_phase *sp);

@@ -306,6 +306,11 @@ int kopt__plan_phases(phase_plan *phases, const kopt_eval_result *r, int no_timi
     return 2;
 }
 
+int kopt__checks_capacity(int trials, int ntensors)
+{
+    return 2 * (trials + 3) * (ntensors + 1) + 1;
+}
+
 /* Seeds: r->seed (the caller's, else fresh); every trial's inputs differ, and so do the
  * timed inputs; and room in r->checks for every comparison the phases make. */
 kopt_status kopt__plan_seeds(kopt_eval_result *r, kopt_ctx *ctx, phase_plan *phases, int nphases,
@@ -318,7 +323,7 @@ kopt_status kopt__plan_seeds(kopt_eval_result *r, kopt_ctx *ctx, phase_plan *pha
             phases[p].seeds[t] = r->seed + (uint64_t)p * 1000 + (uint64_t)t + 1;
         phases[p].timing_seed = r->seed + 999;
     }
-    r->checks = calloc((size_t)(2 * (o->trials + 3) * (prob->ntensors + 1)) + 1,
+    r->checks = calloc((size_t)kopt__checks_capacity(o->trials, prob->ntensors),
                        sizeof(*r->checks));
     return r->checks ? KOPT_OK : kopt_seterr(ctx, KOPT_E_NOMEM, "the checks of the result");
 }

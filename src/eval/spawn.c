@@ -82,11 +82,13 @@ void kopt__worker_run_free(kopt__worker_run *r)
 }
 
 /* argv for the worker: `<worker> __worker` (kopt/worker.h finds it; kopt-worker takes the
- * same argv as `kopt __worker`), or the same behind a wrapper (compute-sanitizer, ncu) */
+ * same argv as `kopt __worker`), or the same behind a wrapper (compute-sanitizer, ncu).
+ * Without a wrapper the worker shows CUDA only its job's GPU (--one-gpu): a wrapper that
+ * numbers the GPUs itself (ncu --devices) keeps the parent's numbering. */
 static char **worker_argv(json_t *wrap, char *worker, char *early)
 {
-    size_t n = json_array_size(wrap), i;
-    char **argv = calloc(n + 4, sizeof(char *));
+    size_t n = json_array_size(wrap), i, k;
+    char **argv = calloc(n + 5, sizeof(char *));
 
     if (!argv)
         return NULL;
@@ -94,7 +96,10 @@ static char **worker_argv(json_t *wrap, char *worker, char *early)
         argv[i] = (char *)json_string_value(json_array_get(wrap, i));
     argv[n] = worker;
     argv[n + 1] = "__worker";
-    argv[n + 2] = early;       /* "--early-device=N" or NULL */
+    k = n + 2;
+    if (n == 0)
+        argv[k++] = "--one-gpu";
+    argv[k] = early;           /* "--early-device=N" or NULL */
     return argv;
 }
 
@@ -152,6 +157,10 @@ static void handle_line(kopt__worker_run *out, const char *line)
         if (!out->events)              /* a streaming subject's or reference's, in order */
             out->events = json_array();
         json_array_append(out->events, ev);
+    } else if (strcmp(kind, "trials") == 0) {
+        int p = (int)json_integer_value(json_object_get(ev, "phase"));
+        if (p >= out->trials_done)
+            out->trials_done = p + 1;
     } else if (strcmp(kind, "progress") == 0) {
         snprintf(out->last_progress, sizeof(out->last_progress), "phase %d %s",
                  (int)json_integer_value(json_object_get(ev, "phase")),
@@ -194,6 +203,9 @@ struct kopt__worker_proc {
     char tmpdir[PATH_MAX];     /* the sandbox's private folder, removed at the end */
     double t0;
     kopt__zygote *zygote;      /* forked by this zygote (borrowed), not by us */
+    kopt__trials_fn on_trials; /* kopt__worker_on_trials: for the next serve or collect */
+    void *on_trials_arg;
+    int trials_seen;           /* phases handed to on_trials */
     kopt__worker_run run;
 };
 
@@ -480,6 +492,20 @@ static int read_events(kopt__worker_proc *w, int *lines)
     return 1;
 }
 
+void kopt__worker_on_trials(kopt__worker_proc *w, kopt__trials_fn fn, void *arg)
+{
+    w->on_trials = fn;
+    w->on_trials_arg = arg;
+    w->trials_seen = 0;
+}
+
+/* Hand the phases whose trials came in since the last call to on_trials. */
+static void deliver_trials(kopt__worker_proc *w)
+{
+    while (w->on_trials && w->run.shm && w->trials_seen < w->run.trials_done)
+        w->on_trials(w->on_trials_arg, w->trials_seen++, w->run.shm);
+}
+
 /* Read events until `until` returns true, EOF, or no event for timeout_s (then kill). */
 static void pump(kopt__worker_proc *w, double timeout_s, int (*until)(const kopt__worker_run *))
 {
@@ -502,6 +528,7 @@ static void pump(kopt__worker_proc *w, double timeout_s, int (*until)(const kopt
             continue;
         if (read_events(w, &lines) < 0)
             break;
+        deliver_trials(w);             /* the worker times meanwhile */
         if (lines)                     /* any line is progress */
             deadline = kopt_now_ms() + timeout_s * 1e3;
     }
@@ -643,6 +670,7 @@ kopt_status kopt__worker_collect(kopt_ctx *ctx, kopt__worker_proc *w, double tim
     /* stdin stays open: after its result the worker waits for its end, holding its output
      * buffer, so the pages are freed by its exit and not by the caller's unmapping */
     pump(w, timeout_s, has_result);
+    w->on_trials = NULL;
     if (!w->run.result) {              /* it ended without one: its exit status and log */
         if (w->job_w >= 0)
             close(w->job_w);
@@ -708,6 +736,7 @@ kopt_status kopt__worker_serve(kopt_ctx *ctx, kopt__worker_proc *w, json_t *job,
     json_decref(w->run.error);
     w->run.result = w->run.error = NULL;
     w->run.last_progress[0] = '\0';
+    w->run.trials_done = 0;
     if (!job) {
         pump(w, FIRST_CONTACT_S, said_hello);
         if (!w->eof)
@@ -722,6 +751,7 @@ kopt_status kopt__worker_serve(kopt_ctx *ctx, kopt__worker_proc *w, json_t *job,
         free(text);
     }
     pump(w, timeout_s, has_result);
+    w->on_trials = NULL;
     if (w->eof)
         reap(w);
     out->device = json_incref(w->run.device);

@@ -227,24 +227,35 @@ int kopt__compare_phase(kopt_eval_result *r, const phase_plan *ph, const unsigne
 {
     int failing = 0;
 
+    if (!sp)
+        return kopt__compare_runs(r->checks, &r->nchecks, ph, got, want, 0, ph->ntrials + 2);
     for (int run = 0; run < ph->ntrials + 2; run++) {
+        if (run == ph->ntrials || (run == ph->ntrials + 1 && !ph->timed))
+            continue;   /* the repeat is compared with trial 0 (check_repeat) */
+        for (int k = 0; k < sp->nout; k++) {   /* compared by the reference's worker */
+            r->checks[r->nchecks] = sp->checks[run * sp->nout + k];
+            failing += r->checks[r->nchecks++].mismatches > 0;
+        }
+    }
+    return failing;
+}
+
+int kopt__compare_runs(kopt_check *checks, int *nchecks, const phase_plan *ph,
+                       const unsigned char *got, const unsigned char *want, int from, int to)
+{
+    int failing = 0;
+
+    for (int run = from; run < to && run < ph->ntrials + 2; run++) {
         size_t off;
         if (run == ph->ntrials || (run == ph->ntrials + 1 && !ph->timed))
             continue;   /* the repeat is compared with trial 0 (check_repeat) */
-        if (sp) {       /* compared by the reference's worker as it came */
-            for (int k = 0; k < sp->nout; k++) {
-                r->checks[r->nchecks] = sp->checks[run * sp->nout + k];
-                failing += r->checks[r->nchecks++].mismatches > 0;
-            }
-            continue;
-        }
         off = kopt__out_at(ph, run);
         for (int i = 0; i < ph->ref->ntensors; i++) {
             const kopt_btensor *t = &ph->ref->tensors[i];
             kopt_check *c;
             if (t->role != KOPT_ROLE_OUTPUT && t->role != KOPT_ROLE_INOUT)
                 continue;
-            c = &r->checks[r->nchecks++];
+            c = &checks[(*nchecks)++];
             memset(c, 0, sizeof(*c));
             snprintf(c->tensor, sizeof(c->tensor), "%s", t->name);
             snprintf(c->sizes_label, sizeof(c->sizes_label), "%s", ph->label);
@@ -294,6 +305,76 @@ int kopt__check_repeat(const phase_plan *ph, const unsigned char *got, kopt_chec
         b += t->bytes;
     }
     return 0;
+}
+
+/* ---- checks made while the candidate is timed ------------------------------------------ */
+
+int kopt__early_checks_init(kopt__early_checks *e, const phase_plan *phases, int nphases,
+                            const unsigned char *want, int capacity)
+{
+    const char *off = getenv("KOPT_EARLY_CHECKS");
+
+    memset(e, 0, sizeof(*e));
+    if ((off && strcmp(off, "0") == 0) || !want || nphases > 2)
+        return 0;
+    for (int p = 0; p < nphases; p++)
+        if (phases[p].stream)
+            return 0;
+    if (!(e->checks = calloc((size_t)capacity, sizeof(*e->checks))))
+        return 0;
+    e->phases = phases;
+    e->nphases = nphases;
+    e->want = want;
+    return 1;
+}
+
+void kopt__early_checks_on_trials(void *arg, int phase, const unsigned char *got)
+{
+    kopt__early_checks *e = arg;
+    const phase_plan *ph;
+    double t0 = kopt_now_ms();
+
+    if (!e->checks || phase < 0 || phase >= e->nphases || e->done[phase])
+        return;
+    ph = &e->phases[phase];
+    e->rep_fail[phase] = kopt__check_repeat(ph, got, &e->rep[phase], NULL);
+    e->from[phase] = e->nchecks;
+    kopt__compare_runs(e->checks, &e->nchecks, ph, got, e->want, 0, ph->ntrials);
+    e->count[phase] = e->nchecks - e->from[phase];
+    e->done[phase] = 1;
+    e->ms += kopt_now_ms() - t0;
+}
+
+int kopt__early_repeat(const kopt__early_checks *e, int p, const phase_plan *ph,
+                       const unsigned char *got, kopt_check *c)
+{
+    if (!e->done[p])
+        return kopt__check_repeat(ph, got, c, NULL);
+    if (e->rep_fail[p])
+        *c = e->rep[p];
+    return e->rep_fail[p];
+}
+
+int kopt__early_compare(kopt_eval_result *r, const kopt__early_checks *e, int p,
+                        const phase_plan *ph, const unsigned char *got,
+                        const unsigned char *want)
+{
+    int failing = 0;
+
+    if (!e->done[p])
+        return kopt__compare_runs(r->checks, &r->nchecks, ph, got, want, 0, ph->ntrials + 2);
+    for (int k = 0; k < e->count[p]; k++) {
+        r->checks[r->nchecks] = e->checks[e->from[p] + k];
+        failing += r->checks[r->nchecks++].mismatches > 0;
+    }
+    return failing + kopt__compare_runs(r->checks, &r->nchecks, ph, got, want, ph->ntrials,
+                                        ph->ntrials + 2);
+}
+
+void kopt__early_checks_free(kopt__early_checks *e)
+{
+    free(e->checks);
+    e->checks = NULL;
 }
 
 /* The candidate's inputs after a run must be what they were: their checksums (taken on

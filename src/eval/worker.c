@@ -92,6 +92,8 @@ static kopt_status run_phases(worker *w, json_t *job, json_t *result)
         wk_progress(w, (int)i, "setup");
         if ((rc = wk_run_trials(w, (int)i, json_object_get(ph, "trials"), sums)) != KOPT_OK)
             goto done;
+        /* the trials' outputs are in the buffer: the parent checks them while this times */
+        wk_emit(json_pack("{s:s, s:i}", "event", "trials", "phase", (int)i));
         if (json_is_object(tm)) {
             t0 = kopt_now_ms();
             if ((rc = wk_run_timing(w, (int)i, tm, po)) != KOPT_OK)
@@ -310,6 +312,9 @@ int kopt_worker_main_args(int argc, char **argv)
     }
     memset(&w, 0, sizeof(w));
     w.ctx = kopt_ctx_new();
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--one-gpu") == 0)
+            w.one_gpu = 1;
     /* "--early-device=N": the parent starts this worker before its job is ready; the
      * context (the slow part of a start) is made meanwhile. A failure here is reported
      * when the job comes, by wk_setup() trying again. */

@@ -56,6 +56,8 @@ typedef struct kopt__worker_run {
     int idle;                /* an early worker's last "idle" event: 1 its context made,
                               * -1 not (no GPU: its job's setup tries again), 0 none yet */
     size_t idle_shm;         /* the output buffer it had mapped then */
+    int trials_done;         /* phases whose trials' outputs are in the buffer ("trials"
+                              * events of this job: the phase before the timing) */
 } kopt__worker_run;
 
 /* Two-step use, so two workers can set up (process, context, modules) side by side while
@@ -133,6 +135,11 @@ void kopt__worker_proc_free(kopt__worker_proc *w);
  * buffer (shm_borrowed), valid until the next job or the proc is freed. */
 kopt_status kopt__worker_serve(kopt_ctx *ctx, kopt__worker_proc *w, json_t *job,
                                double timeout_s, kopt__worker_run *out);
+/* For the next kopt__worker_serve or kopt__worker_collect of `w` only: fn(arg, p, shm) for
+ * each phase p whose trials' outputs are in the output buffer `shm`, called while the
+ * worker goes on to time it (the parent checks those outputs meanwhile). */
+typedef void (*kopt__trials_fn)(void *arg, int phase, const unsigned char *shm);
+void kopt__worker_on_trials(kopt__worker_proc *w, kopt__trials_fn fn, void *arg);
 int kopt__worker_alive(const kopt__worker_proc *w);
 
 /* Streaming (the PyTorch path's comparison where the outputs are, torch_stream.c): the

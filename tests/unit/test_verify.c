@@ -407,6 +407,119 @@ static void test_binary_precision_read_once(void)
     kopt_ctx_free(ctx);
 }
 
+/* Checks made while the candidate is timed (kopt__early_checks) must be the checks made
+ * afterwards: the same entries in the same order, the same failures. Two phases of two
+ * trials and two outputs, laid out as kopt__layout does; trial 1 of phase 0 wrong in one
+ * element, phase 1's repeat different from its trial 0. */
+enum { EN = 1000, ETRIALS = 2 };
+
+static void early_phase(phase_plan *ph, kopt_bound *b, kopt_btensor *ts, size_t base, int timed)
+{
+    memset(ts, 0, 3 * sizeof(*ts));
+    for (int i = 0; i < 3; i++) {
+        snprintf(ts[i].name, sizeof(ts[i].name), "%s", i == 0 ? "x" : i == 1 ? "y" : "z");
+        ts[i].role = i == 0 ? KOPT_ROLE_INPUT : KOPT_ROLE_OUTPUT;
+        ts[i].dtype = KOPT_F32;
+        ts[i].count = EN;
+        ts[i].ndim = 1;
+        ts[i].shape[0] = EN;
+        ts[i].bytes = EN * sizeof(float);
+        ts[i].atol = 1e-5;
+        ts[i].rtol = 1e-4;
+    }
+    memset(b, 0, sizeof(*b));
+    b->ntensors = 3;
+    b->tensors = ts;
+    memset(ph, 0, sizeof(*ph));
+    ph->label = base ? "check" : "main";
+    ph->ref = ph->cand = b;
+    ph->ntrials = ETRIALS;
+    ph->seeds[0] = 11;
+    ph->seeds[1] = 12;
+    ph->timed = timed;
+    ph->slot = 2 * EN * sizeof(float);
+    ph->base = base;
+}
+
+static void test_early_checks_are_the_late_checks(void)
+{
+    static kopt_btensor ts[2][3];
+    kopt_bound b[2];
+    phase_plan ph[2];
+    size_t size;
+    float *g, *w;
+    kopt_eval_result late, early_r;
+    kopt__early_checks e;
+    kopt_check rep_late, rep_early;
+    int cap = kopt__checks_capacity(ETRIALS, 3), fl = 0, fe = 0;
+
+    early_phase(&ph[0], &b[0], ts[0], 0, 1);
+    early_phase(&ph[1], &b[1], ts[1], kopt__phase_size(&ph[0]), 0);
+    size = kopt__phase_size(&ph[0]) + kopt__phase_size(&ph[1]);
+    g = malloc(size);
+    w = malloc(size);
+    CHECK(g && w);
+    for (int p = 0; p < 2; p++)            /* every run of a phase the same outputs */
+        for (int run = 0; run < ETRIALS + 2; run++)
+            for (size_t i = 0; i < ph[p].slot / sizeof(float); i++) {
+                size_t at = kopt__out_at(&ph[p], run) / sizeof(float) + i;
+                w[at] = g[at] = (float)(i % 97) * 0.5f + 1.0f + (float)p;
+            }
+    ((float *)((char *)g + kopt__out_at(&ph[0], 1)))[EN + 17] += 1.0f;   /* trial 1, z */
+    ((float *)((char *)g + kopt__out_at(&ph[1], ETRIALS)))[3] -= 2.0f;   /* repeat, y */
+    memset(&late, 0, sizeof(late));
+    memset(&early_r, 0, sizeof(early_r));
+    late.checks = calloc((size_t)cap, sizeof(kopt_check));
+    early_r.checks = calloc((size_t)cap, sizeof(kopt_check));
+    CHECK(late.checks && early_r.checks);
+
+    setenv("KOPT_EARLY_CHECKS", "0", 1);
+    CHECK_EQ_INT(kopt__early_checks_init(&e, ph, 2, (unsigned char *)w, cap), 0);
+    unsetenv("KOPT_EARLY_CHECKS");
+    CHECK_EQ_INT(kopt__early_checks_init(&e, ph, 2, (unsigned char *)w, cap), 1);
+    kopt__early_checks_on_trials(&e, 0, (unsigned char *)g);
+    kopt__early_checks_on_trials(&e, 1, (unsigned char *)g);
+    kopt__early_checks_on_trials(&e, 2, (unsigned char *)g);   /* no such phase: ignored */
+    CHECK(e.done[0] && e.done[1]);
+    for (int p = 0; p < 2; p++) {
+        int a = kopt__check_repeat(&ph[p], (unsigned char *)g, &rep_late, NULL);
+        int c = kopt__early_repeat(&e, p, &ph[p], (unsigned char *)g, &rep_early);
+        CHECK_EQ_INT(c, a);
+        CHECK_EQ_INT(a, p == 1);
+        if (a) {
+            CHECK_EQ_STR(rep_early.tensor, rep_late.tensor);
+            CHECK_EQ_INT((int)rep_early.first_index, (int)rep_late.first_index);
+        }
+        fl += kopt__compare_phase(&late, &ph[p], (unsigned char *)g, (unsigned char *)w, NULL);
+        fe += kopt__early_compare(&early_r, &e, p, &ph[p], (unsigned char *)g,
+                                  (unsigned char *)w);
+    }
+    CHECK_EQ_INT(fe, fl);
+    CHECK_EQ_INT(fl, 1);
+    /* phase 0: 2 trials + timed, 2 outputs each; phase 1 (untimed): 2 trials */
+    CHECK_EQ_INT(late.nchecks, 10);
+    CHECK_EQ_INT(early_r.nchecks, late.nchecks);
+    for (int i = 0; i < late.nchecks; i++) {
+        CHECK_EQ_STR(early_r.checks[i].tensor, late.checks[i].tensor);
+        CHECK_EQ_STR(early_r.checks[i].run, late.checks[i].run);
+        CHECK_EQ_STR(early_r.checks[i].sizes_label, late.checks[i].sizes_label);
+        CHECK_EQ_INT((int)early_r.checks[i].mismatches, (int)late.checks[i].mismatches);
+    }
+    CHECK_EQ_STR(late.checks[3].run, "trial 1");
+    CHECK_EQ_INT((int)late.checks[3].mismatches, 1);
+    /* a phase not checked early is checked afterwards in full */
+    e.done[1] = 0;
+    early_r.nchecks = 0;
+    fe = kopt__early_compare(&early_r, &e, 1, &ph[1], (unsigned char *)g, (unsigned char *)w);
+    CHECK_EQ_INT(fe, 0);
+    CHECK_EQ_INT(early_r.nchecks, 4);
+    kopt__early_checks_free(&e);
+    free(late.checks);
+    free(early_r.checks);
+    free(g);
+    free(w);
+}
+
 int main(int argc, char **argv)
 {
     static const ktest_case cases[] = {
@@ -420,6 +533,7 @@ int main(int argc, char **argv)
         KTEST(test_torch_census_and_clock),
         KTEST(test_sass_precision),
         KTEST(test_binary_precision_read_once),
+        KTEST(test_early_checks_are_the_late_checks),
     };
     int rc;
 
