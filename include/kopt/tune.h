@@ -313,6 +313,12 @@ kopt_status kopt_tune_evaluator_live(kopt_tune_evaluator **out, kopt_ctx *ctx,
                                      const kopt_tune_space *space,
                                      const kopt_tune_live_opts *opts);
 
+/* $KOPT_TUNE_TRACE (a file): where a run's time goes, one JSON line per evaluation and per
+ * compile done ahead (live.c), and one per step of the run around them (`step` from
+ * `start_ms` to now, on the same clock, kopt_now_ms): the ceilings, the GPUs' slots, the
+ * compile helpers, each shape's search, its final check. Nothing when it is unset. */
+void kopt_tune_trace_step(const char *step, double start_ms);
+
 /* ---- strategies ------------------------------------------------------------------------- */
 
 /* What a strategy sees of the run so far (borrowed, valid during the call). */

@@ -323,7 +323,10 @@ static kopt_status run_shape(kopt_run_tune *t, kopt_ctx *ctx, int index)
     to.progress_user = t;
     to.stop = a->stop;
     P->shape = index;
+    double t0 = kopt_now_ms();
     rc = kopt_tune_run(&sr->res, ctx, sr->space, sr->cache, &wrapped, &to);
+    kopt_tune_trace_step("search", t0);
+    t0 = kopt_now_ms();
     if (a->progress)
         a->progress(a->progress_user, index, t->nshapes, sr->space, NULL);
     sr->evaluated = w.evaluated;
@@ -336,8 +339,11 @@ static kopt_status run_shape(kopt_run_tune *t, kopt_ctx *ctx, int index)
         rc = kopt__run_tune_scale_record(t, ctx, index);
     if (rc == KOPT_OK && P->run->store && !P->store_is_recording)
         rc = store_finish(t, ctx, sr);
+    kopt_tune_trace_step("record", t0);
+    t0 = kopt_now_ms();
     if (rc == KOPT_OK)
         final_check(t, ctx, sr);
+    kopt_tune_trace_step("final_check", t0);
 done:
     free(w.evaluated);
     free(known);
@@ -562,19 +568,39 @@ kopt_status kopt_run_tune_go(kopt_run_tune *t, kopt_ctx *ctx)
 
     /* live: the device's ceilings once for the whole run (every evaluation needs them for
      * its roofline and SUSPECT checks), from the store or measured now and stored */
-    if (!t->replay && !t->standin)
+    double t0 = kopt_now_ms();
+    if (!t->replay && !t->standin && !P->o.mpi && P->o.ngpus > 0) {
+        /* every GPU's at once (each its own worker), the run's device among them: the
+         * slots find theirs measured (kopt__run_tune_scale_open) */
+        int devs[KOPT_SCALE_MAX_SLOTS + 1], n = 0;
+        kopt_ceilings got[KOPT_SCALE_MAX_SLOTS + 1];
+        devs[n++] = P->o.eval.device;
+        for (int i = 0; i < P->o.ngpus && i < KOPT_SCALE_MAX_SLOTS; i++)
+            if (P->o.gpus[i] != P->o.eval.device)
+                devs[n++] = P->o.gpus[i];
+        kopt_run_ceilings_many(P->run, ctx, devs, n, got);
+        P->ceilings = got[0];
+    } else if (!t->replay && !t->standin) {
         kopt_run_ceilings(P->run, ctx, P->o.eval.device, &P->ceilings);
+    }
+    kopt_tune_trace_step("ceilings", t0);
     /* scale-out: the slots (several GPUs, MPI ranks, stand-ins), when asked for */
+    t0 = kopt_now_ms();
     if (!t->replay && (rc = kopt__run_tune_scale_open(t, ctx)) != KOPT_OK) {
         kopt__run_tune_scale_close(t);
         return kopt__run_fail(P->run, KOPT_RUN_FAULT_KOPT, rc);
     }
+    kopt_tune_trace_step("scale_open", t0);
     /* live: the compile threads, the rounds asked ahead and the compile helpers */
+    t0 = kopt_now_ms();
     if (!t->replay)
         kopt__run_tune_depth_open(t, ctx);
+    kopt_tune_trace_step("depth_open", t0);
     rc = go_shapes(t, ctx);
+    t0 = kopt_now_ms();
     kopt__run_tune_scale_close(t);
     kopt__run_tune_depth_close(t);
+    kopt_tune_trace_step("close", t0);
     if (!t->replay)
         kopt__run_tune_held_back(t);
     return rc;

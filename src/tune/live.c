@@ -146,8 +146,9 @@ static kopt_status compile_point(live *L, kopt_ctx *ctx, const kopt_candidate *c
 
 /* KOPT_TUNE_TRACE=FILE: one JSON line per evaluation appended to FILE (where its time went:
  * the parent's steps before the session, the session's own trace of parent and worker
- * steps, and the workers' start step by step when it started them), and one per compile done ahead ("prepare": when it started and ended, on the same
- * clock as the evaluations' start_ms), to see what grows when several GPUs evaluate at once
+ * steps, and the workers' start step by step when it started them), one per compile done
+ * ahead ("prepare": when it started and ended, on the same clock as the evaluations'
+ * start_ms), and one per step of the run around them (kopt_tune_trace_step), to see what grows when several GPUs evaluate at once
  * and what a first run waits for. One write per line, with O_APPEND, so the threads' lines
  * do not interleave. Takes (and frees) `line`. */
 static void trace_write(json_t *line)
@@ -171,6 +172,13 @@ static int tracing(void)
 {
     const char *path = getenv("KOPT_TUNE_TRACE");
     return path && *path;
+}
+
+void kopt_tune_trace_step(const char *step, double start_ms)
+{
+    if (tracing())
+        trace_write(json_pack("{s:s, s:f, s:f}", "step", step, "start_ms", start_ms,
+                              "end_ms", kopt_now_ms()));
 }
 
 static void trace_line(const live *L, uint64_t point, double t_start, double prep_ms,

@@ -67,5 +67,22 @@ json.dump(d, open(sys.argv[2], "w"))' "$c" "$KOPT_CACHE_DIR/plain.json"
     fi
   fi
 done
+# KOPT_TUNE_TRACE names the run's steps around the search, in order, on one clock
+c=${caches[0]}
+rm -f "$KOPT_CACHE_DIR/run.trace"
+KOPT_TUNE_TRACE=$KOPT_CACHE_DIR/run.trace "$KOPT" tune --replay "$c" --strategy random --seed 1 \
+  --budget 20 --json --no-progress > /dev/null 2>&1
+if python3 - "$KOPT_CACHE_DIR/run.trace" <<'PY'
+import json, sys
+steps = [json.loads(l) for l in open(sys.argv[1])]
+steps = [s for s in steps if "step" in s]
+names = [s["step"] for s in steps]
+want = ["ceilings", "scale_open", "depth_open", "search", "record", "final_check", "close"]
+assert names == want, names
+assert all(s["end_ms"] >= s["start_ms"] > 0 for s in steps), steps
+assert all(a["end_ms"] <= b["start_ms"] for a, b in zip(steps, steps[1:])), steps
+PY
+then passed=$((passed + 1)); echo "ok    KOPT_TUNE_TRACE: the run's steps, in order"
+else failed=$((failed + 1)); echo "FAIL  KOPT_TUNE_TRACE: the run's steps"; fi
 echo "ktest: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -68,12 +68,19 @@ plain = json.load(open(sys.argv[1]))
 assert plain["compile_helpers"] >= 1, plain["compile_helpers"]
 PY
 )"
-check "KOPT_TUNE_TRACE: one line per evaluated point, with the session's steps, and one per compile done ahead" \
+check "KOPT_TUNE_TRACE: one line per evaluated point, with the session's steps, one per compile done ahead, one per step of the run" \
   "$(python3 - "$TMP/plain.trace" "$TMP/plain.db" <<'PY'; echo $?
 import json, sqlite3, sys
 every = [json.loads(l) for l in open(sys.argv[1])]
-lines = [l for l in every if "prepare" not in l]
+lines = [l for l in every if "point" in l]
 prep = [l for l in every if "prepare" in l]
+steps = {l["step"]: l for l in every if "step" in l}
+assert len(lines) + len(prep) + sum(1 for l in every if "step" in l) == len(every), every[:3]
+for s in ("ceilings", "scale_open", "depth_open", "search", "record", "final_check", "close"):
+    assert s in steps and steps[s]["end_ms"] >= steps[s]["start_ms"] > 0, (s, steps)
+# the evaluations lie inside the search
+assert all(steps["search"]["start_ms"] <= l["start_ms"] <= steps["search"]["end_ms"]
+           for l in lines), (steps["search"], lines[0]["start_ms"])
 n = sqlite3.connect(sys.argv[2]).execute("select count(*) from tune_evals where state = 'ok'").fetchone()[0]
 assert n >= 1 and len(lines) >= n, (len(lines), n)
 assert all("workers_ready" in l["trace"]["parent"] and l["eval_ms"] > 0 for l in lines), lines[0]
