@@ -12,35 +12,6 @@
 #include <string.h>
 #include <time.h>
 
-int kopt__visible_one(const char *env, int ordinal, char *out, size_t n)
-{
-    const char *s = env;
-
-    if (ordinal < 0 || n == 0)
-        return -1;
-    if (!env)
-        return snprintf(out, n, "%d", ordinal) < (int)n ? 0 : -1;
-    for (int k = 0;; k++) {
-        size_t len = strcspn(s, ","), a = 0, b = len;
-        while (a < b && (s[a] == ' ' || s[a] == '\t'))
-            a++;
-        while (b > a && (s[b - 1] == ' ' || s[b - 1] == '\t'))
-            b--;
-        if (b == a)
-            return -1;                /* CUDA stops at an empty entry */
-        if (k == ordinal) {
-            if (b - a >= n)
-                return -1;
-            memcpy(out, s + a, b - a);
-            out[b - a] = '\0';
-            return 0;
-        }
-        if (!s[len])
-            return -1;
-        s += len + 1;
-    }
-}
-
 int kopt__visible_map(const char *env, int n, const char *const *uuids, int *map, int max)
 {
     int count = 0;

@@ -21,10 +21,6 @@ void kopt__roofline(kopt_roofline *r, double flops, double bytes, int compute,
  * map[k] = the NVML index of CUDA ordinal k; returns how many (at most `max`). */
 #define KOPT_MAX_VISIBLE 64
 int kopt__visible_map(const char *env, int n, const char *const *uuids, int *map, int max);
-/* The CUDA_VISIBLE_DEVICES that shows a process only CUDA ordinal `ordinal` of `env` (NULL:
- * unset): that entry of the list (trimmed), or the ordinal itself; 0, or -1 when `env` has
- * no such entry. A worker sets it before cuInit (worker_setup.c). */
-int kopt__visible_one(const char *env, int ordinal, char *out, size_t n);
 /* The fastest arithmetic (a kopt_compute) a correct candidate may use for work of
  * `compute` bound as `b`, at its outputs' tolerance: the speed-of-light guard's rate. */
 int kopt__guard_compute(int compute, const kopt_bound *b);

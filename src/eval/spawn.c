@@ -82,13 +82,11 @@ void kopt__worker_run_free(kopt__worker_run *r)
 }
 
 /* argv for the worker: `<worker> __worker` (kopt/worker.h finds it; kopt-worker takes the
- * same argv as `kopt __worker`), or the same behind a wrapper (compute-sanitizer, ncu).
- * Without a wrapper the worker shows CUDA only its job's GPU (--one-gpu): a wrapper that
- * numbers the GPUs itself (ncu --devices) keeps the parent's numbering. */
+ * same argv as `kopt __worker`), or the same behind a wrapper (compute-sanitizer, ncu) */
 static char **worker_argv(json_t *wrap, char *worker, char *early)
 {
-    size_t n = json_array_size(wrap), i, k;
-    char **argv = calloc(n + 5, sizeof(char *));
+    size_t n = json_array_size(wrap), i;
+    char **argv = calloc(n + 4, sizeof(char *));
 
     if (!argv)
         return NULL;
@@ -96,10 +94,7 @@ static char **worker_argv(json_t *wrap, char *worker, char *early)
         argv[i] = (char *)json_string_value(json_array_get(wrap, i));
     argv[n] = worker;
     argv[n + 1] = "__worker";
-    k = n + 2;
-    if (n == 0)
-        argv[k++] = "--one-gpu";
-    argv[k] = early;           /* "--early-device=N" or NULL */
+    argv[n + 2] = early;       /* "--early-device=N" or NULL */
     return argv;
 }
 

@@ -312,9 +312,6 @@ int kopt_worker_main_args(int argc, char **argv)
     }
     memset(&w, 0, sizeof(w));
     w.ctx = kopt_ctx_new();
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--one-gpu") == 0)
-            w.one_gpu = 1;
     /* "--early-device=N": the parent starts this worker before its job is ready; the
      * context (the slow part of a start) is made meanwhile. A failure here is reported
      * when the job comes, by wk_setup() trying again. */

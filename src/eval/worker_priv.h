@@ -55,7 +55,6 @@ typedef struct worker {
     CUdevice dev;
     int ordinal;
     double early_ms;             /* the context made before the job came (--early-device) */
-    int one_gpu;                 /* --one-gpu: CUDA sees only the job's GPU (wk_make_context) */
     CUcontext pctx;
     CUstream stream;
     CUmodule rt, mod;

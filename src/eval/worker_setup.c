@@ -90,26 +90,9 @@ static kopt_status load_module(worker *w, const char *path, CUmodule *mod)
 }
 
 /* libcuda, cuInit and the device's primary context, current on this thread. */
-/* With --one-gpu (a worker not behind a wrapper) CUDA is shown only the job's GPU:
- * CUDA_VISIBLE_DEVICES narrowed to its entry before cuInit, so that the driver does not set
- * up every GPU of the host in every worker (8 workers starting at once on a 4-GPU host);
- * that GPU is then CUDA's device 0 here. $KOPT_WORKER_ONE_GPU=0 keeps the parent's view. */
-static int cuda_ordinal(const worker *w, int ordinal)
-{
-    const char *off = getenv("KOPT_WORKER_ONE_GPU");
-    char one[256];
-
-    if (!w->one_gpu || (off && strcmp(off, "0") == 0) ||
-        kopt__visible_one(getenv("CUDA_VISIBLE_DEVICES"), ordinal, one, sizeof(one)) != 0 ||
-        setenv("CUDA_VISIBLE_DEVICES", one, 1) != 0)
-        return ordinal;
-    return 0;
-}
-
 kopt_status wk_make_context(worker *w, int ordinal)
 {
     kopt_status rc;
-    int local = cuda_ordinal(w, ordinal);
 
     if ((rc = kopt__cuda_load(w->ctx, &w->cu)) != KOPT_OK) {
         w->fail_kind = "nodevice";
@@ -124,7 +107,7 @@ kopt_status wk_make_context(worker *w, int ordinal)
                                kopt__cu_errstr(r, b, sizeof(b)));
         }
     }
-    CU(cuDeviceGet(&w->dev, local), "select device");
+    CU(cuDeviceGet(&w->dev, ordinal), "select device");
     CU(cuDevicePrimaryCtxRetain(&w->pctx, w->dev), "create context");
     CU(cuCtxSetCurrent(w->pctx), "make context current");
     w->ordinal = ordinal;

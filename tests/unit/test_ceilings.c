@@ -404,27 +404,6 @@ static void test_visible_devices(void)
     CHECK_EQ_INT(kopt__visible_map("0,1,2,3", 4, uuids, map, 2), 2); /* at most max */
 }
 
-/* A worker narrows CUDA_VISIBLE_DEVICES to its one GPU before cuInit: the entry CUDA calls
- * ordinal k, so the worker's device 0 is the GPU the parent meant. */
-static void test_visible_one(void)
-{
-    char one[64];
-
-    CHECK_EQ_INT(kopt__visible_one(NULL, 2, one, sizeof(one)), 0);
-    CHECK_EQ_STR(one, "2");
-    CHECK_EQ_INT(kopt__visible_one("3, 0", 1, one, sizeof(one)), 0);
-    CHECK_EQ_STR(one, "0");
-    CHECK_EQ_INT(kopt__visible_one(" GPU-77777777 ,GPU-dcca", 0, one, sizeof(one)), 0);
-    CHECK_EQ_STR(one, "GPU-77777777");
-    CHECK_EQ_INT(kopt__visible_one("MIG-1234", 0, one, sizeof(one)), 0);
-    CHECK_EQ_STR(one, "MIG-1234");
-    CHECK_EQ_INT(kopt__visible_one("3,0", 2, one, sizeof(one)), -1);   /* no third entry */
-    CHECK_EQ_INT(kopt__visible_one("3,,0", 2, one, sizeof(one)), -1);  /* CUDA stops at "" */
-    CHECK_EQ_INT(kopt__visible_one("", 0, one, sizeof(one)), -1);
-    CHECK_EQ_INT(kopt__visible_one("1", -1, one, sizeof(one)), -1);
-    CHECK_EQ_INT(kopt__visible_one("GPU-4d657904-b1eb", 0, one, 8), -1); /* no room */
-}
-
 int main(int argc, char **argv)
 {
     static const ktest_case cases[] = {
@@ -432,7 +411,7 @@ int main(int argc, char **argv)
         KTEST(test_parse_partial_answer), KTEST(test_parse_recorded_h200),
         KTEST(test_parse_bad_input), KTEST(test_fill_spec),
         KTEST(test_runtime_sm90a), KTEST(test_runtime_sm80), KTEST(test_runtime_sm89_sm100),
-        KTEST(test_guard_rate), KTEST(test_visible_devices), KTEST(test_visible_one),
+        KTEST(test_guard_rate), KTEST(test_visible_devices),
     };
     int rc;
 
