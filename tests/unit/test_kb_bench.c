@@ -106,12 +106,31 @@ static json_t *call_bench(kopt_ctx *ctx, const char *db, const char *args, char 
     return j;
 }
 
+/* kopt_kb_bench over the suite (one trial) in a run of its own (*run, the caller closes it);
+ * *doc its document; 0 (a failed check) when it did not run. */
+static int bench_in_run(kopt_ctx *ctx, const suite_dir *s, volatile sig_atomic_t *stop,
+                        kopt_run **run, json_t **doc)
+{
+    kopt_run_opts ro = KOPT_RUN_OPTS_INIT;
+    kopt_kb_bench_opts o;
+
+    *doc = NULL;
+    ro.kind = KOPT_RUN_BENCH;
+    ro.db_path = s->db;
+    if (!CHECK_EQ_INT(kopt_run_open(run, ctx, &ro), KOPT_OK))
+        return 0;
+    kopt_kb_bench_opts_default(&o);
+    o.problems = s->probs;
+    o.candidates = s->cands;
+    o.eval.trials = 1;
+    o.stop = stop;
+    return CHECK_EQ_INT(kopt_kb_bench(*run, ctx, &o, doc), KOPT_OK);
+}
+
 static void test_library_and_tool_agree(void)
 {
     suite_dir s;
     kopt_ctx *ctx = kopt_ctx_new();
-    kopt_run_opts ro = KOPT_RUN_OPTS_INIT;
-    kopt_kb_bench_opts o;
     kopt_run *run = NULL;
     json_t *doc = NULL, *tool = NULL, *resumed = NULL;
     char args[4096], *summary = NULL, *rsummary = NULL;
@@ -121,17 +140,7 @@ static void test_library_and_tool_agree(void)
 
     memset(&dev, 0, sizeof(dev));
     want = kopt_device_nvml(ctx, 0, &dev, &count) == KOPT_OK && count > 0 ? "OK" : "SKIPPED";
-    if (!make_suite(&s))
-        goto done;
-    ro.kind = KOPT_RUN_BENCH;
-    ro.db_path = s.db;
-    if (!CHECK_EQ_INT(kopt_run_open(&run, ctx, &ro), KOPT_OK))
-        goto done;
-    kopt_kb_bench_opts_default(&o);
-    o.problems = s.probs;
-    o.candidates = s.cands;
-    o.eval.trials = 1;
-    if (!CHECK_EQ_INT(kopt_kb_bench(run, ctx, &o, &doc), KOPT_OK))
+    if (!make_suite(&s) || !bench_in_run(ctx, &s, NULL, &run, &doc))
         goto done;
     kopt_run_finish(run, ctx, KOPT_RUN_OK, NULL);
     CHECK_EQ_INT(json_integer_value(json_object_get(doc, "suite")), kopt_run_id(run));
@@ -228,23 +237,11 @@ static void test_stop_ends_the_suite_early(void)
 {
     suite_dir s;
     kopt_ctx *ctx = kopt_ctx_new();
-    kopt_run_opts ro = KOPT_RUN_OPTS_INIT;
-    kopt_kb_bench_opts o;
     kopt_run *run = NULL;
     json_t *doc = NULL;
     volatile sig_atomic_t stop = 1;
 
-    if (!make_suite(&s))
-        goto done;
-    ro.kind = KOPT_RUN_BENCH;
-    ro.db_path = s.db;
-    if (!CHECK_EQ_INT(kopt_run_open(&run, ctx, &ro), KOPT_OK))
-        goto done;
-    kopt_kb_bench_opts_default(&o);
-    o.problems = s.probs;
-    o.candidates = s.cands;
-    o.stop = &stop;
-    if (!CHECK_EQ_INT(kopt_kb_bench(run, ctx, &o, &doc), KOPT_OK))
+    if (!make_suite(&s) || !bench_in_run(ctx, &s, &stop, &run, &doc))
         goto done;
     CHECK(json_is_true(json_object_get(doc, "interrupted")));
     CHECK_EQ_INT(json_array_size(json_object_get(doc, "rows")), 0);
