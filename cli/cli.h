@@ -181,25 +181,4 @@ int cli_llm_option(cli_llm *l, const char *verb, int c, const char *arg);
 int cli_llm_open(cli_llm *l, kopt_ctx *ctx, const char *db_path);
 void cli_llm_close(cli_llm *l);
 
-/* kopt bench --optimize (bench_optimize.c): what every problem's search is given. */
-typedef struct cli_bench_opt {
-    int iterations;              /* expansions of each problem's tree */
-    double max_wall_s;           /* each problem's wall-time budget (0: none) */
-    const char *evaluator;       /* "live" (NULL) or "fake" (the tests) */
-    double fake_ref_ms;
-    kopt_llm_client *llm;        /* borrowed */
-    const kopt_eval_opts *eval;  /* the suite's evaluation options */
-    const char *db_path;         /* the suite's store (the trees live there) */
-    int argc;
-    char *const *argv;
-    volatile sig_atomic_t *stop;
-    const int *gpus;             /* --gpus: each search spreads over them (NULL: one GPU) */
-    int ngpus;
-} cli_bench_opt;
-/* Run kopt optimize on `problem_dir`; *best_path (malloc'd) gets its best kernel, written
- * to the run's folder as NAME.cu, or NULL when no node beat the reference; *info the
- * tree's summary (JSON, the caller's). 0 when the search ran, -1 (error on ctx) if not. */
-int cli_bench_optimize(kopt_ctx *ctx, const cli_bench_opt *bo, const char *problem_dir,
-                       const char *name, char **best_path, json_t **info);
-
 #endif

@@ -1,17 +1,16 @@
 /* kopt bench PROBLEMS --candidates DIR: evaluate a suite of problems, one candidate each,
  * against PyTorch eager and torch.compile, and give KernelBench's metrics (fast_p, the
  * geometric-mean speedups); every row is stored as it finishes, so a killed suite resumes
- * (--resume). With --optimize each candidate is kopt optimize's best kernel for its problem
- * (bench_optimize.c). docs/kernelbench.md. */
+ * (--resume). With --optimize each candidate is kopt optimize's best kernel for its problem.
+ * The verb parses options and prints; the suite runs in libkopt (kopt_kb_bench, kopt/kb.h,
+ * src/kb/bench_run.c), as for the MCP tool bench and Python's kopt.bench.
+ * docs/kernelbench.md. */
 #include "cli.h"
 
-#include <dirent.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static void help(FILE *f)
 {
@@ -79,25 +78,27 @@ static void help(FILE *f)
         "10 kopt error\n");
 }
 
-/* The suite (kopt/kb.h) and, with --gpus, the problems waiting for an evaluation. */
-typedef struct bench_state {
-    kopt_kb_suite s;
-    kopt_problem **probs;
-    kopt_candidate **cands;
-    char **cpaths;
-} bench_state;
+/* The model of an --optimize suite, opened by the library when its first search is due. */
+typedef struct bench_llm {
+    cli_llm *llm;
+    const char *db_path;
+    int said;                    /* the failure is on stderr already */
+} bench_llm;
 
-/* --gpus: an evaluation finished (on the caller's thread, stored by the run already). */
-static void gpu_done(void *user, int index, int gpu, kopt_status rc, kopt_eval_result *res,
-                     kopt_ctx *ctx)
+static kopt_status open_llm(void *user, kopt_ctx *ctx, kopt_llm_client **out)
 {
-    bench_state *b = user;
-    json_t *row = kopt_kb_eval_row(&b->s, b->probs[index], b->cands[index], b->cpaths[index], 0,
-                                   rc, res, ctx);
+    bench_llm *bl = user;
 
-    json_object_set_new(row, "gpu", json_integer(gpu));
-    kopt_kb_suite_add(&b->s, b->probs[index]->name, row);
-    kopt_eval_result_free(res);
+    if (strcmp(bl->llm->spec ? bl->llm->spec : "", "manual") == 0) {   /* a resumed suite */
+        fprintf(stderr, "kopt bench: --optimize takes a model (--llm SPEC), not manual\n");
+        bl->said = KOPT_EXIT_USAGE;
+        return kopt_seterr(ctx, KOPT_E_INVALID, "--optimize takes a model, not manual");
+    }
+    if (cli_llm_open(bl->llm, ctx, bl->db_path) != 0 || !(*out = bl->llm->client)) {
+        bl->said = KOPT_EXIT_ERROR;
+        return kopt_seterr(ctx, KOPT_E_ERROR, "the model");
+    }
+    return KOPT_OK;
 }
 
 int cmd_bench(int argc, char **argv)
@@ -116,48 +117,42 @@ int cmd_bench(int argc, char **argv)
         {"server", optional_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
-    bench_state b;
-    kopt_run_eval_job *pending = NULL;
-    int gpus[KOPT_SCALE_MAX_SLOTS], ngpus = 0, npending = 0;
+    kopt_kb_bench_opts bo;
+    int gpus[KOPT_SCALE_MAX_SLOTS], ngpus = 0;
     const char *gpus_spec = NULL, *server_path = NULL;
     int server_asked = 0;
-    kopt_eval_opts eo = KOPT_EVAL_OPTS_INIT;
-    kopt_run_opts ro = KOPT_RUN_OPTS_INIT;
+    kopt_run_opts ro = KOPT_RUN_OPTS_INIT, rc0 = KOPT_RUN_OPTS_INIT;
     kopt_run *run = NULL;
-    const char *cand_dir = NULL, *kind = "auto", *root = NULL;
-    char *s_root = NULL, *s_cands = NULL, **probs = NULL;
-    int json = 0, verbose = 0, no_store = 0, no_compile = 0, c, li = 0, code = 0, np = 0;
-    int64_t resume = 0, suite = 0;
-    kopt_kb_suite_opts so;
-    cli_bench_opt bo = {4, 0, NULL, 0, NULL, NULL, NULL, 0, NULL, NULL, NULL, 0};
+    int json = 0, verbose = 0, no_store = 0, c, li = 0, code = 0;
     cli_llm llm;
-    int optimize = 0;
+    bench_llm bl = {&llm, NULL, 0};
     static volatile sig_atomic_t stop;
-    json_t *options = NULL;
+    json_t *doc = NULL;
     kopt_ctx *ctx = cli_ctx(0);
+    kopt_status rc;
     char *end;
 
-    memset(&b, 0, sizeof(b));
+    kopt_kb_bench_opts_default(&bo);
     ro.db_path = cli_default_db();
     cli_llm_init(&llm);
     optind = 1;
     while ((c = getopt_long(argc, argv, "vh", opts, &li)) != -1) {
         switch (c) {
-        case 'c': cand_dir = optarg; break;
-        case 'k': kind = optarg;
-            if (strcmp(kind, "auto") && strcmp(kind, "cu") && strcmp(kind, "py") &&
-                strcmp(kind, "reference"))
+        case 'c': bo.candidates = optarg; break;
+        case 'k': bo.kind = optarg;
+            if (strcmp(optarg, "auto") && strcmp(optarg, "cu") && strcmp(optarg, "py") &&
+                strcmp(optarg, "reference"))
                 goto bad_value;
             break;
-        case 'C': no_compile = 1; break;
-        case 'R': resume = strtoll(optarg, &end, 10);
-            if (*end || resume <= 0) goto bad_value;
+        case 'C': bo.no_compile = 1; break;
+        case 'R': bo.resume = strtoll(optarg, &end, 10);
+            if (*end || bo.resume <= 0) goto bad_value;
             break;
         case CLI_EVAL_OPTION:
-            if (cli_eval_option(opts[li].name, optarg, &eo) != 0)
+            if (cli_eval_option(opts[li].name, optarg, &bo.eval) != 0)
                 goto bad_value;
             break;
-        case 'O': optimize = 1; break;
+        case 'O': bo.optimize = 1; break;
         case 'I': bo.iterations = (int)strtol(optarg, &end, 10);
             if (*end || bo.iterations < 0) goto bad_value;
             break;
@@ -204,7 +199,7 @@ bad_value:
         code = KOPT_EXIT_USAGE;
         goto done;
     }
-    if (!gpus_spec && cli_server_socket("bench", server_asked, server_path, &eo.server) != 0) {
+    if (!gpus_spec && cli_server_socket("bench", server_asked, server_path, &bo.eval.server) != 0) {
         code = KOPT_EXIT_ERROR;
         goto done;
     }
@@ -214,180 +209,58 @@ bad_value:
             code = KOPT_EXIT_USAGE;
             goto done;
         }
-        eo.device = gpus[0];
+        bo.eval.device = gpus[0];
+        bo.gpus = gpus;
+        bo.ngpus = ngpus;
     }
     if (verbose)
         kopt_log_set(ctx, NULL, NULL, KOPT_LOG_INFO);
-    if ((resume && optind != argc) || (!resume && optind + 1 != argc) || (resume && no_store) ||
-        (optimize && (no_store || cand_dir))) {
+    if ((bo.resume && optind != argc) || (!bo.resume && optind + 1 != argc) ||
+        (bo.resume && no_store) || (bo.optimize && (no_store || bo.candidates))) {
         help(stderr);
         code = KOPT_EXIT_USAGE;
         goto done;
     }
     ro.kind = KOPT_RUN_BENCH;
-    ro.parent_id = resume;
-    if (cli_run_open(ctx, &ro, &eo, &run) != 0) {
+    ro.parent_id = bo.resume;
+    if (cli_run_open(ctx, &ro, &bo.eval, &run) != 0) {
         code = KOPT_EXIT_ERROR;
         goto done;
     }
-
-    kopt_kb_suite_init(&b.s, run, ctx);
-    snprintf(so.kind, sizeof(so.kind), "%s", kind);
-    snprintf(so.evaluator, sizeof(so.evaluator), "%s", bo.evaluator ? bo.evaluator : "");
-    so.no_compile = no_compile;
-    so.no_check_sizes = eo.skip_check_sizes;
-    so.optimize = optimize;
-    so.iterations = bo.iterations;
-    so.max_wall_s = bo.max_wall_s;
-    so.fake_ref_ms = bo.fake_ref_ms;
-    if (resume) {
-        if (kopt_kb_suite_resume(&b.s, resume, &s_root, &s_cands, &so) != KOPT_OK) {
+    if (bo.optimize && strcmp(llm.spec ? llm.spec : "", "manual") == 0) {
+        fprintf(stderr, "kopt bench: --optimize takes a model (--llm SPEC), not manual\n");
+        code = KOPT_EXIT_USAGE;
+        goto done;
+    }
+    /* kopt optimize per problem (--optimize, or a resumed suite that ran so): the model,
+     * the trees' store and command */
+    cli_run_command(&rc0);
+    bl.db_path = ro.db_path;
+    bo.llm_open = open_llm;
+    bo.llm_user = &bl;
+    bo.db_path = ro.db_path;
+    bo.argc = rc0.argc;
+    bo.argv = rc0.argv;
+    bo.stop = &stop;
+    bo.problems = bo.resume ? NULL : argv[optind];
+    bo.text = json ? NULL : stdout;
+    if ((rc = kopt_kb_bench(run, ctx, &bo, &doc)) != KOPT_OK) {
+        if (rc == KOPT_E_NOT_FOUND)    /* the problems folder */
+            fprintf(stderr, "kopt bench: %s\n", kopt_errmsg(ctx));
+        else if (!bl.said)
             cli_error(ctx);
-            code = KOPT_EXIT_INVALID;
-            goto done;
-        }
-        root = s_root;
-        cand_dir = s_cands;
-        kind = so.kind;
-        no_compile = so.no_compile;
-        eo.skip_check_sizes = so.no_check_sizes;
-        optimize = so.optimize;
-        bo.iterations = so.iterations;
-        bo.max_wall_s = so.max_wall_s;
-        bo.fake_ref_ms = so.fake_ref_ms;
-        bo.evaluator = so.evaluator[0] ? so.evaluator : NULL;
-        suite = resume;
-    } else {
-        root = argv[optind];
-        suite = kopt_run_id(run);
-    }
-    eo.torch_compile = !no_compile;
-    options = kopt_kb_suite_options(&so);
-    if (optimize) {     /* kopt optimize per problem: the model, the budget */
-        kopt_run_opts rc0 = KOPT_RUN_OPTS_INIT;
-        if (strcmp(llm.spec ? llm.spec : "", "manual") == 0) {
-            fprintf(stderr, "kopt bench: --optimize takes a model (--llm SPEC), not manual\n");
-            code = KOPT_EXIT_USAGE;
-            goto done;
-        }
-        cli_run_command(&rc0);
-        bo.eval = &eo;
-        bo.db_path = ro.db_path;
-        bo.argc = rc0.argc;
-        bo.argv = rc0.argv;
-        bo.stop = &stop;
-        bo.gpus = ngpus ? gpus : NULL;
-        bo.ngpus = ngpus;
-    }
-    b.s.suite = suite;
-    if (!resume && kopt_kb_suite_begin(&b.s, root, cand_dir, options) != KOPT_OK) {
-        cli_error(ctx);
-        code = KOPT_EXIT_ERROR;
+        code = bl.said ? bl.said : rc == KOPT_E_INVALID || rc == KOPT_E_NOT_FOUND ?
+               KOPT_EXIT_INVALID : KOPT_EXIT_ERROR;
         goto done;
     }
-    if ((np = kopt_kb_list_problems(root, &probs)) <= 0) {
-        fprintf(stderr, "kopt bench: %s: %s\n", root, np < 0 ? "cannot read the folder"
-                                                            : "no problem folders in it");
-        code = KOPT_EXIT_INVALID;
-        goto done;
-    }
-    b.s.out = json ? NULL : stdout;
-    b.s.kind = kind;
-    b.s.skip_check = eo.skip_check_sizes;
-    if (!json)
-        kopt_kb_suite_print_head(stdout, &b.s, np, root, resume != 0, cand_dir, no_compile,
-                                 optimize ? bo.iterations : -1, bo.evaluator);
-    if (ngpus && (!(pending = calloc((size_t)np, sizeof(*pending))) ||
-                  !(b.probs = calloc((size_t)np, sizeof(*b.probs))) ||
-                  !(b.cands = calloc((size_t)np, sizeof(*b.cands))) ||
-                  !(b.cpaths = calloc((size_t)np, sizeof(*b.cpaths))))) {
-        fprintf(stderr, "kopt bench: out of memory\n");
-        code = KOPT_EXIT_ERROR;
-        goto done;
-    }
-    for (int i = 0; i < np; i++) {
-        kopt_problem *prob = NULL;
-        kopt_candidate *cand = NULL;
-        kopt_eval_result *res = NULL;
-        char *cpath = NULL;
-        const char *base = strrchr(probs[i], '/') ? strrchr(probs[i], '/') + 1 : probs[i];
-        json_t *row = NULL, *prev, *opt_info = NULL;
-        if (kopt_problem_load(&prob, ctx, probs[i]) != KOPT_OK) {
-            row = kopt_kb_bench_row(base, NULL, kind, "INVALID", kopt_errmsg(ctx), NULL, "not_run");
-        } else if ((prev = json_object_get(b.s.done_rows, prob->name))) {
-            row = json_incref(prev);
-        } else if (optimize && !bo.llm && (cli_llm_open(&llm, ctx, ro.db_path) != 0 ||
-                                           !(bo.llm = llm.client))) {
-            code = KOPT_EXIT_ERROR;     /* the model is opened when a search is first due */
-            kopt_problem_free(prob);
-            goto done;
-        } else if (optimize && cli_bench_optimize(ctx, &bo, probs[i], prob->name, &cpath,
-                                                  &opt_info) != 0) {
-            row = kopt_kb_unrun_row(prob, NULL, "optimize", "ERROR", kopt_errmsg(ctx),
-                                    b.s.skip_check);
-        } else if (optimize && !cpath && !(cpath = strdup(prob->ref_path))) {
-            row = kopt_kb_unrun_row(prob, NULL, "optimize", "ERROR", "out of memory",
-                                    b.s.skip_check);
-        } else if (!optimize && !(cpath = kopt_kb_find_candidate(prob, cand_dir, kind))) {
-            row = kopt_kb_missing_row(prob, cand_dir, kind, b.s.skip_check);
-        } else if (kopt_candidate_load(&cand, ctx, cpath, prob) != KOPT_OK) {
-            row = kopt_kb_unrun_row(prob, cpath, kind, "INVALID", kopt_errmsg(ctx),
-                                    b.s.skip_check);
-        } else if (ngpus) {            /* --gpus: evaluated below, spread over the GPUs */
-            pending[npending].prob = b.probs[npending] = prob;
-            pending[npending].cand = b.cands[npending] = cand;
-            b.cpaths[npending++] = cpath;
-            continue;
-        } else {
-            kopt_status rc = kopt_run_eval(run, ctx, prob, cand, &eo, "bench", &res);
-            row = kopt_kb_eval_row(&b.s, prob, cand, cpath, optimize, rc, res, ctx);
-        }
-        if (opt_info) {     /* the search behind an --optimize row */
-            json_object_set_new(row, "optimize", opt_info);
-            opt_info = NULL;
-        }
-        kopt_kb_suite_add(&b.s, prob ? prob->name : base, row);
-        kopt_eval_result_free(res);
-        kopt_candidate_free(cand);
-        kopt_problem_free(prob);
-        free(cpath);
-    }
-    if (npending && kopt_run_eval_many(run, ctx, pending, npending, &eo, gpus, ngpus, "bench",
-                                       gpu_done, &b) != KOPT_OK) {
-        cli_error(ctx);
-        code = KOPT_EXIT_ERROR;
-        goto done;
-    }
-    {
-        json_t *sum = kopt_kb_suite_summary(&b.s, root, cand_dir, options, no_compile);
-        if (json) {
-            json_object_set(sum, "rows", b.s.rows);
-            cli_print_json(sum);
-        } else {
-            kopt_kb_suite_print_summary(stdout, &b.s, no_compile);
-            json_decref(sum);
-        }
-        kopt_run_finish(run, ctx, KOPT_RUN_OK, NULL);
+    kopt_run_finish(run, ctx, json_is_true(json_object_get(doc, "interrupted")) ?
+                    KOPT_RUN_INTERRUPTED : KOPT_RUN_OK, NULL);
+    if (json) {
+        cli_print_json(doc);
+        doc = NULL;
     }
 done:
-    for (int i = 0; i < npending; i++) {
-        kopt_candidate_free(b.cands[i]);
-        kopt_problem_free(b.probs[i]);
-        free(b.cpaths[i]);
-    }
-    if (ngpus) {
-        free(b.probs);
-        free(b.cands);
-        free(b.cpaths);
-    }
-    free(pending);
-    for (int i = 0; i < np; i++)
-        free(probs[i]);
-    free(probs);
-    free(s_root);
-    free(s_cands);
-    kopt_kb_suite_clear(&b.s);
-    json_decref(options);
+    json_decref(doc);
     kopt_run_close(run);
     cli_llm_close(&llm);
     kopt_ctx_free(ctx);

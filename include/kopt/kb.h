@@ -1,6 +1,6 @@
 /*
  * kopt/kb.h: KernelBench's metrics over a suite of evaluated problems (kopt bench,
- * docs/kernelbench.md). Pure arithmetic: no GPU, no store.
+ * docs/kernelbench.md); the metrics themselves are pure arithmetic (no GPU, no store).
  *
  * fast_p is KernelBench's: the fraction of the suite's problems whose candidate is correct
  * AND faster than p times the baseline (speedup > p); fast_0 is therefore the correctness
@@ -13,7 +13,8 @@
  *
  * kopt bench's suite (src/kb/bench.c): the problems and candidates it finds, its rows (as
  * JSON, jansson's json_t), stored and counted as they finish, its metrics, and the text
- * kopt bench prints.
+ * kopt bench prints. kopt_kb_bench (src/kb/bench_run.c) runs a whole suite: what kopt
+ * bench, the MCP tool bench and Python's kopt.bench all call.
  *
  * Ownership: the summary is a plain struct filled by the caller; an import's records
  * belong to the caller (kopt_kb_import_free).
@@ -23,6 +24,7 @@
 
 #include "kopt/core.h"
 #include "kopt/device.h"
+#include "kopt/llm.h"
 #include "kopt/run.h"
 
 #include <stdio.h>
@@ -193,6 +195,54 @@ struct json_t *kopt_kb_suite_summary(const kopt_kb_suite *s, const char *root,
                                      int no_compile);
 /* The metrics as text, after the rows. */
 void kopt_kb_suite_print_summary(FILE *f, const kopt_kb_suite *s, int no_compile);
+
+/* ---- a whole suite (src/kb/bench_run.c) ---------------------------------------------------
+ * kopt bench PROBLEMS --candidates DIR: every problem folder under `problems` evaluated
+ * with its candidate through the run (as kopt eval would, against PyTorch eager and
+ * torch.compile), each row stored as it finishes; or a stored suite resumed. */
+typedef struct kopt_kb_bench_opts {
+    const char *problems;        /* a problem folder or a folder of them (NULL with resume) */
+    const char *candidates;      /* the candidates' folder (NULL: none, e.g. with optimize) */
+    const char *kind;            /* auto (NULL), cu, py, reference */
+    int no_compile;              /* torch.compile not timed */
+    int64_t resume;              /* continue this stored suite (0: a new one, the run's id);
+                                  * the run was opened with it as its parent */
+    kopt_eval_opts eval;         /* every evaluation's options (skip_check_sizes: no check
+                                  * sizes); torch_compile is set from no_compile */
+    const int *gpus;             /* evaluate on these GPUs at once, each problem on the first
+                                  * free one (NULL: one at a time on eval.device) */
+    int ngpus;
+    /* optimize: no candidates folder; kopt optimize (kopt/search.h) on each problem, its
+     * best kernel the row's candidate (the reference when nothing beat it) */
+    int optimize;
+    int iterations;              /* each search's expansions (default 4) */
+    double max_wall_s;           /* each problem's wall-time budget in seconds (0: none) */
+    const char *evaluator;       /* live (NULL) or fake (outcomes scripted in the sources) */
+    double fake_ref_ms;
+    /* the model, opened when a search is first due (a resumed suite whose problems are all
+     * done needs none); its message on ctx when it cannot. NULL: an optimize suite fails */
+    kopt_status (*llm_open)(void *user, kopt_ctx *ctx, kopt_llm_client **out);
+    void *llm_user;
+    const char *db_path;         /* the store the searches' trees go to (the run's) */
+    int argc;                    /* the command the searches' runs record */
+    char *const *argv;
+    volatile sig_atomic_t *stop; /* set (another thread, a signal): the suite ends after the
+                                  * current problem, with what was done stored; NULL: none */
+    FILE *text;                  /* kopt bench's text here: the head, each row as it
+                                  * finishes, the metrics (NULL: none) */
+} kopt_kb_bench_opts;
+void kopt_kb_bench_opts_default(kopt_kb_bench_opts *o);
+
+/* Run the suite through `run` (opened by the caller with kind KOPT_RUN_BENCH and, to
+ * resume, parent_id = o->resume; finished by the caller). *doc (the caller's) is kopt
+ * bench --json's document: the suite's id, folders, options, metrics and "rows"; with
+ * "interrupted": true when o->stop ended it early. An error status (message on ctx) when
+ * the suite could not run: KOPT_E_INVALID for a resumed suite that cannot be read (or
+ * resuming without a store), KOPT_E_NOT_FOUND for a problems folder that cannot be read or
+ * holds no problem ("FOLDER: no problem folders in it"), any other for the store or the
+ * model. */
+kopt_status kopt_kb_bench(kopt_run *run, kopt_ctx *ctx, const kopt_kb_bench_opts *o,
+                          struct json_t **doc);
 
 #ifdef __cplusplus
 }

@@ -3,7 +3,7 @@
  * official SDKs' default; 2025-06-18 and 2025-03-26 are accepted when a client asks for
  * them). JSON-RPC 2.0, one message per line, on a pair of file descriptors (stdio), or the
  * streamable HTTP transport on 127.0.0.1. Tools (list_problems, eval, profile, tune,
- * list_runs, get_run, device, optimize_start/step/prompts/reply/tree, cute_search) go
+ * bench, list_runs, get_run, device, optimize_start/step/prompts/reply/tree, cute_search) go
  * through the run API
  * exactly as the CLI's verbs do, so a candidate sent through MCP gets the same checks and
  * sandbox; stored runs, evaluations, profiles and tuning runs are resources
@@ -65,7 +65,7 @@ kopt_status kopt_mcp_serve(kopt_ctx *ctx, int in_fd, int out_fd, const kopt_mcp_
  * would see (caller frees). An error status leaves the message on ctx (the field named:
  * "arguments.trials: 1 to 16"). `stop` (NULL: none): set it non-zero from another thread
  * (or a signal handler) to cancel, as notifications/cancelled does: a tune or an optimize
- * step stops after its current evaluation, what was done stays stored. */
+ * step or a bench stops after its current evaluation, what was done stays stored. */
 kopt_status kopt_mcp_call(kopt_ctx *ctx, const kopt_mcp_opts *opts, const char *tool,
                           const char *args_json, volatile sig_atomic_t *stop, char **out,
                           char **summary);

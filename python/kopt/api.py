@@ -4,7 +4,6 @@ Errors raise KoptError with kopt's message; Ctrl-C stops a run after its current
 (what was done stays stored) and raises KeyboardInterrupt."""
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -175,22 +174,30 @@ def optimize(problem: PathLike, model: Model, *, search: Optional[str] = None,
     return Document(last)
 
 
-def bench(problems: PathLike, candidates: PathLike, *, args: Optional[List[str]] = None,
-          db: Optional[str] = DEFAULT_DB) -> Document:
-    """`kopt bench PROBLEMS --candidates DIR --json` (per-problem verdicts and speedups,
-    fast_p, geometric means; stored and resumable): run by the kopt program of this
-    package. `args`: more of kopt bench's flags."""
-    from ._programs import program
-    cmd = [program("kopt"), "bench", os.fspath(problems), "--candidates",
-           os.fspath(candidates), "--json"] + (["--db", db] if db else ["--no-store"]) + \
-        list(args or [])
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        doc = json.loads(p.stdout)
-    except ValueError:
-        raise _lib.KoptError("kopt bench: %s" % (p.stderr.strip().splitlines() or
-                                                 ["exit %d" % p.returncode])[-1]) from None
-    return Document(doc)
+def bench(problems: Optional[PathLike] = None, candidates: Optional[PathLike] = None, *,
+          kind: Optional[str] = None, no_compile: bool = False, no_check_sizes: bool = False,
+          resume: Optional[int] = None, trials: Optional[int] = None,
+          budget_ms: Optional[float] = None, precision: Optional[float] = None,
+          reps: Optional[str] = None, no_flush: bool = False, timeout: Optional[float] = None,
+          device: Optional[int] = None, arch: Optional[str] = None,
+          gpus: Optional[str] = None, db: Optional[str] = DEFAULT_DB) -> Document:
+    """A KernelBench suite, as `kopt bench PROBLEMS --candidates DIR --json` (the MCP tool
+    bench in-process): every problem folder under `problems` evaluated with its candidate
+    from `candidates` (NAME.cu, or a NAME.py ModelNew) against PyTorch eager and
+    torch.compile; per-problem verdicts and speedups, fast_p, geometric means. Every row is
+    stored in `db` as it finishes; `resume` (a suite's id) continues a stored suite (no
+    folders then). The options are kopt bench's flags: kind (auto, cu, py, reference),
+    no_compile, no_check_sizes, trials, budget_ms, precision (percent), reps ("MIN:MAX"),
+    no_flush, timeout (s), device, arch, gpus ("all" or "0,2,5"). Ctrl-C stops after the
+    current evaluation (the rows so far stay stored: resume) and raises KeyboardInterrupt."""
+    args = {"problems": os.fspath(problems) if problems is not None else None,
+            "candidates": os.fspath(candidates) if candidates is not None else None,
+            "kind": kind, "no_compile": no_compile or None,
+            "no_check_sizes": no_check_sizes or None, "resume": resume, "trials": trials,
+            "budget_ms": budget_ms, "precision": precision, "reps": reps,
+            "no_flush": no_flush or None, "timeout": timeout, "device": device, "arch": arch,
+            "gpus": gpus}
+    return Document(_lib.call("bench", args, db=db))
 
 
 def version() -> str:

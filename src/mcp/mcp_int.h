@@ -77,6 +77,9 @@ kopt_status kopt__mcp_t_optimize_tree(kopt__mcp_call *c, kopt_ctx *ctx, json_t *
 kopt_status kopt__mcp_t_cute_search(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out,
                                     kopt_buf *t);
 
+/* tools_bench.c: bench (kopt bench in-process; its schema is in tools.c's table) */
+kopt_status kopt__mcp_t_bench(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out, kopt_buf *t);
+
 /* The server (server.c makes and ends it; send.c writes to out_fd). */
 struct kopt__mcp_server {
     kopt_ctx *ctx;                   /* the caller's: logs */

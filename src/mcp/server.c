@@ -262,7 +262,8 @@ static void initialize(kopt__mcp_server *s, json_t *id, json_t *params)
 #endif
         "instructions", "kopt checks, times, profiles and tunes CUDA kernels. Start with "
         "list_problems; eval a candidate (a .cu path or its source text) before profiling it; "
-        "every result is stored and readable as kopt://run/ID. To optimize a kernel with you as "
+        "every result is stored and readable as kopt://run/ID. bench runs a KernelBench suite "
+        "(kopt bench). To optimize a kernel with you as "
         "the model: optimize_start, then optimize_step / optimize_prompts / optimize_reply in "
         "turn; optimize_tree shows the search."));
 }

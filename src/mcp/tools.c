@@ -1,7 +1,8 @@
 /*
  * The MCP server's tools, each through the run API as the CLI's verb would do it: a run
  * recorded in the server's store per call, the same evaluation options and checks. The
- * optimize tools and CuTe search are in tools_optimize.c; their schemas are here.
+ * optimize tools and CuTe search are in tools_optimize.c, bench in tools_bench.c; their
+ * schemas are here.
  */
 #include "mcp_int.h"
 
@@ -616,6 +617,34 @@ static const kopt__mcp_tool tools[] = {
      "(default 50; the server bounds it)\"}, \"seed\": {\"type\": \"integer\"}, \"sizes\": "
      "{\"type\": \"object\", \"additionalProperties\": {\"type\": \"integer\"}}, \"device\": "
      "{\"type\": \"integer\", \"minimum\": 0}}}", t_tune},
+    {"bench", "Benchmark a suite (KernelBench)",
+     "kopt bench: every problem folder under problems (kopt kb import's output, or one "
+     "problem) evaluated with its candidate from candidates (NAME.cu or a NAME.py ModelNew) "
+     "as eval would, against PyTorch eager and torch.compile; per problem the verdict, the "
+     "check at other sizes, times and speedups, then fast_p and geometric-mean speedups. "
+     "The result is kopt bench --json's document (plus run_id); rows are stored as they "
+     "finish. Cancel to stop after the current evaluation; resume continues a stored suite.",
+     "{\"type\": \"object\", \"properties\": {\"problems\": {\"type\": \"string\", "
+     "\"description\": \"a folder of problem folders, or one problem folder\"}, "
+     "\"candidates\": {\"type\": \"string\", \"description\": \"the candidates' folder "
+     "(NAME.cu or NAME.py per problem)\"}, \"kind\": {\"type\": \"string\", \"enum\": "
+     "[\"auto\", \"cu\", \"py\", \"reference\"], \"description\": \"which candidate: "
+     "auto (NAME.cu, else NAME.py; default), cu, py, or reference (each problem's own)\"}, "
+     "\"no_compile\": {\"type\": \"boolean\", \"description\": \"do not time "
+     "torch.compile\"}, \"no_check_sizes\": {\"type\": \"boolean\", \"description\": "
+     "\"do not run candidates at the problems' check sizes\"}, \"resume\": {\"type\": "
+     "\"integer\", \"minimum\": 1, \"description\": \"continue this stored suite (its "
+     "folders and options are stored; give neither folder)\"}, \"trials\": {\"type\": "
+     "\"integer\", \"minimum\": 1, \"maximum\": 16}, \"budget_ms\": {\"type\": "
+     "\"number\", \"exclusiveMinimum\": 0}, \"precision\": {\"type\": \"number\", "
+     "\"minimum\": 0, \"exclusiveMaximum\": 100, \"description\": \"percent of the "
+     "median\"}, \"reps\": {\"type\": \"string\", \"description\": \"MIN:MAX timed "
+     "repetitions\"}, \"no_flush\": {\"type\": \"boolean\"}, \"timeout\": {\"type\": "
+     "\"number\", \"exclusiveMinimum\": 0, \"description\": \"seconds\"}, \"device\": "
+     "{\"type\": \"integer\", \"minimum\": 0}, \"arch\": {\"type\": \"string\", "
+     "\"description\": \"sm_XX\"}, \"gpus\": {\"type\": \"string\", \"description\": "
+     "\"evaluate on these GPUs at once (all or 0,2,5), each problem on the first free one\"}}}",
+     kopt__mcp_t_bench},
     {"list_runs", "List stored runs",
      "Runs recorded in the store, newest first: id, kind, status, command, environment.",
      "{\"type\": \"object\", \"properties\": {\"kind\": {\"type\": \"string\", \"enum\": "

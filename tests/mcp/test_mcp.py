@@ -42,7 +42,7 @@ async def sdk():
         check(init.protocolVersion == types.LATEST_PROTOCOL_VERSION == "2025-11-25",
               "initialize: protocol %s (the SDK's latest: %s)" % (init.protocolVersion, types.LATEST_PROTOCOL_VERSION))
         tools = {t.name: t for t in (await s.list_tools()).tools}
-        want = {"list_problems", "eval", "profile", "tune", "list_runs", "get_run", "device"}
+        want = {"list_problems", "eval", "profile", "tune", "bench", "list_runs", "get_run", "device"}
         check(want <= set(tools) and all(t.inputSchema.get("type") == "object" for t in tools.values()),
               "tools/list: %s, each with an object input schema" % sorted(tools))
         res = await s.call_tool("list_problems", {})
@@ -61,6 +61,15 @@ async def sdk():
         res = await s.call_tool("eval", {"problem": "examples/vector_add",
                                          "candidate_path": "examples/vector_add/fast.cu", "trials": 1})
         check(not res.isError and res.structuredContent["verdict"] == v, "eval (path): verdict %s" % v)
+        res = await s.call_tool("bench", {"problems": "examples/vector_add", "kind": "reference",
+                                          "trials": 1, "no_compile": True})
+        b = res.structuredContent or {}
+        check(not res.isError and [r["verdict"] for r in b.get("rows", [])] == [v] and
+              b.get("suite") == b.get("run_id") and res.content[0].text.startswith("suite "),
+              "bench (kind reference): kopt bench --json's document: %s" % res.content[0].text[:120])
+        res = await s.call_tool("bench", {"problems": "examples/vector_add"})
+        check(res.isError and "arguments.candidates: required" in res.content[0].text,
+              "bench without candidates: a tool error naming the field")
         res = await s.call_tool("eval", {"problem": "examples/vector_add",
                                          "candidate_source": "__global__ void broken( {"})
         check(not res.isError and res.structuredContent["verdict"] == "COMPILE_ERROR",

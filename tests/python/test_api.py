@@ -1,11 +1,15 @@
 """The Python API (python/kopt) over the build tree's libkopt: eval and its typed result,
 errors with kopt's message, the ABI check, a session, profile, tune (replay, and Ctrl-C
 stopping it with what was done stored), optimize with a Python callable as the model
-(fake evaluator), kb import (needs torch). Without a GPU evaluations are SKIPPED (static);
+(fake evaluator), kb import (needs torch), bench in-process (the same document as kopt
+bench --json; resumed; its errors; Ctrl-C stopping a suite of ModelNew candidates, needs
+torch). Without a GPU evaluations are SKIPPED (static);
 on one they must be OK. Run: python3 -m pytest tests/python (KOPT_LIB: the libkopt.so)."""
+import json
 import os
 import signal
 import sqlite3
+import subprocess
 import sys
 import threading
 
@@ -152,3 +156,101 @@ def test_kb_import(tmp_path):
     # on a GPU the tiny problem may run below the timer's own cost: SUSPECT, but checked correct
     assert r.verdict in ("OK", "SKIPPED") or (r.verdict == "SUSPECT" and
                                               r.message.startswith("correct")), r.message
+
+
+def _bench_suite(tmp_path):
+    """softmax (its candidate: fast.cu as softmax.cu) and vector_add (no candidate: MISSING)."""
+    p, c = tmp_path / "p", tmp_path / "c"
+    p.mkdir()
+    c.mkdir()
+    for name in ("softmax", "vector_add"):
+        os.symlink(os.path.join(ROOT, "examples", name), str(p / name))
+    with open(FAST) as f:
+        (c / "softmax.cu").write_text(f.read())
+    return str(p), str(c)
+
+
+def _stable(x):
+    """A bench document without what differs from run to run: ids, measured numbers."""
+    if isinstance(x, dict):
+        return {k: _stable(v) for k, v in x.items()
+                if k not in ("suite", "run_id", "eval_id", "_summary")}
+    if isinstance(x, list):
+        return [_stable(v) for v in x]
+    return None if isinstance(x, float) else x
+
+
+def test_bench_in_process_is_kopt_bench_json(tmp_path):
+    p, c = _bench_suite(tmp_path)
+    db = str(tmp_path / "k.db")
+    d = kopt.bench(p, c, trials=1, db=db)
+    want = "OK" if has_gpu() else "SKIPPED"
+    assert [(r["problem"], r["verdict"]) for r in d.rows] == [("softmax", want),
+                                                               ("vector_add", "MISSING")]
+    assert d.suite == d.run_id >= 1 and d.vs_eager["problems"] == 2, d.json
+    prog = os.path.join(os.path.dirname(_lib.lib().path), "kopt")
+    out = subprocess.run([prog, "bench", p, "--candidates", c, "--trials", "1", "--json",
+                          "--db", str(tmp_path / "cli.db")], stdout=subprocess.PIPE,
+                         check=True, text=True).stdout
+    assert _stable(d.json) == _stable(json.loads(out))
+    r = kopt.bench(resume=d.suite, db=db)     # the stored rows, nothing evaluated again
+    assert r.rows == d.rows and r.suite == d.suite and r.run_id > d.run_id
+    n = sqlite3.connect(db).execute("select count(*) from bench_rows").fetchone()[0]
+    assert n == 2
+
+
+def test_bench_options_errors_and_no_store(tmp_path):
+    p, c = _bench_suite(tmp_path)
+    d = kopt.bench(p, c, kind="cu", no_check_sizes=True, no_compile=True, db=None)
+    assert d.suite == 0 and d.options == {"kind": "cu", "no_compile": True,
+                                          "no_check_sizes": True}
+    assert d.rows[0]["shape_check"] in ("skipped", "not_run") and d.vs_compile is None
+    with pytest.raises(kopt.KoptError) as e:
+        kopt.bench(str(tmp_path / "none"), c, db=None)
+    assert str(e.value) == "arguments.problems: no folder '%s'" % (tmp_path / "none")
+    with pytest.raises(kopt.KoptError) as e:
+        kopt.bench(p, c, reps="3", db=None)
+    assert "arguments.reps: MIN:MAX" in str(e.value) and e.value.status == "invalid input"
+    with pytest.raises(kopt.KoptError) as e:
+        kopt.bench(resume=1, db=str(tmp_path / "empty.db"))
+    assert "no bench suite 1" in str(e.value)
+
+
+def test_keyboard_interrupt_stops_bench_and_keeps_what_was_done(tmp_path, monkeypatch):
+    """Six ModelNew problems (PyTorch on the CPU without a GPU: seconds each); Ctrl-C during
+    the first evaluation: it finishes and is stored, the suite stops, the run is
+    interrupted, and resuming it finishes the rest."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        pytest.skip("no torch")
+    if not has_gpu():
+        monkeypatch.setenv("KOPT_TORCH_DEVICE", "cpu")
+    src, cands = tmp_path / "kb", tmp_path / "c"
+    src.mkdir()
+    cands.mkdir()
+    for i in range(6):
+        (src / ("t%d.py" % i)).write_text(
+            "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+            "        return torch.tanh(x) * %d\n"
+            "def get_inputs():\n    return [torch.randn(32, 48)]\n"
+            "def get_init_inputs():\n    return []\n" % (i + 1))
+        (cands / ("t%d.py" % i)).write_text(
+            "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+            "        return torch.tanh(x) * %d\n" % (i + 1))
+    recs = kopt.kb.import_(str(src), str(tmp_path / "p"))
+    assert len(recs) == 6 and all(r.ok for r in recs), recs
+    db = str(tmp_path / "k.db")
+    timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        kopt.bench(str(tmp_path / "p"), str(cands), no_compile=True, trials=1, reps="3:5",
+                   budget_ms=5, db=db)
+    timer.cancel()
+    c = sqlite3.connect(db)
+    suite, status = c.execute("select id, status from runs where kind = 'bench'").fetchone()
+    n = c.execute("select count(*) from bench_rows").fetchone()[0]
+    assert status == "interrupted" and 1 <= n < 6, (status, n)
+    d = kopt.bench(resume=suite, no_compile=True, trials=1, reps="3:5", budget_ms=5, db=db)
+    assert [r["problem"] for r in d.rows] == ["t%d" % i for i in range(6)]
+    assert all(r["verdict"] == "OK" for r in d.rows), [r["message"] for r in d.rows]

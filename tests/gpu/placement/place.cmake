@@ -24,8 +24,9 @@ set(kopt_cpu cli.test_kb_sandbox cli.test_kb_baseline cli.test_kb_stream
     unit.test_torch_timing unit.test_torch_zygote unit.test_file_cycles)
 set(kopt_shared unit.test_agent unit.test_analyze unit.test_candidate unit.test_ceilings
     unit.test_compile unit.test_cupti_host unit.test_cupti_recorded unit.test_cute
-    unit.test_eval_pool unit.test_eval_session_gpu unit.test_expr unit.test_kb unit.test_ktest
-    unit.test_ktest.reports_failure unit.test_ktest.closing_line unit.test_llm unit.test_ncu
+    unit.test_eval_pool unit.test_eval_session_gpu unit.test_expr unit.test_kb unit.test_kb_bench
+    unit.test_ktest unit.test_ktest.reports_failure unit.test_ktest.closing_line unit.test_llm
+    unit.test_ncu
     unit.test_problem unit.test_profile_json unit.test_program unit.test_result_json
     unit.test_run unit.test_sandbox unit.test_sass unit.test_scale unit.test_search
     unit.test_search_spread unit.test_store unit.test_store_findings unit.test_torch_baseline
