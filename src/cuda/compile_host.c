@@ -170,6 +170,48 @@ static const char *find_nvcc(void)
     return nvcc_path;
 }
 
+/* NVIDIA's pip nvcc (nvidia-cuda-nvcc) lives in site-packages/nvidia/cu13/bin, and the pip
+ * packages put cudart's static library in ../lib, where a toolkit has ../lib64, the one
+ * folder nvcc's profile names: the link of a host-mode candidate fails with "cannot find
+ * -lcudart_static". For such a layout this returns "-L<bin>/../lib" (malloc'd); NULL for
+ * every toolkit (../lib64 exists) and when nvcc is not found. A bare name is looked up on
+ * $PATH as the spawn will. */
+char *kopt__nvcc_pip_libs(const char *nvcc)
+{
+    char *found = NULL, *bin, *lib = NULL, *probe = NULL, *arg = NULL;
+    struct stat st;
+
+    if (!nvcc || !*nvcc)
+        return NULL;
+    if (strchr(nvcc, '/')) {
+        found = strdup(nvcc);
+    } else {
+        const char *path = getenv("PATH");
+        char *copy = path ? strdup(path) : NULL, *save = NULL;
+        for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d && !found;
+             d = strtok_r(NULL, ":", &save)) {
+            char *f = kopt_path_join(*d ? d : ".", nvcc);
+            if (f && access(f, X_OK) == 0)
+                found = f;
+            else
+                free(f);
+        }
+        free(copy);
+    }
+    if (!found)
+        return NULL;
+    bin = strrchr(found, '/');
+    *bin = '\0';
+    if (asprintf(&lib, "%s/../lib64", *found ? found : "/") >= 0 && stat(lib, &st) != 0 &&
+        asprintf(&probe, "%s/../lib/libcudart_static.a", *found ? found : "/") >= 0 &&
+        stat(probe, &st) == 0 && asprintf(&arg, "-L%s/../lib", *found ? found : "/") < 0)
+        arg = NULL;
+    free(found);
+    free(lib);
+    free(probe);
+    return arg;
+}
+
 kopt_status kopt__compile_host(kopt_compiled **out, kopt_ctx *ctx, const kopt_candidate *cand,
                                const kopt_compile_opts *o, const kopt_cutlass *cl)
 {
@@ -290,6 +332,8 @@ kopt_status kopt__compile_host(kopt_compiled **out, kopt_ctx *ctx, const kopt_ca
         ok &= (argv[argc++] = strdup("-o")) != NULL;
         ok &= (argv[argc++] = strdup(c->binary_path)) != NULL;
         ok &= (argv[argc++] = strdup(src_path)) != NULL;
+        if ((argv[argc] = kopt__nvcc_pip_libs(nvcc)) != NULL)
+            argc++;
         for (int i = 0; i < cand->nlibraries; i++)
             ok &= asprintf(&argv[argc++], "-l%s", cand->libraries[i]) >= 0;
         if (!ok) {

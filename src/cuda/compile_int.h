@@ -81,6 +81,9 @@ kopt_status kopt__compile_zygote_fork(kopt_ctx *ctx, const char *worker, const c
 void kopt__compile_zygote_stop(void);
 /* Add the names, sizes and modification times of the headers in `dir` to a cache key. */
 void kopt__hash_headers(kopt_hash *h, const char *dir);
+/* "-L<nvcc's folder>/../lib" where nvcc is NVIDIA's pip package (cudart in ../lib, no
+ * ../lib64), else NULL; malloc'd (compile_host.c). */
+char *kopt__nvcc_pip_libs(const char *nvcc);
 /* kopt's public include folder (for candidate.h), found next to the executable. */
 const char *kopt__include_dir(void);
 

@@ -106,7 +106,7 @@ PY
     echo "skipped: the driver-only check needs root and unshare (a private mount namespace)"
     return 0
   fi
-  unshare -m --propagation private env HIDE="${hide[*]}" VENV="$tmp/venv" WANT=$want OUTD="$tmp" bash -c '
+  unshare -m --propagation private env HIDE="${hide[*]}" VENV="$tmp/venv" SITE="$site" WANT=$want OUTD="$tmp" bash -c '
     set -u
     for d in $HIDE; do mount -t tmpfs none "$d" || exit 3; done
     python3 -c "import ctypes; ctypes.CDLL(\"libnvrtc.so.13\")" 2>/dev/null && { echo "the toolkit is still reachable"; exit 4; }
@@ -114,6 +114,15 @@ PY
     "$VENV/bin/kopt" eval examples/softmax examples/softmax/fast.cu --json --no-store > "$OUTD/do.json" 2> "$OUTD/do.err"
     "$VENV/bin/python" -c "import kopt; print(kopt.eval(\"examples/softmax\", \"examples/softmax/fast.cu\", db=None).verdict)" > "$OUTD/do.py" 2>> "$OUTD/do.err"
     "$VENV/bin/kopt" eval examples/softmax "$OUTD/half.cu" --json --no-store > "$OUTD/do-half.json" 2>> "$OUTD/do.err"
+    # a host-mode candidate built by the pip nvcc (nvidia-cuda-nvcc, -nvvm, -crt): any other
+    # nvcc on PATH is covered by /dev/null, and CUDA_HOME is unset, as on a bare machine
+    if [ -x "$SITE/nvidia/cu13/bin/nvcc" ]; then
+      for n in $(which -a nvcc 2>/dev/null); do
+        case $n in "$SITE"/*) ;; *) mount --bind /dev/null "$n" || exit 5;; esac
+      done
+      env -u CUDA_HOME "$VENV/bin/kopt" eval examples/layernorm examples/layernorm/host_two_kernels.cu \
+        --json --no-store > "$OUTD/do-host.json" 2> "$OUTD/do-host.err"
+    fi
     exit 0'
   d=$?
   [ $d = 0 ] || { echo "FAIL: driver-only: the namespace step failed ($d)"; return 1; }
@@ -129,6 +138,14 @@ PY'
   check "driver only: the Python one-liner prints $want (got '$(cat "$tmp/do.py")')" '[ "$(cat "$tmp/do.py")" = $want ]'
   check "driver only: a candidate that includes cuda_fp16.h: verdict $want (the pip packages' headers)" \
     'python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d[\"verdict\"] == sys.argv[2], d[\"message\"]" "$tmp/do-half.json" $want'
+  if [ -x "$site/nvidia/cu13/bin/nvcc" ]; then
+    check "driver only: a host-mode candidate built by the pip nvcc: verdict $want" \
+      'python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d[\"verdict\"] == sys.argv[2], d[\"message\"]" "$tmp/do-host.json" $want ||
+       { cat "$tmp/do-host.err" >&2; false; }'
+  else
+    echo "skipped: the driver-only host-mode check: no nvidia-cuda-nvcc package here" \
+         "(KOPT_NVIDIA_WHEELS with nvidia-cuda-nvcc, nvidia-nvvm and nvidia-cuda-crt)"
+  fi
 }
 driver_only || fail=1
 [ $fail = 0 ] || { cat "$tmp/eval.err" "$tmp/py.err" "$tmp/do.err" "$tmp/do.version" >&2 2>/dev/null; exit 1; }

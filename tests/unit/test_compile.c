@@ -1,18 +1,21 @@
 /*
  * Unit tests of compilation: the ptxas report parser on recorded logs (tests/data/ptxas/)
  * and on malformed text, then, when NVRTC loads, kopt_compile into a temporary cache
- * (cache hits, cache keys, annotated compile errors) and every example under examples/.
+ * (cache hits, cache keys, annotated compile errors) and every example under examples/;
+ * host mode's link folder for NVIDIA's pip nvcc on a fake layout.
  */
 #include "ktest.h"
 
 #include "kopt/compile.h"
 #include "kopt/cute.h"
 #include "kopt/worker.h"
+#include "../../src/cuda/compile_int.h"
 
 #include <dirent.h>
 #include <link.h>
 #include <pthread.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 static kopt_ctx *ctx;
 static char *tmp;          /* problem, candidates and the compile cache */
@@ -986,6 +989,50 @@ static void test_prebuilt_runtime(void)
     free(dir);
 }
 
+/* NVIDIA's pip nvcc keeps cudart in ../lib, with no ../lib64: host mode links with
+ * -L<bin>/../lib there (found by path or on $PATH), and adds nothing for a toolkit's layout,
+ * a folder without cudart, or an nvcc that is nowhere. */
+static void test_nvcc_pip_libs(void)
+{
+    char *dir = ktest_tmpdir("pipnvcc"), bin[2048], lib[2048], lib64[2048], nvcc[4096], want[4096];
+    char *old_path = getenv("PATH") ? strdup(getenv("PATH")) : NULL, *got;
+
+    snprintf(bin, sizeof(bin), "%s/nvidia/cu13/bin", dir);
+    snprintf(lib, sizeof(lib), "%s/nvidia/cu13/lib", dir);
+    snprintf(lib64, sizeof(lib64), "%s/nvidia/cu13/lib64", dir);
+    snprintf(nvcc, sizeof(nvcc), "%s/nvcc", bin);
+    snprintf(want, sizeof(want), "-L%s/../lib", bin);
+    CHECK(kopt_mkdirs(ctx, bin) == KOPT_OK && kopt_mkdirs(ctx, lib) == KOPT_OK);
+    free(ktest_write_file(bin, "nvcc", "#!/bin/sh\n"));
+    CHECK(chmod(nvcc, 0755) == 0);
+    got = kopt__nvcc_pip_libs(nvcc);       /* no cudart yet */
+    CHECK(got == NULL);
+    free(got);
+    free(ktest_write_file(lib, "libcudart_static.a", "!<arch>\n"));
+    got = kopt__nvcc_pip_libs(nvcc);
+    if (CHECK(got != NULL))
+        CHECK_EQ_STR(got, want);
+    free(got);
+    setenv("PATH", bin, 1);                /* a bare name, as the spawn finds it */
+    got = kopt__nvcc_pip_libs("nvcc");
+    if (CHECK(got != NULL))
+        CHECK_EQ_STR(got, want);
+    free(got);
+    CHECK(mkdir(lib64, 0755) == 0);        /* a toolkit's layout: nvcc finds lib64 itself */
+    got = kopt__nvcc_pip_libs(nvcc);
+    CHECK(got == NULL);
+    free(got);
+    setenv("PATH", dir, 1);                /* no nvcc on PATH */
+    got = kopt__nvcc_pip_libs("nvcc");
+    CHECK(got == NULL);
+    free(got);
+    if (old_path)
+        setenv("PATH", old_path, 1);
+    free(old_path);
+    ktest_rmtree(dir);
+    free(dir);
+}
+
 int main(int argc, char **argv)
 {
     static const ktest_case cases[] = {
@@ -1005,6 +1052,7 @@ int main(int argc, char **argv)
         KTEST(test_compile_helpers),
         KTEST(test_examples_compile),
         KTEST(test_prebuilt_runtime),
+        KTEST(test_nvcc_pip_libs),
         KTEST(regression_ptxas_device_function_overwrites_entry_stack),
         KTEST(regression_compile_device_function_stack),
         KTEST(regression_include_dir_from_threads),
