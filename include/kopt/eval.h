@@ -284,7 +284,9 @@ typedef struct kopt_eval_opts {
     int no_prestart;            /* a one-shot evaluation of device code starts its workers
                                  * before compiling, so their CUDA contexts are made
                                  * meanwhile; 1: start them once their jobs are ready */
-    struct kopt_eval_pool *pool;    /* workers started ahead (kopt_eval_pool_*), or NULL */
+    struct kopt_eval_pool *pool;    /* workers started ahead (kopt_eval_pool_*), or NULL;
+                                     * a session takes only its first two from it, at
+                                     * kopt_eval_session_warm */
     int torch_compile;          /* PyTorch reference: also time torch.compile (default mode) */
     /* torch.compile baselines measured before (the store's, newest first; kopt_run_eval
      * passes them), or NULL. With torch_compile, the first whose key equals this
@@ -385,8 +387,11 @@ kopt_status kopt_eval_session_run(kopt_eval_session *s, kopt_ctx *ctx,
                                   const kopt_candidate *cand, kopt_eval_result **out);
 /* Start the session's two workers ahead of its first run, each making its CUDA context
  * while the caller does other work (compiles the first candidates): the first run then
- * skips their start. Device-code references only, and only before the first run; without
- * a GPU (or with opts.no_prestart) it does nothing. A worker that ended meanwhile is
+ * skips their start. Given a pool at the open (opts.pool, on the session's device), it
+ * takes them from there first, without replacement, and never uses the pool again: a
+ * caller can start a session's workers before it knows the session's options. Device-code
+ * references only, and only before the first run; without a GPU (or with
+ * opts.no_prestart) it does nothing. A worker that ended meanwhile is
  * replaced at the run. Same thread rules as kopt_eval_session_run: a thread that ends
  * before the session's runs takes the workers it started with it. */
 kopt_status kopt_eval_session_warm(kopt_eval_session *s, kopt_ctx *ctx);

@@ -164,6 +164,9 @@ struct kopt_eval_session {
     /* workers started by kopt_eval_session_warm, each making its CUDA context: the first
      * run's reference and serving candidate workers */
     kopt__worker_proc *pre_ref, *pre_cand;
+    /* opts.pool at the open (borrowed): warm takes pre_ref and pre_cand from it before it
+     * starts any; the session's runs never use a pool */
+    struct kopt_eval_pool *handed;
     /* the PyTorch workers' zygote (zygote.c): started at the first PyTorch evaluation, it
      * forks the later ones' workers with torch imported ($KOPT_TORCH_ZYGOTE=0: none) */
     kopt__zygote *zygote;

@@ -172,7 +172,8 @@ void kopt__eval_pool_replace(kopt_eval_pool *p, kopt_ctx *ctx)
     }
 }
 
-kopt__worker_proc *kopt__eval_pool_take(kopt_eval_pool *p, kopt_ctx *ctx, int device)
+/* The readiest idle worker for `device` out of the pool (counted as taken), or NULL. */
+static kopt__worker_proc *take_readiest(kopt_eval_pool *p, int device)
 {
     kopt__worker_proc *w;
     int best = -1, best_state = -1;
@@ -199,10 +200,24 @@ kopt__worker_proc *kopt__eval_pool_take(kopt_eval_pool *p, kopt_ctx *ctx, int de
         p->st.taken_context++;
     else
         p->st.taken_starting++;
+    return w;
+}
+
+kopt__worker_proc *kopt__eval_pool_take(kopt_eval_pool *p, kopt_ctx *ctx, int device)
+{
+    kopt__worker_proc *w = take_readiest(p, device);
+
+    if (!w)
+        return NULL;
     p->owed++;
     if (replace_at_take())
         kopt__eval_pool_replace(p, ctx);
     return w;
+}
+
+kopt__worker_proc *kopt__eval_pool_hand_over(kopt_eval_pool *p, int device)
+{
+    return take_readiest(p, device);    /* not owed: no replacement */
 }
 
 kopt__worker_proc *kopt__eval_pool_serving_ref(kopt_eval_pool *p, int device)

@@ -3,7 +3,8 @@
  * "Sessions"). kopt_eval_session_open fixes the seed; each kopt_eval_session_run is one
  * kopt__eval_core (eval.c) that keeps, in struct kopt_eval_session (eval_int.h), the
  * reference's outputs, the serving worker and the ceilings; _warm starts the first run's
- * workers ahead, and _close ends every worker the session still holds.
+ * workers ahead (or takes them from the pool the open was given), and _close ends every
+ * worker the session still holds.
  */
 #include "eval_int.h"
 #include "worker_int.h"
@@ -25,6 +26,8 @@ kopt_status kopt_eval_session_open(kopt_eval_session **out, kopt_ctx *ctx,
     s->opts = opts ? *opts : dflt;
     if (!s->opts.seed)
         s->opts.seed = kopt__fresh_seed();
+    s->handed = s->opts.pool;          /* the first workers' source, nothing more */
+    s->opts.pool = NULL;
     if (s->opts.ceilings && s->opts.ceilings->valid) {
         s->ceilings = *s->opts.ceilings;
         s->asked_ceilings = 1;
@@ -75,6 +78,13 @@ kopt_status kopt_eval_session_warm(kopt_eval_session *s, kopt_ctx *ctx)
     if (s->runs > 0 || s->prob->ref_torch || s->opts.no_prestart ||
         kopt_device_nvml(NULL, s->opts.device, &nvml, NULL) != KOPT_OK)
         return KOPT_OK;                /* nothing to start ahead, or no GPU to start it on */
+    /* workers started even earlier, by the caller's pool (a tuning run starts them before
+     * it measures the ceilings), first */
+    if (!s->pre_ref)
+        s->pre_ref = kopt__eval_pool_hand_over(s->handed, s->opts.device);
+    if (!s->pre_cand)
+        s->pre_cand = kopt__eval_pool_hand_over(s->handed, s->opts.device);
+    s->handed = NULL;
     if (!s->pre_ref && (rc = kopt__worker_prestart(ctx, s->opts.device, &s->pre_ref)) != KOPT_OK)
         return rc;
     if (!s->pre_cand &&

@@ -107,6 +107,9 @@ int kopt__worker_pid(const kopt__worker_proc *w);
  * replacement starts at kopt__eval_pool_replace (its failure is logged on ctx). */
 struct kopt_eval_pool;
 kopt__worker_proc *kopt__eval_pool_take(struct kopt_eval_pool *p, kopt_ctx *ctx, int device);
+/* The same worker, handed over for good (an evaluation session's first workers): nothing
+ * replaces it. */
+kopt__worker_proc *kopt__eval_pool_hand_over(struct kopt_eval_pool *p, int device);
 /* The output buffer size the last evaluation needed: the pool's next workers get theirs
  * made ahead at that size (most evaluations of a loop are of one problem). */
 void kopt__eval_pool_note_size(struct kopt_eval_pool *p, size_t shm_size);

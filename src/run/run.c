@@ -250,44 +250,62 @@ static void *measure_thread(void *arg)
     return NULL;
 }
 
-kopt_status kopt_run_ceilings_many(kopt_run *run, kopt_ctx *ctx, const int *devices, int n,
-                                   kopt_ceilings *out)
-{
-    measure_job *jobs = calloc((size_t)(n > 0 ? n : 1), sizeof(*jobs));
+struct kopt__run_ceilings_wave {
+    kopt_run *run;
+    int n;
+    measure_job jobs[];              /* one per device; known ones are not measured */
+};
 
-    if (!jobs)
-        return kopt_seterr(ctx, KOPT_E_NOMEM, "ceilings");
+kopt__run_ceilings_wave *kopt__run_ceilings_begin(kopt_run *run, kopt_ctx *ctx,
+                                                  const int *devices, int n, int threaded)
+{
+    kopt__run_ceilings_wave *w =
+        calloc(1, sizeof(*w) + (size_t)(n > 0 ? n : 0) * sizeof(measure_job));
+
+    if (!w) {
+        kopt_seterr(ctx, KOPT_E_NOMEM, "ceilings");
+        return NULL;
+    }
+    w->run = run;
+    w->n = n;
     for (int i = 0; i < n; i++) {
-        measure_job *j = &jobs[i];
+        measure_job *j = &w->jobs[i];
         const kopt_ceilings *known = kopt__run_known_ceilings(run, ctx, devices[i]);
-        memset(&out[i], 0, sizeof(out[i]));
+        j->device = devices[i];
         if ((j->known = known != NULL)) {
-            out[i] = *known;
+            j->c = *known;
             continue;
         }
-        j->device = devices[i];
         j->cache_dir = run->cache_dir;
-        j->ctx = n > 1 ? kopt_ctx_new() : ctx;
+        j->ctx = threaded || n > 1 ? kopt_ctx_new() : ctx;
         if (!j->ctx) {
             j->ctx = ctx;
             j->rc = kopt_seterr(ctx, KOPT_E_NOMEM, "ceilings of GPU %d", j->device);
             continue;
         }
-        j->threaded = n > 1 && pthread_create(&j->thread, NULL, measure_thread, j) == 0;
+        j->threaded = (threaded || n > 1) &&
+                      pthread_create(&j->thread, NULL, measure_thread, j) == 0;
         if (!j->threaded)
             measure_thread(j);
     }
-    for (int i = 0; i < n; i++) {
-        measure_job *j = &jobs[i];
+    return w;
+}
+
+void kopt__run_ceilings_end(kopt__run_ceilings_wave *w, kopt_ctx *ctx, kopt_ceilings *out)
+{
+    for (int i = 0; w && i < w->n; i++) {
+        measure_job *j = &w->jobs[i];
         kopt__run_ceilings *slot;
-        if (j->known)
+        if (j->known) {
+            out[i] = j->c;
             continue;
+        }
         if (j->threaded)
             pthread_join(j->thread, NULL);
         out[i] = j->c;
-        if (j->rc == KOPT_OK && run->store)
-            kopt_store_put_device(run->store, ctx, &j->dev, &out[i]);
-        if (out[i].valid && (slot = ceil_slot(run, devices[i])) != NULL)
+        if (j->rc == KOPT_OK && w->run->store)
+            kopt_store_put_device(w->run->store, ctx, &j->dev, &out[i]);
+        if (out[i].valid && (slot = ceil_slot(w->run, j->device)) != NULL)
             slot->c = out[i];
         if (!out[i].valid)
             kopt_log(ctx, KOPT_LOG_WARN, "device ceilings not measured: %s",
@@ -295,7 +313,17 @@ kopt_status kopt_run_ceilings_many(kopt_run *run, kopt_ctx *ctx, const int *devi
         if (j->ctx != ctx)
             kopt_ctx_free(j->ctx);
     }
-    free(jobs);
+    free(w);
+}
+
+kopt_status kopt_run_ceilings_many(kopt_run *run, kopt_ctx *ctx, const int *devices, int n,
+                                   kopt_ceilings *out)
+{
+    kopt__run_ceilings_wave *w = kopt__run_ceilings_begin(run, ctx, devices, n, 0);
+
+    if (!w)
+        return KOPT_E_NOMEM;
+    kopt__run_ceilings_end(w, ctx, out);
     return KOPT_OK;
 }
 

@@ -33,6 +33,15 @@ struct kopt_run {
 kopt_status kopt__run_fail(kopt_run *run, kopt_run_fault f, kopt_status rc);
 /* The ceilings of `device` known to the run or stored; NULL when neither (no measuring). */
 const kopt_ceilings *kopt__run_known_ceilings(kopt_run *run, kopt_ctx *ctx, int device);
+/* The ceilings of n devices measured at once, each in a worker of its own on a thread of
+ * its own (threaded, or n > 1; else in the call): _begin starts the measurements of those
+ * neither known nor stored, and returns at once (NULL: out of memory, the error set); _end
+ * waits for them, stores and keeps what they measured, and fills out[0..n-1] (invalid:
+ * not measured, warned). kopt_run_ceilings_many is the two in a row. */
+typedef struct kopt__run_ceilings_wave kopt__run_ceilings_wave;
+kopt__run_ceilings_wave *kopt__run_ceilings_begin(kopt_run *run, kopt_ctx *ctx,
+                                                  const int *devices, int n, int threaded);
+void kopt__run_ceilings_end(kopt__run_ceilings_wave *w, kopt_ctx *ctx, kopt_ceilings *out);
 /* After an evaluation on GPU `device`: ceilings it measured (kept and stored once) and the
  * device's full properties (the environment). */
 void kopt__run_note_result(kopt_run *run, kopt_ctx *ctx, int device, const kopt_eval_result *r);

@@ -404,6 +404,17 @@ void kopt_run_tune_free(kopt_run_tune *t)
     free(t);
 }
 
+/* The pool of GPU `device`'s workers that run_tune.c started at the run's start, or NULL. */
+kopt_eval_pool *kopt__run_tune_prestarted(kopt_run_tune *t, int device)
+{
+    kopt__run_tune_priv *P = t->priv;
+
+    for (int i = 0; i < P->nprestart; i++)
+        if (P->prestart_dev[i] == device)
+            return P->prestart[i];
+    return NULL;
+}
+
 void kopt__run_tune_live_opts(kopt_run_tune *t, int index, int device, const kopt_ceilings *ceil,
                               kopt_eval_opts *eval, kopt_tune_live_opts *lo)
 {
@@ -414,6 +425,8 @@ void kopt__run_tune_live_opts(kopt_run_tune *t, int index, int device, const kop
     eval->device = device;
     eval->sizes = &t->shapes[index].sizes;
     eval->ceilings = ceil && ceil->valid ? ceil : NULL;
+    if (kopt__run_tune_prestarted(t, device))     /* the session's first workers */
+        eval->pool = kopt__run_tune_prestarted(t, device);
     *lo = init;
     lo->eval = eval;
     lo->objective = t->objective;

@@ -2,7 +2,8 @@
  * GPU checks of evaluation sessions (kopt_eval_session, src/eval/session.c): candidates of
  * vector_add run one after another in one serving worker against the reference's outputs
  * from the first run; wrong, crashing and hanging candidates get the verdicts kopt_eval_run
- * gives them, and the session replaces the worker they ended. Skips ("skipped: no GPU")
+ * gives them, and the session replaces the worker they ended; a session's first workers
+ * taken from a pool started before it. Skips ("skipped: no GPU")
  * without a driver or device. Its workers are the build tree's kopt-worker (kopt/worker.h).
  */
 #include "ktest.h"
@@ -159,6 +160,55 @@ done:
     kopt_problem_free(p);
 }
 
+/* a session opened with a pool takes its first two workers from it at the warm (both
+ * started before the session was), nothing replaces them there, and the run is as before */
+static void test_session_takes_pool_workers(void)
+{
+    kopt_problem *p = NULL;
+    kopt_eval_session *s = NULL;
+    kopt_eval_pool *pool = NULL;
+    kopt_eval_pool_stats st;
+    kopt_eval_opts o = KOPT_EVAL_OPTS_INIT;
+    kopt_eval_result *r;
+
+    if (!gpu())
+        return;
+    o.trials = 1;
+    o.budget_ms = 10;
+    o.timeout_s = 5;
+    CHECK(kopt_problem_load(&p, ctx, KOPT_EXAMPLES_DIR "/vector_add") == KOPT_OK);
+    CHECK(kopt_eval_pool_open(&pool, ctx, 0, 2) == KOPT_OK);
+    if (!p || !pool)
+        goto done;
+    CHECK(kopt_eval_pool_fill(pool, ctx) == KOPT_OK);
+    CHECK_EQ_INT(kopt_eval_pool_idle(pool), 2);
+    o.pool = pool;
+    CHECK(kopt_eval_session_open(&s, ctx, p, &o) == KOPT_OK);
+    if (!s)
+        goto done;
+    prob = p;
+    CHECK(kopt_eval_session_warm(s, ctx) == KOPT_OK);
+    kopt_eval_pool_stats_get(pool, &st);
+    CHECK_EQ_INT(st.idle, 0);
+    CHECK_EQ_INT((int)st.taken, 2);
+    if ((r = run(s, KOPT_EXAMPLES_DIR "/vector_add/fast.cu"))) {
+        CHECK_EQ_INT(r->verdict, KOPT_VERDICT_OK);
+        CHECK(r->ref_setup.context_early && r->cand_setup.context_early);
+        kopt_eval_result_free(r);
+    }
+    if ((r = run(s, CANDIDATES "/vector_add_off_by_one.cu"))) {
+        CHECK_EQ_INT(r->verdict, KOPT_VERDICT_WRONG);
+        kopt_eval_result_free(r);
+    }
+    kopt_eval_pool_stats_get(pool, &st);   /* the session never went back to the pool */
+    CHECK_EQ_INT((int)st.started, 2);
+    CHECK_EQ_INT(st.idle, 0);
+done:
+    kopt_eval_session_close(s);
+    kopt_eval_pool_close(pool);
+    kopt_problem_free(p);
+}
+
 /* a session warmed and closed without a run: warm succeeds (without a GPU it starts
  * nothing) and close releases the workers started ahead, with or without a GPU */
 static void test_session_warm_unused(void)
@@ -178,6 +228,7 @@ int main(int argc, char **argv)
     static const ktest_case cases[] = {
         KTEST(test_session_verdicts_and_workers),
         KTEST(test_session_warm),
+        KTEST(test_session_takes_pool_workers),
         KTEST(test_session_warm_unused),
     };
     int rc;
