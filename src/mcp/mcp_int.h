@@ -127,4 +127,17 @@ const kopt_mcp_opts *kopt__mcp_opts(kopt__mcp_call *c);
 /* Send notifications/progress for the call (nothing without a progress token). */
 void kopt__mcp_progress(kopt__mcp_call *c, double progress, double total, const char *msg);
 
+/* args.c: a call's arguments: a string (NULL when absent or not one), an integer or a
+ * boolean (dflt when absent or not one); a library JSON text parsed and freed (NULL or bad
+ * JSON: an empty object); whether p is a folder; arguments.gpus ("all" or "0,2,5", as
+ * --gpus; count: the GPUs to check the indices against, < 0 not checked) into gpus[0..*n)
+ * (absent: *n = 0), its error naming the field. */
+const char *kopt__mcp_arg_str(kopt__mcp_call *c, const char *k);
+json_int_t kopt__mcp_arg_int(kopt__mcp_call *c, const char *k, json_int_t dflt);
+int kopt__mcp_arg_bool(kopt__mcp_call *c, const char *k, int dflt);
+json_t *kopt__mcp_parsed(char *text);
+int kopt__mcp_is_dir(const char *p);
+kopt_status kopt__mcp_gpus_arg(kopt__mcp_call *c, kopt_ctx *ctx, int count, int *gpus,
+                               int max, int *n);
+
 #endif

@@ -19,25 +19,6 @@
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
-static const char *arg_str(kopt__mcp_call *c, const char *k)
-{
-    return json_string_value(json_object_get(c->args, k));
-}
-
-static json_int_t arg_int(kopt__mcp_call *c, const char *k, json_int_t dflt)
-{
-    json_t *v = json_object_get(c->args, k);
-    return json_is_integer(v) ? json_integer_value(v) : dflt;
-}
-
-/* A JSON text the library made, parsed and freed; NULL text or bad JSON: an empty object. */
-static json_t *parsed(char *text)
-{
-    json_t *j = text ? json_loads(text, 0, NULL) : NULL;
-    free(text);
-    return j ? j : json_object();
-}
-
 /* "sizes": {"N": 1024} into *v; the message names the field. */
 static kopt_status sizes_arg(kopt__mcp_call *c, kopt_ctx *ctx, kopt_vars *v)
 {
@@ -67,7 +48,7 @@ static kopt_status open_run(kopt__mcp_call *c, kopt_ctx *ctx, kopt_run_kind kind
     ro.argc = 2 + (a1 != NULL) + (a1 && a2);
     ro.argv = argv;
     ro.cache_dir = o->cache_dir;
-    ro.device = (int)arg_int(c, "device", 0);
+    ro.device = (int)kopt__mcp_arg_int(c, "device", 0);
     return kopt_run_open(run, ctx, &ro);
 }
 
@@ -78,7 +59,8 @@ kopt_status kopt__mcp_load_candidate(kopt__mcp_call *c, kopt_ctx *ctx,
                                      const kopt_problem *prob, kopt_candidate **out,
                                      char *tmpdir, size_t n)
 {
-    const char *path = arg_str(c, "candidate_path"), *src = arg_str(c, "candidate_source");
+    const char *path = kopt__mcp_arg_str(c, "candidate_path");
+    const char *src = kopt__mcp_arg_str(c, "candidate_source");
     char file[4200];
     const char *base = getenv("TMPDIR");
     kopt_status rc;
@@ -128,12 +110,6 @@ static void eval_summary(kopt_buf *t, const kopt_eval_result *r)
 }
 
 /* ---- list_problems ------------------------------------------------------------------------ */
-
-static int is_dir(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
 
 static json_t *problem_json(kopt_ctx *ctx, const char *dir)
 {
@@ -187,7 +163,7 @@ static int by_path(const void *a, const void *b)
 
 static kopt_status t_list_problems(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out, kopt_buf *t)
 {
-    const char *dir = arg_str(c, "dir");
+    const char *dir = kopt__mcp_arg_str(c, "dir");
     json_t *arr = json_array(), **items = NULL;
     DIR *d;
     struct dirent *e;
@@ -203,7 +179,7 @@ static kopt_status t_list_problems(kopt__mcp_call *c, kopt_ctx *ctx, json_t **ou
     while ((e = readdir(d)) != NULL) {
         char *sub = kopt_path_join(dir, e->d_name), *pj = sub ? kopt_path_join(sub, "problem.json")
                                                               : NULL;
-        if (e->d_name[0] != '.' && sub && is_dir(sub) && pj && access(pj, R_OK) == 0) {
+        if (e->d_name[0] != '.' && sub && kopt__mcp_is_dir(sub) && pj && access(pj, R_OK) == 0) {
             if (n == cap) {
                 json_t **grown = realloc(items, (cap = cap ? 2 * cap : 16) * sizeof(*items));
                 if (!grown)
@@ -234,25 +210,26 @@ static kopt_status t_list_problems(kopt__mcp_call *c, kopt_ctx *ctx, json_t **ou
 kopt_status kopt__mcp_subject_open(subject *s, kopt__mcp_call *c, kopt_ctx *ctx,
                                    kopt_run_kind kind, kopt_eval_opts *eo)
 {
-    const char *cand_name = arg_str(c, "candidate_path") ? arg_str(c, "candidate_path")
-                          : arg_str(c, "candidate_source") ? "(source text)" : NULL;
+    const char *cand_name = kopt__mcp_arg_str(c, "candidate_path");
     json_t *seed = json_object_get(c->args, "seed");
     kopt_status rc;
 
+    if (!cand_name && kopt__mcp_arg_str(c, "candidate_source"))
+        cand_name = "(source text)";
     memset(s, 0, sizeof(*s));
-    if ((rc = kopt_problem_load(&s->prob, ctx, arg_str(c, "problem"))) != KOPT_OK ||
+    if ((rc = kopt_problem_load(&s->prob, ctx, kopt__mcp_arg_str(c, "problem"))) != KOPT_OK ||
         (rc = kopt__mcp_load_candidate(c, ctx, s->prob, &s->cand, s->tmpdir,
                                        sizeof(s->tmpdir))) != KOPT_OK || (rc = sizes_arg(c, ctx, &s->sizes)) != KOPT_OK)
         return rc;
     eo->sizes = s->sizes.n ? &s->sizes : NULL;
-    eo->trials = (int)arg_int(c, "trials", eo->trials);
+    eo->trials = (int)kopt__mcp_arg_int(c, "trials", eo->trials);
     if (eo->trials < 1 || eo->trials > 16)
         return kopt_seterr(ctx, KOPT_E_INVALID, "arguments.trials: 1 to 16");
     if (json_is_integer(seed))
         eo->seed = (uint64_t)json_integer_value(seed);
-    eo->device = (int)arg_int(c, "device", 0);
+    eo->device = (int)kopt__mcp_arg_int(c, "device", 0);
     eo->cache_dir = kopt__mcp_opts(c)->cache_dir;
-    return open_run(c, ctx, kind, arg_str(c, "problem"), cand_name, &s->run);
+    return open_run(c, ctx, kind, kopt__mcp_arg_str(c, "problem"), cand_name, &s->run);
 }
 
 void kopt__mcp_subject_close(subject *s)
@@ -280,7 +257,7 @@ static kopt_status t_eval(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out, kopt_b
     kopt_run_finish(s.run, ctx, r->verdict == KOPT_VERDICT_SKIPPED ? KOPT_RUN_SKIPPED
                                                                      : KOPT_RUN_OK, NULL);
     kopt__mcp_progress(c, 1, 1, kopt_verdict_name(r->verdict));
-    *out = parsed(kopt_eval_result_json(r));
+    *out = kopt__mcp_parsed(kopt_eval_result_json(r));
     json_object_set_new(*out, "run_id", json_integer((json_int_t)kopt_run_id(s.run)));
     eval_summary(t, r);
     if (kopt_run_id(s.run))
@@ -311,7 +288,7 @@ static kopt_status t_profile(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out, kop
     kopt_run_profile_opts po = KOPT_RUN_PROFILE_OPTS_INIT;
     kopt_run_profile *p = NULL;
     kopt_candidate *parent = NULL;
-    const char *par = arg_str(c, "parent");
+    const char *par = kopt__mcp_arg_str(c, "parent");
     subject s;
     kopt_status rc;
 
@@ -335,10 +312,11 @@ static kopt_status t_profile(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out, kop
                      "stopped", p->stopped, "static_only", p->static_only, "sass_note",
                      p->sass_note, "metrics_note", p->metrics_note, "static_note",
                      p->static_note);
-    json_object_set_new(*out, "evaluation", p->eval ? parsed(kopt_eval_result_json(p->eval))
-                                                    : json_null());
-    json_object_set_new(*out, "metrics", p->prof ? parsed(kopt_run_profile_metrics_json(p->prof))
-                                                 : json_null());
+    json_object_set_new(*out, "evaluation",
+                        p->eval ? kopt__mcp_parsed(kopt_eval_result_json(p->eval)) : json_null());
+    json_object_set_new(*out, "metrics",
+                        p->prof ? kopt__mcp_parsed(kopt_run_profile_metrics_json(p->prof))
+                                : json_null());
     json_object_set_new(*out, "findings", findings_json(p->an));
     if (p->eval)
         eval_summary(t, p->eval);
@@ -383,8 +361,8 @@ static kopt_status t_tune(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out, kopt_b
     kopt_run *run = NULL;
     kopt_vars sizes = KOPT_VARS_INIT;
     tune_progress tp = {c, NULL};
-    const char *replay = arg_str(c, "replay");
-    json_int_t budget = arg_int(c, "budget", 50), seed = arg_int(c, "seed", 1);
+    const char *replay = kopt__mcp_arg_str(c, "replay");
+    json_int_t budget = kopt__mcp_arg_int(c, "budget", 50), seed = kopt__mcp_arg_int(c, "seed", 1);
     kopt_status rc;
 
     kopt_run_tune_opts_default(&o);
@@ -393,17 +371,17 @@ static kopt_status t_tune(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out, kopt_b
                          "server's bound)", mo->max_tune_budget);
         goto done;
     }
-    if (!replay && (!arg_str(c, "problem") || !arg_str(c, "template"))) {
+    if (!replay && (!kopt__mcp_arg_str(c, "problem") || !kopt__mcp_arg_str(c, "template"))) {
         rc = kopt_seterr(ctx, KOPT_E_INVALID, "arguments: a live tune needs problem and "
                          "template (or give replay)");
         goto done;
     }
     if ((rc = sizes_arg(c, ctx, &sizes)) != KOPT_OK)
         goto done;
-    o.problem_path = arg_str(c, "problem");
-    o.template_path = arg_str(c, "template");
+    o.problem_path = kopt__mcp_arg_str(c, "problem");
+    o.template_path = kopt__mcp_arg_str(c, "template");
     o.replay = replay;
-    o.strategy = arg_str(c, "strategy") ? arg_str(c, "strategy") : o.strategy;
+    o.strategy = kopt__mcp_arg_str(c, "strategy") ? kopt__mcp_arg_str(c, "strategy") : o.strategy;
     if (!kopt_tune_strategy_find(o.strategy)) {
         rc = kopt_seterr(ctx, KOPT_E_INVALID, "arguments.strategy: unknown strategy '%s'",
                          o.strategy);
@@ -412,7 +390,7 @@ static kopt_status t_tune(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out, kopt_b
     o.seed = (uint64_t)seed;
     o.budget = (int)budget;
     o.overrides = &sizes;
-    o.eval.device = (int)arg_int(c, "device", 0);
+    o.eval.device = (int)kopt__mcp_arg_int(c, "device", 0);
     o.eval.cache_dir = mo->cache_dir;
     o.progress = on_tune_progress;
     o.progress_user = &tp;
@@ -424,7 +402,7 @@ static kopt_status t_tune(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out, kopt_b
         goto done;
     tp.t = tr;
     if (!tr->replay && !tr->has_device) {   /* no GPU: the space, and why */
-        *out = parsed(kopt_run_tune_space_json(tr, 1));
+        *out = kopt__mcp_parsed(kopt_run_tune_space_json(tr, 1));
         json_object_set_new(*out, "skipped", json_true());
         json_object_set_new(*out, "reason", json_string(tr->why_no_device));
         kopt_run_finish(run, ctx, KOPT_RUN_SKIPPED, NULL);
@@ -435,7 +413,7 @@ static kopt_status t_tune(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out, kopt_b
     if ((rc = kopt_run_tune_go(tr, ctx)) != KOPT_OK)
         goto done;
     kopt_run_finish(run, ctx, tr->interrupted ? KOPT_RUN_INTERRUPTED : KOPT_RUN_OK, NULL);
-    *out = parsed(kopt_run_tune_json(tr));
+    *out = kopt__mcp_parsed(kopt_run_tune_json(tr));
     json_object_set_new(*out, "run_id", json_integer((json_int_t)kopt_run_id(run)));
     json_object_set_new(*out, "interrupted", json_boolean(tr->interrupted));
     if (tr->nrun > 0 && tr->shapes[0].res && tr->shapes[0].res->has_best) {
@@ -472,8 +450,8 @@ static kopt_status t_list_runs(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out, k
     json_t *arr;
 
     if ((rc = need_store(c, ctx)) != KOPT_OK ||
-        (rc = kopt_run_list_json(ctx, kopt__mcp_opts(c)->db_path, arg_str(c, "kind"),
-                                 (int)arg_int(c, "limit", 20), &text)) != KOPT_OK)
+        (rc = kopt_run_list_json(ctx, kopt__mcp_opts(c)->db_path, kopt__mcp_arg_str(c, "kind"),
+                                 (int)kopt__mcp_arg_int(c, "limit", 20), &text)) != KOPT_OK)
         return rc;
     arr = json_loads(text, 0, NULL);
     free(text);
@@ -491,8 +469,8 @@ static kopt_status t_list_runs(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out, k
 
 static kopt_status t_get_run(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out, kopt_buf *t)
 {
-    const char *what = arg_str(c, "what") ? arg_str(c, "what") : "run";
-    json_int_t id = arg_int(c, "id", 0);
+    const char *what = kopt__mcp_arg_str(c, "what") ? kopt__mcp_arg_str(c, "what") : "run";
+    json_int_t id = kopt__mcp_arg_int(c, "id", 0);
     char *text = NULL;
     kopt_status rc;
 
@@ -505,7 +483,7 @@ static kopt_status t_get_run(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out, kop
        : kopt_run_item_json(ctx, kopt__mcp_opts(c)->db_path, what, id, &text);
     if (rc)
         return rc;
-    *out = parsed(text);
+    *out = kopt__mcp_parsed(text);
     kopt_buf_printf(t, "%s %lld (also the resource kopt://%s/%lld)", what, (long long)id, what,
                     (long long)id);
     if (strcmp(what, "run") == 0)
@@ -519,7 +497,7 @@ static kopt_status t_get_run(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out, kop
 static kopt_status t_device(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out, kopt_buf *t)
 {
     const kopt_mcp_opts *mo = kopt__mcp_opts(c);
-    int ordinal = (int)arg_int(c, "device", 0), count = 0;
+    int ordinal = (int)kopt__mcp_arg_int(c, "device", 0), count = 0;
     kopt_device_info dev;
     kopt_ceilings ceil;
     kopt_run *run = NULL;
@@ -558,7 +536,7 @@ static kopt_status t_device(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out, kopt
         ro.no_record = 1;
         if (kopt_run_open(&run, ctx, &ro) == KOPT_OK && kopt_run_store(run) &&
             kopt_store_devices_json(kopt_run_store(run), ctx, NULL, &stored) == KOPT_OK)
-            json_object_set_new(*out, "stored_devices", parsed(stored));
+            json_object_set_new(*out, "stored_devices", kopt__mcp_parsed(stored));
         kopt_run_close(run);
     }
     return KOPT_OK;

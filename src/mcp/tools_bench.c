@@ -15,17 +15,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static const char *str_arg(kopt__mcp_call *c, const char *k)
-{
-    return json_string_value(json_object_get(c->args, k));
-}
-
-static int is_dir(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 /* A positive number argument (given: *out set); the message names the field. */
 static kopt_status num_arg(kopt__mcp_call *c, kopt_ctx *ctx, const char *k, double *out)
 {
@@ -43,7 +32,7 @@ static kopt_status num_arg(kopt__mcp_call *c, kopt_ctx *ctx, const char *k, doub
 static kopt_status eval_args(kopt__mcp_call *c, kopt_ctx *ctx, kopt_eval_opts *eo)
 {
     json_t *trials = json_object_get(c->args, "trials"), *dev = json_object_get(c->args, "device");
-    const char *reps = str_arg(c, "reps");
+    const char *reps = kopt__mcp_arg_str(c, "reps");
     double pct;
     char tail;
     kopt_status rc;
@@ -74,7 +63,7 @@ static kopt_status eval_args(kopt__mcp_call *c, kopt_ctx *ctx, kopt_eval_opts *e
                            "(got '%s')", reps);
     eo->no_flush = json_is_true(json_object_get(c->args, "no_flush"));
     eo->skip_check_sizes = json_is_true(json_object_get(c->args, "no_check_sizes"));
-    eo->arch = str_arg(c, "arch");
+    eo->arch = kopt__mcp_arg_str(c, "arch");
     eo->cache_dir = kopt__mcp_opts(c)->cache_dir;
     return KOPT_OK;
 }
@@ -83,17 +72,16 @@ static kopt_status eval_args(kopt__mcp_call *c, kopt_ctx *ctx, kopt_eval_opts *e
 static kopt_status bench_args(kopt__mcp_call *c, kopt_ctx *ctx, kopt_kb_bench_opts *o,
                               int *gpus)
 {
-    const char *kind = str_arg(c, "kind"), *spec = str_arg(c, "gpus");
+    const char *kind = kopt__mcp_arg_str(c, "kind"), *spec = kopt__mcp_arg_str(c, "gpus");
     json_t *resume = json_object_get(c->args, "resume");
-    char why[512];
     kopt_status rc;
 
     if (kind && strcmp(kind, "auto") && strcmp(kind, "cu") && strcmp(kind, "py") &&
         strcmp(kind, "reference"))
         return kopt_seterr(ctx, KOPT_E_INVALID, "arguments.kind: auto, cu, py or reference "
                            "(got '%s')", kind);
-    o->problems = str_arg(c, "problems");
-    o->candidates = str_arg(c, "candidates");
+    o->problems = kopt__mcp_arg_str(c, "problems");
+    o->candidates = kopt__mcp_arg_str(c, "candidates");
     o->kind = kind;
     o->no_compile = json_is_true(json_object_get(c->args, "no_compile"));
     if (resume) {
@@ -110,11 +98,11 @@ static kopt_status bench_args(kopt__mcp_call *c, kopt_ctx *ctx, kopt_kb_bench_op
     } else if (!o->problems) {
         return kopt_seterr(ctx, KOPT_E_INVALID, "arguments.problems: required (a problem "
                            "folder or a folder of them), unless resume");
-    } else if (!is_dir(o->problems)) {
+    } else if (!kopt__mcp_is_dir(o->problems)) {
         return kopt_seterr(ctx, KOPT_E_NOT_FOUND, "arguments.problems: no folder '%s'",
                            o->problems);
     }
-    if (o->candidates && !is_dir(o->candidates))
+    if (o->candidates && !kopt__mcp_is_dir(o->candidates))
         return kopt_seterr(ctx, KOPT_E_NOT_FOUND, "arguments.candidates: no folder '%s'",
                            o->candidates);
     if (!o->resume && !o->candidates && (!kind || strcmp(kind, "reference")))
@@ -123,11 +111,9 @@ static kopt_status bench_args(kopt__mcp_call *c, kopt_ctx *ctx, kopt_kb_bench_op
     if ((rc = eval_args(c, ctx, &o->eval)) != KOPT_OK)
         return rc;
     if (spec) {    /* as kopt bench --gpus: each problem on the first free GPU */
-        if (kopt_scale_devices_parse(ctx, spec, kopt_scale_gpus_here(), gpus,
-                                     KOPT_SCALE_MAX_SLOTS, &o->ngpus) != KOPT_OK) {
-            snprintf(why, sizeof(why), "%s", kopt_errmsg(ctx));
-            return kopt_seterr(ctx, KOPT_E_INVALID, "arguments.gpus: %s", why);
-        }
+        if ((rc = kopt__mcp_gpus_arg(c, ctx, kopt_scale_gpus_here(), gpus, KOPT_SCALE_MAX_SLOTS,
+                                     &o->ngpus)) != KOPT_OK)
+            return rc;
         o->gpus = gpus;
         o->eval.device = gpus[0];
     }

@@ -19,30 +19,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static const char *arg_str(kopt__mcp_call *c, const char *k)
-{
-    return json_string_value(json_object_get(c->args, k));
-}
-
-static json_int_t arg_int(kopt__mcp_call *c, const char *k, json_int_t dflt)
-{
-    json_t *v = json_object_get(c->args, k);
-    return json_is_integer(v) ? json_integer_value(v) : dflt;
-}
-
-static int arg_bool(kopt__mcp_call *c, const char *k, int dflt)
-{
-    json_t *v = json_object_get(c->args, k);
-    return json_is_boolean(v) ? json_is_true(v) : dflt;
-}
-
-static json_t *parsed(char *text)
-{
-    json_t *j = text ? json_loads(text, 0, NULL) : NULL;
-    free(text);
-    return j ? j : json_object();
-}
-
 static kopt_status need_store(kopt__mcp_call *c, kopt_ctx *ctx)
 {
     return kopt__mcp_opts(c)->db_path ? KOPT_OK
@@ -74,7 +50,7 @@ static kopt_status tree_json(kopt__mcp_call *c, kopt_ctx *ctx, int64_t tree, int
                            "(optimize_start makes one)", (long long)tree);
     if (rc)
         return rc;
-    *out = parsed(text);
+    *out = kopt__mcp_parsed(text);
     return KOPT_OK;
 }
 
@@ -114,19 +90,14 @@ static void tree_summary(kopt_buf *t, json_t *doc)
 static kopt_status gpus_arg(kopt__mcp_call *c, kopt_ctx *ctx, int count, int *gpus,
                             kopt_optimize_opts *oo)
 {
-    const char *spec = arg_str(c, "gpus");
-    char why[512];
     int n = 0;
+    kopt_status rc = kopt__mcp_gpus_arg(c, ctx, count, gpus, KOPT_SCALE_MAX_SLOTS, &n);
 
-    if (!spec)
-        return KOPT_OK;
-    if (kopt_scale_devices_parse(ctx, spec, count, gpus, KOPT_SCALE_MAX_SLOTS, &n) != KOPT_OK) {
-        snprintf(why, sizeof(why), "%s", kopt_errmsg(ctx));
-        return kopt_seterr(ctx, KOPT_E_INVALID, "arguments.gpus: %s", why);
-    }
+    if (rc != KOPT_OK || n == 0)
+        return rc;
     if (n > KOPT_SEARCH_MAX_WIDTH)
-        return kopt_seterr(ctx, KOPT_E_INVALID, "arguments.gpus: '%s': at most %d GPUs", spec,
-                           KOPT_SEARCH_MAX_WIDTH);
+        return kopt_seterr(ctx, KOPT_E_INVALID, "arguments.gpus: '%s': at most %d GPUs",
+                           kopt__mcp_arg_str(c, "gpus"), KOPT_SEARCH_MAX_WIDTH);
     oo->gpus = gpus;
     oo->ngpus = n;
     oo->live.eval.device = gpus[0];    /* the run's record; single evaluations */
@@ -141,8 +112,9 @@ kopt_status kopt__mcp_t_optimize_start(kopt__mcp_call *c, kopt_ctx *ctx, json_t 
     const kopt_mcp_opts *mo = kopt__mcp_opts(c);
     kopt_optimize_opts oo = KOPT_OPTIMIZE_OPTS_INIT;
     kopt_optimize *op = NULL;
-    const char *search = arg_str(c, "search"), *objective = arg_str(c, "objective");
-    char *argv[3] = {"mcp", "optimize_start", (char *)arg_str(c, "problem")};
+    const char *search = kopt__mcp_arg_str(c, "search");
+    const char *objective = kopt__mcp_arg_str(c, "objective");
+    char *argv[3] = {"mcp", "optimize_start", (char *)kopt__mcp_arg_str(c, "problem")};
     json_t *fr = json_object_get(c->args, "fake_ref_ms");
     int gpus[KOPT_SCALE_MAX_SLOTS];
     kopt_status rc;
@@ -155,12 +127,13 @@ kopt_status kopt__mcp_t_optimize_start(kopt__mcp_call *c, kopt_ctx *ctx, json_t 
     if (objective && kopt_run_tune_objective_parse(objective, &oo.search.objective) < 0)
         return kopt_seterr(ctx, KOPT_E_INVALID, "arguments.objective: '%s': want time, energy "
                            "or time-energy", objective);
-    oo.search.iterations = (int)arg_int(c, "iterations", oo.search.iterations);
-    oo.search.proposals = (int)arg_int(c, "proposals", 0);
-    oo.search.debug_attempts = (int)arg_int(c, "debug_attempts", oo.search.debug_attempts);
-    oo.search.no_tune = arg_bool(c, "no_tune", 0);
-    oo.search.tune_budget = (int)arg_int(c, "tune_budget", oo.search.tune_budget);
-    oo.search.no_memory = arg_bool(c, "no_memory", 0);
+    oo.search.iterations = (int)kopt__mcp_arg_int(c, "iterations", oo.search.iterations);
+    oo.search.proposals = (int)kopt__mcp_arg_int(c, "proposals", 0);
+    oo.search.debug_attempts =
+        (int)kopt__mcp_arg_int(c, "debug_attempts", oo.search.debug_attempts);
+    oo.search.no_tune = kopt__mcp_arg_bool(c, "no_tune", 0);
+    oo.search.tune_budget = (int)kopt__mcp_arg_int(c, "tune_budget", oo.search.tune_budget);
+    oo.search.no_memory = kopt__mcp_arg_bool(c, "no_memory", 0);
     if (oo.search.iterations < 0 || oo.search.proposals < 0 || oo.search.proposals > 16 ||
         oo.search.debug_attempts < 0 || oo.search.tune_budget < 1)
         return kopt_seterr(ctx, KOPT_E_INVALID, "arguments: iterations, debug_attempts >= 0; "
@@ -168,12 +141,12 @@ kopt_status kopt__mcp_t_optimize_start(kopt__mcp_call *c, kopt_ctx *ctx, json_t 
     oo.db_path = mo->db_path;
     oo.argc = 3;
     oo.argv = argv;
-    oo.problem = arg_str(c, "problem");
-    oo.evaluator = arg_str(c, "evaluator") ? arg_str(c, "evaluator") : "live";
+    oo.problem = kopt__mcp_arg_str(c, "problem");
+    oo.evaluator = kopt__mcp_arg_str(c, "evaluator") ? kopt__mcp_arg_str(c, "evaluator") : "live";
     oo.fake_ref_ms = json_is_number(fr) ? json_number_value(fr) : 0;
-    oo.workdir = arg_str(c, "workdir");
-    oo.start = arg_str(c, "start");
-    oo.live.eval.device = (int)arg_int(c, "device", 0);
+    oo.workdir = kopt__mcp_arg_str(c, "workdir");
+    oo.start = kopt__mcp_arg_str(c, "start");
+    oo.live.eval.device = (int)kopt__mcp_arg_int(c, "device", 0);
     oo.live.eval.cache_dir = mo->cache_dir;
     oo.create_only = 1;
     if ((rc = gpus_arg(c, ctx, strcmp(oo.evaluator, "fake") == 0 ? -1 : kopt_scale_gpus_here(),
@@ -187,7 +160,7 @@ kopt_status kopt__mcp_t_optimize_start(kopt__mcp_call *c, kopt_ctx *ctx, json_t 
                      (json_int_t)kopt_optimize_run_id(op), "problem",
                      kopt_optimize_problem(op)->name, "workdir", kopt_optimize_workdir(op),
                      "evaluator", kopt_optimize_evaluator(op));
-    json_object_set_new(*out, "options", parsed(kopt_search_opts_json(&oo.search)));
+    json_object_set_new(*out, "options", kopt__mcp_parsed(kopt_search_opts_json(&oo.search)));
     {   /* the width the tree was given (its GPUs), not the caller's default */
         json_t *doc = NULL;
         if (tree_json(c, ctx, kopt_optimize_tree_id(op), 0, &doc) == KOPT_OK &&
@@ -214,8 +187,8 @@ kopt_status kopt__mcp_t_optimize_step(kopt__mcp_call *c, kopt_ctx *ctx, json_t *
     const kopt_mcp_opts *mo = kopt__mcp_opts(c);
     kopt_optimize_opts oo = KOPT_OPTIMIZE_OPTS_INIT;
     kopt_optimize *op = NULL;
-    const char *action = arg_str(c, "action") ? arg_str(c, "action") : "auto";
-    json_int_t tree = arg_int(c, "tree", 0);
+    const char *action = kopt__mcp_arg_str(c, "action") ? kopt__mcp_arg_str(c, "action") : "auto";
+    json_int_t tree = kopt__mcp_arg_int(c, "tree", 0);
     char tree_s[32];
     char *argv[4] = {"mcp", "optimize_step", tree_s, (char *)action};
     step_progress sp = {c, 0};
@@ -241,13 +214,13 @@ kopt_status kopt__mcp_t_optimize_step(kopt__mcp_call *c, kopt_ctx *ctx, json_t *
     oo.argv = argv;
     oo.resume = tree;
     if (json_is_integer(json_object_get(c->args, "iterations"))) {
-        oo.search.iterations = (int)arg_int(c, "iterations", 0);
+        oo.search.iterations = (int)kopt__mcp_arg_int(c, "iterations", 0);
         oo.keep_iterations = 1;
     }
     oo.propose_only = strcmp(action, "propose") == 0;
     oo.evaluate_only = strcmp(action, "evaluate") == 0;
     oo.manual = !oo.evaluate_only;
-    oo.live.eval.device = (int)arg_int(c, "device", 0);
+    oo.live.eval.device = (int)kopt__mcp_arg_int(c, "device", 0);
     oo.live.eval.cache_dir = mo->cache_dir;
     /* checked against this machine's GPUs when it has any; without one a fake tree's
      * stand-ins take any index (a live tree then says there is no GPU) */
@@ -326,8 +299,8 @@ static int name_ok(const char *s)
 kopt_status kopt__mcp_t_optimize_prompts(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out,
                                          kopt_buf *t)
 {
-    json_int_t tree = arg_int(c, "tree", 0);
-    int with_text = arg_bool(c, "text", 1), n = 0;
+    json_int_t tree = kopt__mcp_arg_int(c, "tree", 0);
+    int with_text = kopt__mcp_arg_bool(c, "text", 1), n = 0;
     json_t *doc = NULL, *arr = json_array();
     const char *wd;
     char **names = NULL;
@@ -380,8 +353,8 @@ done:
 kopt_status kopt__mcp_t_optimize_reply(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out,
                                        kopt_buf *t)
 {
-    json_int_t tree = arg_int(c, "tree", 0);
-    const char *name = arg_str(c, "name"), *text = arg_str(c, "text"), *wd;
+    json_int_t tree = kopt__mcp_arg_int(c, "tree", 0);
+    const char *name = kopt__mcp_arg_str(c, "name"), *text = kopt__mcp_arg_str(c, "text"), *wd;
     char prompt[4300], reply[4300], **names = NULL;
     json_t *doc = NULL;
     struct stat st;
@@ -437,7 +410,7 @@ static const char *plan_text(json_t *nj)
 kopt_status kopt__mcp_t_optimize_tree(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out,
                                       kopt_buf *t)
 {
-    json_int_t tree = arg_int(c, "tree", 0), node = arg_int(c, "node", -1);
+    json_int_t tree = kopt__mcp_arg_int(c, "tree", 0), node = kopt__mcp_arg_int(c, "node", -1);
     json_t *doc = NULL, *nodes, *nj;
     kopt_status rc;
 
@@ -477,19 +450,19 @@ kopt_status kopt__mcp_t_cute_search(kopt__mcp_call *c, kopt_ctx *ctx, json_t **o
 {
     kopt_cute_index_opts io = KOPT_CUTE_INDEX_OPTS_INIT;
     kopt_cute_search_opts so = KOPT_CUTE_SEARCH_OPTS_INIT;
-    const char *query = arg_str(c, "query");
+    const char *query = kopt__mcp_arg_str(c, "query");
     kopt_cute_index *ix = NULL;
     kopt_cute_hits *hits = NULL;
     kopt_cute_index_info info;
     kopt_cutlass cl;
     kopt_status rc;
 
-    so.limit = (int)arg_int(c, "limit", 5);
-    so.headers_only = arg_bool(c, "headers_only", 0);
+    so.limit = (int)kopt__mcp_arg_int(c, "limit", 5);
+    so.headers_only = kopt__mcp_arg_bool(c, "headers_only", 0);
     if (so.limit < 1 || so.limit > 50)
         return kopt_seterr(ctx, KOPT_E_INVALID, "arguments.limit: 1 to 50");
     io.cache_dir = kopt__mcp_opts(c)->cache_dir;
-    if ((rc = kopt_cutlass_find(&cl, ctx, arg_str(c, "cutlass"))) != KOPT_OK)
+    if ((rc = kopt_cutlass_find(&cl, ctx, kopt__mcp_arg_str(c, "cutlass"))) != KOPT_OK)
         return kopt_adderr(ctx, rc, "cute_search: no CUTLASS/CuTe headers: install them with "
                            "`python3 -m pip install nvidia-cutlass`, or set CUTLASS_PATH to a "
                            "CUTLASS checkout, or pass arguments.cutlass");
@@ -498,7 +471,7 @@ kopt_status kopt__mcp_t_cute_search(kopt__mcp_call *c, kopt_ctx *ctx, json_t **o
         (rc = kopt_cute_search(&hits, ctx, ix, query, &so)) != KOPT_OK)
         goto done;
     kopt_cute_index_get_info(ix, &info);
-    *out = parsed(kopt_cute_hits_json(hits, query));
+    *out = kopt__mcp_parsed(kopt_cute_hits_json(hits, query));
     json_object_set_new(*out, "cutlass", json_pack("{s:s, s:s, s:s}", "version", cl.version,
                         "include_dir", cl.include_dir, "source", cl.source));
     kopt_buf_printf(t, "%d hit(s) for '%.80s' in CUTLASS %s", hits->n, query, cl.version);
