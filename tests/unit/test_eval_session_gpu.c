@@ -123,20 +123,21 @@ done:
     kopt_problem_free(p);
 }
 
-/* kopt_eval_session_warm: both workers of the first run were started ahead (their
- * contexts made before their jobs came), and the run's verdict is unchanged */
-static void test_session_warm(void)
+/* A session of vector_add (given `pool`, or none) warmed twice (the second starts nothing),
+ * then fast.cu (OK, both workers started ahead: their contexts made before their jobs came)
+ * and an off-by-one candidate (WRONG, served: no worker started). */
+static void warm_and_run(kopt_eval_pool *pool)
 {
     kopt_problem *p = NULL;
     kopt_eval_session *s = NULL;
     kopt_eval_opts o = KOPT_EVAL_OPTS_INIT;
+    kopt_eval_pool_stats st;
     kopt_eval_result *r;
 
-    if (!gpu())
-        return;
     o.trials = 1;
     o.budget_ms = 10;
     o.timeout_s = 5;
+    o.pool = pool;
     CHECK(kopt_problem_load(&p, ctx, KOPT_EXAMPLES_DIR "/vector_add") == KOPT_OK);
     CHECK(kopt_eval_session_open(&s, ctx, p, &o) == KOPT_OK);
     if (!p || !s)
@@ -144,6 +145,11 @@ static void test_session_warm(void)
     prob = p;
     CHECK(kopt_eval_session_warm(s, ctx) == KOPT_OK);
     CHECK(kopt_eval_session_warm(s, ctx) == KOPT_OK);     /* again: nothing more started */
+    if (pool) {                        /* both taken from the pool */
+        kopt_eval_pool_stats_get(pool, &st);
+        CHECK_EQ_INT(st.idle, 0);
+        CHECK_EQ_INT((int)st.taken, 2);
+    }
     if ((r = run(s, KOPT_EXAMPLES_DIR "/vector_add/fast.cu"))) {
         CHECK_EQ_INT(r->verdict, KOPT_VERDICT_OK);
         CHECK(r->ref_setup.context_early && r->cand_setup.context_early);
@@ -160,53 +166,33 @@ done:
     kopt_problem_free(p);
 }
 
+/* kopt_eval_session_warm: both workers of the first run were started ahead, and the run's
+ * verdicts are unchanged */
+static void test_session_warm(void)
+{
+    if (gpu())
+        warm_and_run(NULL);
+}
+
 /* a session opened with a pool takes its first two workers from it at the warm (both
- * started before the session was), nothing replaces them there, and the run is as before */
+ * started before the session was), nothing replaces them there, and the runs are as before */
 static void test_session_takes_pool_workers(void)
 {
-    kopt_problem *p = NULL;
-    kopt_eval_session *s = NULL;
     kopt_eval_pool *pool = NULL;
     kopt_eval_pool_stats st;
-    kopt_eval_opts o = KOPT_EVAL_OPTS_INIT;
-    kopt_eval_result *r;
 
     if (!gpu())
         return;
-    o.trials = 1;
-    o.budget_ms = 10;
-    o.timeout_s = 5;
-    CHECK(kopt_problem_load(&p, ctx, KOPT_EXAMPLES_DIR "/vector_add") == KOPT_OK);
     CHECK(kopt_eval_pool_open(&pool, ctx, 0, 2) == KOPT_OK);
-    if (!p || !pool)
-        goto done;
+    if (!pool)
+        return;
     CHECK(kopt_eval_pool_fill(pool, ctx) == KOPT_OK);
     CHECK_EQ_INT(kopt_eval_pool_idle(pool), 2);
-    o.pool = pool;
-    CHECK(kopt_eval_session_open(&s, ctx, p, &o) == KOPT_OK);
-    if (!s)
-        goto done;
-    prob = p;
-    CHECK(kopt_eval_session_warm(s, ctx) == KOPT_OK);
-    kopt_eval_pool_stats_get(pool, &st);
-    CHECK_EQ_INT(st.idle, 0);
-    CHECK_EQ_INT((int)st.taken, 2);
-    if ((r = run(s, KOPT_EXAMPLES_DIR "/vector_add/fast.cu"))) {
-        CHECK_EQ_INT(r->verdict, KOPT_VERDICT_OK);
-        CHECK(r->ref_setup.context_early && r->cand_setup.context_early);
-        kopt_eval_result_free(r);
-    }
-    if ((r = run(s, CANDIDATES "/vector_add_off_by_one.cu"))) {
-        CHECK_EQ_INT(r->verdict, KOPT_VERDICT_WRONG);
-        kopt_eval_result_free(r);
-    }
+    warm_and_run(pool);
     kopt_eval_pool_stats_get(pool, &st);   /* the session never went back to the pool */
     CHECK_EQ_INT((int)st.started, 2);
     CHECK_EQ_INT(st.idle, 0);
-done:
-    kopt_eval_session_close(s);
     kopt_eval_pool_close(pool);
-    kopt_problem_free(p);
 }
 
 /* a session warmed and closed without a run: warm succeeds (without a GPU it starts
