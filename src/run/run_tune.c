@@ -517,10 +517,11 @@ void kopt__run_tune_depth_close(kopt_run_tune *t)
 /* ---- the run --------------------------------------------------------------------------------- */
 
 /* The first two workers of every GPU that evaluates here, started at the run's start, so
- * that their CUDA contexts are made while the ceilings are measured: a context's creation
- * takes ~0.2 s and the host makes them one at a time, so 8 for 4 GPUs held the first
- * evaluations 1.75-1.81 s (bench/results/2026-11-28-h100x4-early-checks). The live
- * evaluators' sessions take them at their warm (kopt__run_tune_live_opts passes the pool).
+ * that their CUDA contexts are made while the ceilings are measured: each worker's cuInit
+ * takes ~1 s (side by side) and the host makes the contexts one at a time (~0.12 s each),
+ * so the 8 of 4 GPUs held the first evaluations 1.8 s; started here, 16-35 ms
+ * (bench/results/2026-11-28-h200x4-prestart). The live evaluators' sessions take them at
+ * their warm (kopt__run_tune_live_opts passes the pool).
  * Not for PyTorch references (their workers differ), one-shot evaluations, MPI rank 0
  * (nothing local), KOPT_TUNE_WARM=0 or KOPT_TUNE_PRESTART=0 (to measure what it saves). */
 static void prestart(kopt_run_tune *t, kopt_ctx *ctx)
