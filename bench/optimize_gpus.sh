@@ -44,6 +44,19 @@ verdicts = collections.Counter(n.get("verdict") for n in ev)
 print("%-6s rc %s wall %6.1f s  expansions %d  evaluated %d %s  per GPU %s  %.1f expansions/min" %
       (label, rc, w, iters, len(ev), dict(verdicts), dict(sorted(per.items())), iters * 60 / w))
 PY
+  # where an evaluation's time went (the store's evaluations: wall_ms of each, mean)
+  python3 - "/tmp/optg-$l.db" "$l" <<'PY' | tee -a "$S"
+import json, sqlite3, statistics as st, sys
+try:
+    rows = sqlite3.connect(sys.argv[1]).execute("SELECT result_json FROM evaluations").fetchall()
+except Exception as e:
+    print("       no evaluations read (%s)" % e); sys.exit(0)
+walls = [json.loads(r[0]).get("wall_ms") or {} for r in rows if r[0]]
+keys = ("total", "compile", "reference_worker_setup", "candidate_worker_setup", "verify", "time",
+        "compare")
+print("       %d evaluations, mean ms: %s" % (len(walls), ", ".join(
+    "%s %.0f" % (k, st.mean(w.get(k) or 0 for w in walls)) for k in keys) if walls else "-"))
+PY
 }
 run g1 0
 [ "$NG" -gt 1 ] && run g$NG "$(seq -s, 0 $((NG - 1)))"
