@@ -417,10 +417,12 @@ static void *prep_worker(void *arg)
             break;
         co.arch = p->l->arch;
         co.cache_dir = p->l->o.eval.cache_dir;
-        /* the file evaluate will write and parse, so the compile cache key is the same */
+        /* the file evaluate will write and parse, so the compile cache key is the same;
+         * host-mode candidates too (nvcc, ~2 s each: a KernelBench ModelNew's kernels),
+         * which evaluate otherwise compiled one GPU slot at a time */
         if (parse_candidate(p->l, ctx, p->sources[i], p->tags[i], "", &c, path,
                             sizeof(path)) == KOPT_OK &&
-            !c->host_mode && !c->ntemplate_params)
+            !c->ntemplate_params)
             kopt_compile(&comp, ctx, c, &co);   /* into the cache; errors come with the eval */
         kopt_compiled_free(comp);
         kopt_candidate_free(c);
