@@ -179,6 +179,7 @@ static const char *find_nvcc(void)
 char *kopt__nvcc_pip_libs(const char *nvcc)
 {
     char *found = NULL, *bin, *lib = NULL, *probe = NULL, *arg = NULL;
+    const char *dir;
     struct stat st;
 
     if (!nvcc || !*nvcc)
@@ -202,9 +203,13 @@ char *kopt__nvcc_pip_libs(const char *nvcc)
         return NULL;
     bin = strrchr(found, '/');
     *bin = '\0';
-    if (asprintf(&lib, "%s/../lib64", *found ? found : "/") >= 0 && stat(lib, &st) != 0 &&
-        asprintf(&probe, "%s/../lib/libcudart_static.a", *found ? found : "/") >= 0 &&
-        stat(probe, &st) == 0 && asprintf(&arg, "-L%s/../lib", *found ? found : "/") < 0)
+    dir = *found ? found : "/";
+    if (asprintf(&lib, "%s/../lib64", dir) < 0)     /* (asprintf leaves it undefined) */
+        lib = NULL;
+    else if (asprintf(&probe, "%s/../lib/libcudart_static.a", dir) < 0)
+        probe = NULL;
+    if (lib && probe && stat(lib, &st) != 0 && stat(probe, &st) == 0 &&
+        asprintf(&arg, "-L%s/../lib", dir) < 0)
         arg = NULL;
     free(found);
     free(lib);
