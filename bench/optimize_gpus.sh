@@ -3,11 +3,12 @@
 # 29, docs/scale.md), on a PyTorch-reference problem (tests/optimize/kb_tanh) with the
 # scripted model answering a kernel no node has at every expansion (KOPT_SCRIPT_FRESH=1), so
 # that every expansion is evaluated. From the repo root with a build carried:
-#   bash bench/optimize_gpus.sh            (OPT_ITERS, default 48; KOPT_BUILD, default build)
+#   bash bench/optimize_gpus.sh            (OPT_ITERS, default 48; KOPT_BUILD, default build;
+#                                           OPT_OUT, default $OUT/optgpus)
 # Each run gets a fresh store, work folder and compile cache; results go to $OUT/optgpus
 # (each run's log and JSON, summary.txt), a table last.
 set -u
-O=${OUT:-/tmp/kopt-out}/optgpus; mkdir -p "$O"
+O=${OPT_OUT:-${OUT:-/tmp/kopt-out}/optgpus}; mkdir -p "$O"
 B=${KOPT_BUILD:-build}; K=$PWD/$B/kopt
 src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$B/CMakeCache.txt" 2>/dev/null)
 if [ -n "$src" ] && [ "$src" != "$PWD" ] && [ ! -e "$src" ]; then mkdir -p "$(dirname "$src")"; ln -s "$PWD" "$src"; fi
