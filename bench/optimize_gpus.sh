@@ -44,6 +44,9 @@ per = collections.Counter(n.get("gpu") for n in ev if n.get("gpu") is not None)
 verdicts = collections.Counter(n.get("verdict") for n in ev)
 print("%-6s rc %s wall %6.1f s  expansions %d  evaluated %d %s  per GPU %s  %.1f expansions/min" %
       (label, rc, w, iters, len(ev), dict(verdicts), dict(sorted(per.items())), iters * 60 / w))
+st = d.get("stats", {})
+print("       search: wall %.1f s, LLM %.1f s, evaluation %.1f s of which compiles ahead %.1f s" %
+      tuple(st.get(k, 0) / 1000 for k in ("wall_ms", "llm_ms", "eval_ms", "prepare_ms")))
 PY
   # where an evaluation's time went (the store's evaluations: wall_ms of each, mean)
   python3 - "/tmp/optg-$l.db" "$l" <<'PY' | tee -a "$S"
@@ -57,6 +60,14 @@ keys = ("total", "compile", "reference_worker_setup", "candidate_worker_setup", 
         "compare")
 print("       %d evaluations, mean ms: %s" % (len(walls), ", ".join(
     "%s %.0f" % (k, st.mean(w.get(k) or 0 for w in walls)) for k in keys) if walls else "-"))
+# the parent's steps of each evaluation (its trace), mean ms, the largest first
+steps = {}
+for r in rows:
+    t = (json.loads(r[0]).get("trace") or {}) if r[0] else {}
+    for k, v in (t.get("parent") or {}).items():
+        steps.setdefault(k, []).append(v)
+print("       steps, mean ms: %s" % ", ".join("%s %.0f" % (k, sum(v) / len(rows)) for k, v in
+      sorted(steps.items(), key=lambda kv: -sum(kv[1]))[:10]))
 PY
 }
 run g1 0

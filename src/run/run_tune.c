@@ -569,8 +569,8 @@ kopt_status kopt_run_tune_go(kopt_run_tune *t, kopt_ctx *ctx)
     /* live: the device's ceilings once for the whole run (every evaluation needs them for
      * its roofline and SUSPECT checks), from the store or measured now and stored; with
      * --gpus every GPU's at once, each its own worker, the run's device among them, so the
-     * slots find theirs measured (kopt__run_tune_scale_open). Each GPU's first two workers
-     * started at the open (kopt__run_tune_prestart) make their CUDA contexts meanwhile. */
+     * slots find theirs measured (kopt__run_tune_scale_open). Meanwhile each GPU's first
+     * two workers start and make their CUDA contexts (kopt__run_tune_prestart). */
     double t0 = kopt_now_ms();
     if (!t->replay && !t->standin) {
         int devs[KOPT_SCALE_MAX_SLOTS + 1], n = 0;
@@ -582,8 +582,7 @@ kopt_status kopt_run_tune_go(kopt_run_tune *t, kopt_ctx *ctx)
                 devs[n++] = P->o.gpus[i];
         memset(got, 0, sizeof(got[0]) * (size_t)n);
         wave = kopt__run_ceilings_begin(P->run, ctx, devs, n, 1);
-        if (kopt__run_tune_prestart_when() == 2)   /* KOPT_TUNE_PRESTART=go: here, to compare */
-            kopt__run_tune_prestart(t, ctx);
+        kopt__run_tune_prestart(t, ctx);
         kopt__run_ceilings_end(wave, ctx, got);
         P->ceilings = got[0];
     }

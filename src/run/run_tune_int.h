@@ -31,8 +31,8 @@ typedef struct kopt_run_tune_priv {
     int devs[KOPT_SCALE_MAX_SLOTS];
     kopt_ceilings dev_ceil[KOPT_SCALE_MAX_SLOTS];
     char spaces[72];                     /* what every MPI rank must be tuning (a hash) */
-    /* each local GPU's first two workers, started at the open (the sessions take them at
-     * their warm), and how many GPUs have them */
+    /* each local GPU's first two workers, started with the ceilings' measurement (the
+     * sessions take them at their warm), and how many GPUs have them */
     kopt_eval_pool *prestart[KOPT_SCALE_MAX_SLOTS];
     int prestart_dev[KOPT_SCALE_MAX_SLOTS], nprestart;
     int procs_set, procs_before;         /* compile helpers turned on for the run, and the
@@ -48,10 +48,8 @@ void kopt__run_tune_progress(void *user, const kopt_tune_progress *p);
  * run_scale.c. */
 void kopt__run_tune_live_opts(kopt_run_tune *t, int index, int device, const kopt_ceilings *ceil,
                               kopt_eval_opts *eval, kopt_tune_live_opts *lo);
-/* Each local GPU's first two workers started ahead (kopt_run_tune_open, or with the
- * ceilings' measurement when _when() is 2: KOPT_TUNE_PRESTART=go; 0: off), the pool of
+/* Each local GPU's first two workers started with the ceilings' measurement, the pool of
  * GPU `device`'s (or NULL), and the end of those no session took (run_tune_setup.c). */
-int kopt__run_tune_prestart_when(void);
 void kopt__run_tune_prestart(kopt_run_tune *t, kopt_ctx *ctx);
 kopt_eval_pool *kopt__run_tune_prestarted(kopt_run_tune *t, int device);
 void kopt__run_tune_prestart_close(kopt_run_tune *t);

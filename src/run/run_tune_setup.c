@@ -325,8 +325,6 @@ kopt_status kopt_run_tune_open(kopt_run_tune **out, kopt_run *run, kopt_ctx *ctx
                                           "matter has no \"params\" with several values (a "
                                           "list, {\"range\": [lo, hi]} or {\"pow2\": [lo, hi]}); "
                                           "docs/tuning.md", t->tmpl_path));
-    if (kopt__run_tune_prestart_when() == 1)
-        kopt__run_tune_prestart(t, ctx);
     find_device(t, ctx);
     return make_shapes(t, ctx);
 }
@@ -408,42 +406,32 @@ void kopt_run_tune_free(kopt_run_tune *t)
     free(t);
 }
 
-/* ---- each GPU's first workers, started at the open ------------------------------------------ */
+/* ---- each GPU's first workers, started with the ceilings ----------------------------------- */
 
-/* The first two workers of every GPU that evaluates here, started as the run opens (before
- * the device query, whose worker makes its own context meanwhile), so that their CUDA
- * contexts are made while the run sets up and measures the ceilings: each worker's cuInit
- * takes ~1 s (side by side) and the host makes the contexts one at a time (~0.12 s each),
- * so the 8 of 4 GPUs held the first evaluations 1.8 s (2.4 s with the ceilings stored);
- * started with the ceilings' measurement, 16-35 ms when the store is new
- * (bench/results/2026-11-28-h200x4-prestart). The live evaluators' sessions take them at
- * their warm (kopt__run_tune_live_opts passes the pool). Not for replays, stand-ins,
- * PyTorch references (their workers differ), one-shot evaluations, MPI rank 0 (nothing
- * local), a GPU NVML does not see, KOPT_TUNE_WARM=0 or KOPT_TUNE_PRESTART=0;
- * KOPT_TUNE_PRESTART=go starts them with the ceilings' measurement instead (to compare). */
-int kopt__run_tune_prestart_when(void)
-{
-    const char *e = getenv("KOPT_TUNE_PRESTART"), *warm = getenv("KOPT_TUNE_WARM");
-
-    if ((e && strcmp(e, "0") == 0) || (warm && strcmp(warm, "0") == 0))
-        return 0;
-    return e && strcmp(e, "go") == 0 ? 2 : 1;
-}
-
+/* The first two workers of every GPU that evaluates here, started while the ceilings are
+ * measured (kopt_run_tune_go), so that their CUDA contexts are made meanwhile: each
+ * worker's cuInit takes ~1 s (side by side) and the host makes the contexts one at a time
+ * (~0.12 s each), so the 8 of 4 GPUs held the first evaluations 1.8 s; started there, 16-35
+ * ms (bench/results/2026-11-28-h200x4-prestart). Started earlier, as the run opens, before
+ * its device query, they gained nothing on 2 GPUs (bench/results/2026-11-28-h200x2-waiting42).
+ * The live evaluators' sessions take them at their warm (kopt__run_tune_live_opts passes the
+ * pool). Not for replays, stand-ins, PyTorch references (their workers differ), one-shot
+ * evaluations, MPI rank 0 (nothing local), KOPT_TUNE_WARM=0 or KOPT_TUNE_PRESTART=0 (to
+ * measure what it saves). */
 void kopt__run_tune_prestart(kopt_run_tune *t, kopt_ctx *ctx)
 {
     kopt__run_tune_priv *P = t->priv;
+    const char *off = getenv("KOPT_TUNE_PRESTART"), *warm = getenv("KOPT_TUNE_WARM");
     int n = P->o.ngpus > 0 ? P->o.ngpus : 1;
 
     if (t->replay || t->standin || P->o.mpi || P->o.one_shot || P->o.eval.no_prestart ||
-        !t->prob || t->prob->ref_torch || P->nprestart > 0)
+        !t->prob || t->prob->ref_torch || P->nprestart > 0 || (off && strcmp(off, "0") == 0) ||
+        (warm && strcmp(warm, "0") == 0))
         return;
     for (int i = 0; i < n && i < KOPT_SCALE_MAX_SLOTS; i++) {
-        int device = P->o.ngpus > 0 ? P->o.gpus[i] : P->o.eval.device, count = 0;
+        int device = P->o.ngpus > 0 ? P->o.gpus[i] : P->o.eval.device;
         kopt_eval_pool *pool = NULL;
-        kopt_device_info nvml;
-        if (kopt_device_nvml(NULL, device, &nvml, &count) != KOPT_OK || device >= count ||
-            kopt_eval_pool_open(&pool, ctx, device, 2) != KOPT_OK)
+        if (kopt_eval_pool_open(&pool, ctx, device, 2) != KOPT_OK)
             break;
         P->prestart_dev[P->nprestart] = device;
         P->prestart[P->nprestart++] = pool;
@@ -455,8 +443,8 @@ void kopt__run_tune_prestart(kopt_run_tune *t, kopt_ctx *ctx)
     }
 }
 
-/* The workers no session took (a shape that failed early, a stop, a run never started)
- * end. */
+/* The workers no session took (a shape that failed early, a stop, a run that ended before
+ * its search) end; kopt_run_tune_go and kopt_run_tune_free. */
 void kopt__run_tune_prestart_close(kopt_run_tune *t)
 {
     kopt__run_tune_priv *P = t->priv;
@@ -467,7 +455,7 @@ void kopt__run_tune_prestart_close(kopt_run_tune *t)
         P->nprestart = 0;
 }
 
-/* The pool of GPU `device`'s workers started at the run's open, or NULL. */
+/* The pool of GPU `device`'s workers started with the ceilings, or NULL. */
 kopt_eval_pool *kopt__run_tune_prestarted(kopt_run_tune *t, int device)
 {
     kopt__run_tune_priv *P = t->priv;
