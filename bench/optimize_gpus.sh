@@ -3,11 +3,12 @@
 # 29, docs/scale.md), on a PyTorch-reference problem (tests/optimize/kb_tanh) with the
 # scripted model answering a kernel no node has at every expansion (KOPT_SCRIPT_FRESH=1), so
 # that every expansion is evaluated. From the repo root with a build carried:
-#   bash bench/optimize_gpus.sh            (OPT_ITERS, default 48; KOPT_BUILD, default build)
+#   bash bench/optimize_gpus.sh            (OPT_ITERS, default 48; KOPT_BUILD, default build;
+#                                           OPT_OUT, default $OUT/optgpus)
 # Each run gets a fresh store, work folder and compile cache; results go to $OUT/optgpus
 # (each run's log and JSON, summary.txt), a table last.
 set -u
-O=${OUT:-/tmp/kopt-out}/optgpus; mkdir -p "$O"
+O=${OPT_OUT:-${OUT:-/tmp/kopt-out}/optgpus}; mkdir -p "$O"
 B=${KOPT_BUILD:-build}; K=$PWD/$B/kopt
 src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$B/CMakeCache.txt" 2>/dev/null)
 if [ -n "$src" ] && [ "$src" != "$PWD" ] && [ ! -e "$src" ]; then mkdir -p "$(dirname "$src")"; ln -s "$PWD" "$src"; fi
@@ -43,6 +44,9 @@ per = collections.Counter(n.get("gpu") for n in ev if n.get("gpu") is not None)
 verdicts = collections.Counter(n.get("verdict") for n in ev)
 print("%-6s rc %s wall %6.1f s  expansions %d  evaluated %d %s  per GPU %s  %.1f expansions/min" %
       (label, rc, w, iters, len(ev), dict(verdicts), dict(sorted(per.items())), iters * 60 / w))
+st = d.get("stats", {})
+print("       search: wall %.1f s, LLM %.1f s, evaluation %.1f s of which compiles ahead %.1f s" %
+      tuple(st.get(k, 0) / 1000 for k in ("wall_ms", "llm_ms", "eval_ms", "prepare_ms")))
 PY
   # where an evaluation's time went (the store's evaluations: wall_ms of each, mean)
   python3 - "/tmp/optg-$l.db" "$l" <<'PY' | tee -a "$S"
@@ -56,6 +60,14 @@ keys = ("total", "compile", "reference_worker_setup", "candidate_worker_setup", 
         "compare")
 print("       %d evaluations, mean ms: %s" % (len(walls), ", ".join(
     "%s %.0f" % (k, st.mean(w.get(k) or 0 for w in walls)) for k in keys) if walls else "-"))
+# the parent's steps of each evaluation (its trace), mean ms, the largest first
+steps = {}
+for r in rows:
+    t = (json.loads(r[0]).get("trace") or {}) if r[0] else {}
+    for k, v in (t.get("parent") or {}).items():
+        steps.setdefault(k, []).append(v)
+print("       steps, mean ms: %s" % ", ".join("%s %.0f" % (k, sum(v) / len(rows)) for k, v in
+      sorted(steps.items(), key=lambda kv: -sum(kv[1]))[:10]))
 PY
 }
 run g1 0

@@ -301,6 +301,7 @@ typedef struct kopt_search_stats {
     int llm_requests;           /* asked by this go (manual: answered) */
     int waiting;                /* manual: prompts written and not yet answered */
     double wall_ms, llm_ms, eval_ms;
+    double prepare_ms;          /* of eval_ms: the pending candidates compiled ahead */
     double overhead_ms_per_iter;/* wall - llm - eval - search, per expansion or evaluation
                                  * step */
     int searches;               /* code searches run by this go */

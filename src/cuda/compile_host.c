@@ -174,37 +174,28 @@ static const char *find_nvcc(void)
  * packages put cudart's static library in ../lib, where a toolkit has ../lib64, the one
  * folder nvcc's profile names: the link of a host-mode candidate fails with "cannot find
  * -lcudart_static". For such a layout this returns "-L<bin>/../lib" (malloc'd); NULL for
- * every toolkit (../lib64 exists) and when nvcc is not found. A bare name is looked up on
- * $PATH as the spawn will. */
+ * every toolkit (../lib64 exists) and when nvcc is not found. A bare name is looked up as
+ * kopt_find_program does ($PATH first, as the spawn will). */
 char *kopt__nvcc_pip_libs(const char *nvcc)
 {
     char *found = NULL, *bin, *lib = NULL, *probe = NULL, *arg = NULL;
+    const char *dir;
     struct stat st;
 
     if (!nvcc || !*nvcc)
         return NULL;
-    if (strchr(nvcc, '/')) {
-        found = strdup(nvcc);
-    } else {
-        const char *path = getenv("PATH");
-        char *copy = path ? strdup(path) : NULL, *save = NULL;
-        for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d && !found;
-             d = strtok_r(NULL, ":", &save)) {
-            char *f = kopt_path_join(*d ? d : ".", nvcc);
-            if (f && access(f, X_OK) == 0)
-                found = f;
-            else
-                free(f);
-        }
-        free(copy);
-    }
+    found = strchr(nvcc, '/') ? strdup(nvcc) : kopt_find_program(NULL, nvcc);
     if (!found)
         return NULL;
     bin = strrchr(found, '/');
     *bin = '\0';
-    if (asprintf(&lib, "%s/../lib64", *found ? found : "/") >= 0 && stat(lib, &st) != 0 &&
-        asprintf(&probe, "%s/../lib/libcudart_static.a", *found ? found : "/") >= 0 &&
-        stat(probe, &st) == 0 && asprintf(&arg, "-L%s/../lib", *found ? found : "/") < 0)
+    dir = *found ? found : "/";
+    if (asprintf(&lib, "%s/../lib64", dir) < 0)     /* (asprintf leaves it undefined) */
+        lib = NULL;
+    else if (asprintf(&probe, "%s/../lib/libcudart_static.a", dir) < 0)
+        probe = NULL;
+    if (lib && probe && stat(lib, &st) != 0 && stat(probe, &st) == 0 &&
+        asprintf(&arg, "-L%s/../lib", dir) < 0)
         arg = NULL;
     free(found);
     free(lib);

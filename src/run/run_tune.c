@@ -516,48 +516,6 @@ void kopt__run_tune_depth_close(kopt_run_tune *t)
 
 /* ---- the run --------------------------------------------------------------------------------- */
 
-/* The first two workers of every GPU that evaluates here, started at the run's start, so
- * that their CUDA contexts are made while the ceilings are measured: each worker's cuInit
- * takes ~1 s (side by side) and the host makes the contexts one at a time (~0.12 s each),
- * so the 8 of 4 GPUs held the first evaluations 1.8 s; started here, 16-35 ms
- * (bench/results/2026-11-28-h200x4-prestart). The live evaluators' sessions take them at
- * their warm (kopt__run_tune_live_opts passes the pool).
- * Not for PyTorch references (their workers differ), one-shot evaluations, MPI rank 0
- * (nothing local), KOPT_TUNE_WARM=0 or KOPT_TUNE_PRESTART=0 (to measure what it saves). */
-static void prestart(kopt_run_tune *t, kopt_ctx *ctx)
-{
-    kopt__run_tune_priv *P = t->priv;
-    const char *off = getenv("KOPT_TUNE_PRESTART"), *warm = getenv("KOPT_TUNE_WARM");
-    int n = P->o.ngpus > 0 ? P->o.ngpus : 1;
-
-    if (P->o.mpi || P->o.one_shot || P->o.eval.no_prestart || t->prob->ref_torch ||
-        (off && strcmp(off, "0") == 0) || (warm && strcmp(warm, "0") == 0))
-        return;
-    for (int i = 0; i < n && i < KOPT_SCALE_MAX_SLOTS; i++) {
-        int device = P->o.ngpus > 0 ? P->o.gpus[i] : P->o.eval.device;
-        kopt_eval_pool *pool = NULL;
-        if (kopt_eval_pool_open(&pool, ctx, device, 2) != KOPT_OK)
-            break;
-        P->prestart_dev[P->nprestart] = device;
-        P->prestart[P->nprestart++] = pool;
-        if (kopt_eval_pool_fill(pool, ctx) != KOPT_OK) {   /* the session starts its own */
-            kopt_log(ctx, KOPT_LOG_INFO, "tune: GPU %d's workers not started ahead: %s",
-                     device, kopt_errmsg(ctx));
-            break;
-        }
-    }
-}
-
-/* The workers no session took (a shape that failed early, a stop) end. */
-static void prestart_close(kopt_run_tune *t)
-{
-    kopt__run_tune_priv *P = t->priv;
-
-    for (int i = 0; i < P->nprestart; i++)
-        kopt_eval_pool_close(P->prestart[i]);
-    P->nprestart = 0;
-}
-
 static kopt_status go_shapes(kopt_run_tune *t, kopt_ctx *ctx)
 {
     kopt__run_tune_priv *P = t->priv;
@@ -612,7 +570,7 @@ kopt_status kopt_run_tune_go(kopt_run_tune *t, kopt_ctx *ctx)
      * its roofline and SUSPECT checks), from the store or measured now and stored; with
      * --gpus every GPU's at once, each its own worker, the run's device among them, so the
      * slots find theirs measured (kopt__run_tune_scale_open). Meanwhile each GPU's first
-     * two workers start and make their CUDA contexts (prestart). */
+     * two workers start and make their CUDA contexts (kopt__run_tune_prestart). */
     double t0 = kopt_now_ms();
     if (!t->replay && !t->standin) {
         int devs[KOPT_SCALE_MAX_SLOTS + 1], n = 0;
@@ -624,7 +582,7 @@ kopt_status kopt_run_tune_go(kopt_run_tune *t, kopt_ctx *ctx)
                 devs[n++] = P->o.gpus[i];
         memset(got, 0, sizeof(got[0]) * (size_t)n);
         wave = kopt__run_ceilings_begin(P->run, ctx, devs, n, 1);
-        prestart(t, ctx);
+        kopt__run_tune_prestart(t, ctx);
         kopt__run_ceilings_end(wave, ctx, got);
         P->ceilings = got[0];
     }
@@ -643,7 +601,7 @@ kopt_status kopt_run_tune_go(kopt_run_tune *t, kopt_ctx *ctx)
     kopt_tune_trace_step("depth_open", t0);
     rc = go_shapes(t, ctx);
     t0 = kopt_now_ms();
-    prestart_close(t);
+    kopt__run_tune_prestart_close(t);
     kopt__run_tune_scale_close(t);
     kopt__run_tune_depth_close(t);
     kopt_tune_trace_step("close", t0);

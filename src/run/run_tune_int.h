@@ -48,8 +48,11 @@ void kopt__run_tune_progress(void *user, const kopt_tune_progress *p);
  * run_scale.c. */
 void kopt__run_tune_live_opts(kopt_run_tune *t, int index, int device, const kopt_ceilings *ceil,
                               kopt_eval_opts *eval, kopt_tune_live_opts *lo);
-/* The pool of GPU `device`'s workers started at the run's start, or NULL. */
+/* Each local GPU's first two workers started with the ceilings' measurement, the pool of
+ * GPU `device`'s (or NULL), and the end of those no session took (run_tune_setup.c). */
+void kopt__run_tune_prestart(kopt_run_tune *t, kopt_ctx *ctx);
 kopt_eval_pool *kopt__run_tune_prestarted(kopt_run_tune *t, int device);
+void kopt__run_tune_prestart_close(kopt_run_tune *t);
 /* Scale-out (run_scale.c): the pool of slots when the run spreads (--gpus, MPI rank 0,
  * KOPT_SCALE_STANDIN), else nothing; per shape, the pool's evaluator (GPU slots given
  * their shape's live evaluators); at the end, the slots' counts and the MPI ranks told to

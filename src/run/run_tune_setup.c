@@ -386,8 +386,10 @@ void kopt_run_tune_free(kopt_run_tune *t)
 {
     if (!t)
         return;
-    if (t->priv)
+    if (t->priv) {
+        kopt__run_tune_prestart_close(t);
         kopt_tune_cache_free(t->priv->recorded);   /* borrows the first shape's space */
+    }
     for (int i = 0; i < KOPT_RUN_TUNE_MAX_SHAPES; i++) {
         kopt_run_tune_shape *sr = &t->shapes[i];
         kopt_tune_result_free(sr->res);
@@ -404,7 +406,56 @@ void kopt_run_tune_free(kopt_run_tune *t)
     free(t);
 }
 
-/* The pool of GPU `device`'s workers that run_tune.c started at the run's start, or NULL. */
+/* ---- each GPU's first workers, started with the ceilings ----------------------------------- */
+
+/* The first two workers of every GPU that evaluates here, started while the ceilings are
+ * measured (kopt_run_tune_go), so that their CUDA contexts are made meanwhile: each
+ * worker's cuInit takes ~1 s (side by side) and the host makes the contexts one at a time
+ * (~0.12 s each), so the 8 of 4 GPUs held the first evaluations 1.8 s; started there, 16-35
+ * ms (bench/results/2026-11-28-h200x4-prestart). Started earlier, as the run opens, before
+ * its device query, they gained nothing on 2 GPUs (bench/results/2026-11-28-h200x2-waiting42).
+ * The live evaluators' sessions take them at their warm (kopt__run_tune_live_opts passes the
+ * pool). Not for replays, stand-ins, PyTorch references (their workers differ), one-shot
+ * evaluations, MPI rank 0 (nothing local), KOPT_TUNE_WARM=0 or KOPT_TUNE_PRESTART=0 (to
+ * measure what it saves). */
+void kopt__run_tune_prestart(kopt_run_tune *t, kopt_ctx *ctx)
+{
+    kopt__run_tune_priv *P = t->priv;
+    const char *off = getenv("KOPT_TUNE_PRESTART"), *warm = getenv("KOPT_TUNE_WARM");
+    int n = P->o.ngpus > 0 ? P->o.ngpus : 1;
+
+    if (t->replay || t->standin || P->o.mpi || P->o.one_shot || P->o.eval.no_prestart ||
+        !t->prob || t->prob->ref_torch || P->nprestart > 0 || (off && strcmp(off, "0") == 0) ||
+        (warm && strcmp(warm, "0") == 0))
+        return;
+    for (int i = 0; i < n && i < KOPT_SCALE_MAX_SLOTS; i++) {
+        int device = P->o.ngpus > 0 ? P->o.gpus[i] : P->o.eval.device;
+        kopt_eval_pool *pool = NULL;
+        if (kopt_eval_pool_open(&pool, ctx, device, 2) != KOPT_OK)
+            break;
+        P->prestart_dev[P->nprestart] = device;
+        P->prestart[P->nprestart++] = pool;
+        if (kopt_eval_pool_fill(pool, ctx) != KOPT_OK) {   /* the session starts its own */
+            kopt_log(ctx, KOPT_LOG_INFO, "tune: GPU %d's workers not started ahead: %s",
+                     device, kopt_errmsg(ctx));
+            break;
+        }
+    }
+}
+
+/* The workers no session took (a shape that failed early, a stop, a run that ended before
+ * its search) end; kopt_run_tune_go and kopt_run_tune_free. */
+void kopt__run_tune_prestart_close(kopt_run_tune *t)
+{
+    kopt__run_tune_priv *P = t->priv;
+
+    for (int i = 0; P && i < P->nprestart; i++)
+        kopt_eval_pool_close(P->prestart[i]);
+    if (P)
+        P->nprestart = 0;
+}
+
+/* The pool of GPU `device`'s workers started with the ceilings, or NULL. */
 kopt_eval_pool *kopt__run_tune_prestarted(kopt_run_tune *t, int device)
 {
     kopt__run_tune_priv *P = t->priv;

@@ -190,4 +190,5 @@ void kopt__search_prepare(kopt_search *s, kopt_ctx *ctx, kopt_search_evaluator *
     if (n > 1)
         ev->prepare(ev->self, ctx, src, tags, n);
     s->st.eval_ms += kopt_now_ms() - t0;
+    s->st.prepare_ms += kopt_now_ms() - t0;
 }

@@ -395,7 +395,7 @@ static kopt_status live_tune(void *self, kopt_ctx *ctx, const char *source, cons
 typedef struct prep {
     live *l;
     const char *const *sources, *const *tags;
-    int n, next;
+    int n, next, host;
     pthread_mutex_t lock;
 } prep;
 
@@ -417,10 +417,13 @@ static void *prep_worker(void *arg)
             break;
         co.arch = p->l->arch;
         co.cache_dir = p->l->o.eval.cache_dir;
-        /* the file evaluate will write and parse, so the compile cache key is the same */
+        /* the file evaluate will write and parse, so the compile cache key is the same;
+         * host-mode candidates too (nvcc, ~2 s each: a KernelBench ModelNew's kernels),
+         * which evaluate otherwise compiled one GPU slot at a time (KOPT_PREPARE_HOST=0:
+         * not, to compare) */
         if (parse_candidate(p->l, ctx, p->sources[i], p->tags[i], "", &c, path,
                             sizeof(path)) == KOPT_OK &&
-            !c->host_mode && !c->ntemplate_params)
+            !c->ntemplate_params && (!c->host_mode || p->host))
             kopt_compile(&comp, ctx, c, &co);   /* into the cache; errors come with the eval */
         kopt_compiled_free(comp);
         kopt_candidate_free(c);
@@ -433,7 +436,9 @@ static void live_prepare(void *self, kopt_ctx *ctx, const char *const *sources,
                          const char *const *tags, int n)
 {
     live *l = self;
-    prep p = {l, sources, tags, n, 0, PTHREAD_MUTEX_INITIALIZER};
+    const char *host = getenv("KOPT_PREPARE_HOST");
+    prep p = {l, sources, tags, n, 0, !(host && strcmp(host, "0") == 0),
+              PTHREAD_MUTEX_INITIALIZER};
     pthread_t th[8];
     int nt = n < 8 ? n : 8, started = 0;
 

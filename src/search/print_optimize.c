@@ -40,8 +40,9 @@ void kopt_optimize_print(FILE *f, kopt_optimize *op, int propose, int json)
         fprintf(f, "gpus: %s\n", gpus_text);
     fprintf(f, "path:\n%s", path);
     fprintf(f, "kopt overhead: %.2f ms per iteration (wall %.0f ms, LLM %.0f ms, evaluation "
-            "%.0f ms, %d code searches %.0f ms)\n", st.overhead_ms_per_iter, st.wall_ms,
-            st.llm_ms, st.eval_ms, st.searches, st.search_ms);
+            "%.0f ms of which compiles ahead %.0f ms, %d code searches %.0f ms)\n",
+            st.overhead_ms_per_iter, st.wall_ms, st.llm_ms, st.eval_ms, st.prepare_ms,
+            st.searches, st.search_ms);
     fprintf(f, "signature: %s\n", sig);
     if (st.waiting)
         fprintf(f, "manual: %d prompts in %s are waiting for replies (NAME.prompt.md -> "

@@ -138,6 +138,7 @@ char *kopt_search_json(const kopt_search *s)
     json_object_set_new(st, "wall_ms", json_real(s->st.wall_ms));
     json_object_set_new(st, "llm_ms", json_real(s->st.llm_ms));
     json_object_set_new(st, "eval_ms", json_real(s->st.eval_ms));
+    json_object_set_new(st, "prepare_ms", json_real(s->st.prepare_ms));
     json_object_set_new(st, "overhead_ms_per_iter", json_real(s->st.overhead_ms_per_iter));
     json_object_set_new(st, "stop_reason", json_string(s->st.stop_reason));
     if (s->st.root_unevaluated)   /* --propose on a root never evaluated: nothing asked */

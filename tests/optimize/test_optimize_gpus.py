@@ -135,6 +135,9 @@ def test_four():
     check(n_ev >= 8 and eval_ms < 0.6 * 150 * n_ev,
           "4 stand-ins: %d evaluations of 150 ms took %.0f ms of evaluation time (< 60%% of "
           "one after another)" % (n_ev, eval_ms))
+    prep_ms = doc.get("stats", {}).get("prepare_ms", -1)
+    check(0 <= prep_ms <= eval_ms, "4 stand-ins: the compiles ahead are a part of the "
+          "evaluation time (%.0f of %.0f ms)" % (prep_ms, eval_ms))
     hashes = [e[3] for e in ends]
     check(len(hashes) == len(set(hashes)) == n_ev,
           "4 stand-ins: every candidate evaluated once (%d evaluations, %d evaluated nodes)" %

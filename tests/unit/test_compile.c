@@ -1022,7 +1022,7 @@ static void test_nvcc_pip_libs(void)
     got = kopt__nvcc_pip_libs(nvcc);
     CHECK(got == NULL);
     free(got);
-    setenv("PATH", dir, 1);                /* no nvcc on PATH */
+    setenv("PATH", dir, 1);                /* none on PATH: a toolkit's, if any, adds nothing */
     got = kopt__nvcc_pip_libs("nvcc");
     CHECK(got == NULL);
     free(got);
