@@ -5,13 +5,17 @@
  * started ahead at the end of the previous evaluation (worker_ahead); a wrong candidate is
  * still WRONG against those outputs; a one-shot evaluation does neither. Once the session's
  * zygote has imported torch, candidates' workers are forked by it (worker_forked), with the
- * same verdicts and the same sandbox report; KOPT_TORCH_ZYGOTE=0 forks none.
+ * same verdicts and the same sandbox report; KOPT_TORCH_ZYGOTE=0 forks none. A session
+ * warmed before its first run (kopt_eval_session_warm) starts the zygote then, so that the
+ * first run's workers are forked too.
  * Runs on the CPU build of PyTorch (KOPT_TORCH_DEVICE=cpu), as CI has it; without torch:
  * "skipped: no torch".
  */
 #include "ktest.h"
 
 #include "kopt/kopt.h"
+#include "../../src/eval/eval_int.h"
+#include "../../src/eval/worker_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -209,9 +213,57 @@ out:
     free(dir);
 }
 
+/* kopt_eval_session_warm on a PyTorch reference starts the session's zygote: once it has
+ * imported torch, the session's first run is forked by it (unwarmed, the first never is,
+ * above), and counted; KOPT_TORCH_ZYGOTE=0 starts none. */
+static void test_warm_starts_the_zygote(void)
+{
+    char *dir = ktest_tmpdir("warm");
+    kopt_ctx *ctx = kopt_ctx_new();
+    kopt_problem *prob = NULL;
+    kopt_eval_session *s = NULL;
+    kopt_eval_opts o = KOPT_EVAL_OPTS_INIT;
+    kopt_eval_result *r = NULL;
+    kopt_vars sizes = KOPT_VARS_INIT;
+    kopt__zygote *z;
+
+    if (!(prob = session_problem(ctx, dir, &sizes, &o)) ||
+        !CHECK_EQ_INT(kopt_eval_session_open(&s, ctx, prob, &o), KOPT_OK) ||
+        !CHECK_EQ_INT(kopt_eval_session_warm(s, ctx), KOPT_OK) || !CHECK((z = s->zygote) != NULL))
+        goto out;
+    for (int i = 0; i < 600 && !kopt__zygote_ready(z); i++)   /* torch imports: up to 60 s */
+        usleep(100 * 1000);
+    CHECK(kopt__zygote_ready(z));
+    if ((r = run(ctx, s, prob, &o, dir, "w0.py", good))) {
+        CHECK_EQ_INT(r->verdict, KOPT_VERDICT_OK);
+        CHECK_EQ_INT(r->worker_forked, 1);      /* the first run's candidate: forked */
+    }
+    {
+        int runs = 0, workers = 0;
+        kopt_eval_session_counts(s, &runs, &workers);
+        CHECK_EQ_INT(runs, 1);                  /* counted, so a warm now does nothing */
+    }
+    kopt_eval_session_close(s);
+    s = NULL;
+    setenv("KOPT_TORCH_ZYGOTE", "0", 1);
+    if (CHECK_EQ_INT(kopt_eval_session_open(&s, ctx, prob, &o), KOPT_OK) &&
+        CHECK_EQ_INT(kopt_eval_session_warm(s, ctx), KOPT_OK))
+        CHECK(s->zygote == NULL);
+    unsetenv("KOPT_TORCH_ZYGOTE");
+out:
+    kopt_eval_result_free(r);
+    kopt_eval_session_close(s);
+    kopt_vars_free(&sizes);
+    kopt_problem_free(prob);
+    kopt_ctx_free(ctx);
+    ktest_rmtree(dir);
+    free(dir);
+}
+
 int main(int argc, char **argv)
 {
     static const ktest_case cases[] = {KTEST(test_reference_once_per_session),
-                                       KTEST(test_workers_forked_by_the_zygote)};
+                                       KTEST(test_workers_forked_by_the_zygote),
+                                       KTEST(test_warm_starts_the_zygote)};
     return ktest_main(argc, argv, cases, KTEST_COUNT(cases));
 }

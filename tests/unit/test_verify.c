@@ -407,6 +407,60 @@ static void test_binary_precision_read_once(void)
     kopt_ctx_free(ctx);
 }
 
+/* kopt_eval_read_ahead (kopt optimize's compiles ahead) reads a host-mode candidate's SASS
+ * of a PyTorch problem into memory, so that its evaluation finds it there (no cuobjdump
+ * run then); nothing for a device-code problem or a device-code candidate. */
+static void test_read_ahead(void)
+{
+    char dir[] = "/tmp/kopt-test-readahead-XXXXXX", tool[1200], bin[1200], count[1200];
+    kopt_problem prob;
+    kopt_compiled comp;
+    kopt__precision_job j;
+    char *text = NULL;
+    size_t len = 0;
+    kopt_ctx *ctx = kopt_ctx_new();
+    FILE *f;
+
+    if (!CHECK(mkdtemp(dir) != NULL))
+        return;
+    snprintf(tool, sizeof(tool), "%s/cuobjdump", dir);
+    snprintf(bin, sizeof(bin), "%s/cand.so", dir);
+    snprintf(count, sizeof(count), "%s/runs", dir);
+    f = fopen(tool, "w");
+    fprintf(f, "#!/bin/sh\necho run >> '%s'\n"
+               "echo '  /*0070*/  HFMA2 R4, R8, R12, R4 ;'\n", count);
+    fclose(f);
+    chmod(tool, 0755);
+    f = fopen(bin, "w");
+    fputs("another stand-in shared object", f);
+    fclose(f);
+    setenv("KOPT_CUOBJDUMP", tool, 1);
+    memset(&prob, 0, sizeof(prob));
+    memset(&comp, 0, sizeof(comp));
+    comp.host_mode = 1;
+    comp.binary_path = bin;
+    kopt_eval_read_ahead(&prob, &comp);        /* a device-code problem: nothing read */
+    prob.ref_torch = 1;
+    comp.host_mode = 0;
+    kopt_eval_read_ahead(&prob, &comp);        /* a device-code candidate: nothing */
+    CHECK(access(count, F_OK) != 0);
+    comp.host_mode = 1;
+    kopt_eval_read_ahead(&prob, &comp);        /* read once */
+    kopt__binary_precision_start(&j, bin);     /* the evaluation's: from memory */
+    CHECK_EQ_INT(j.cached, 1);
+    kopt__binary_precision_wait(&j);
+    CHECK_EQ_STR(j.out, "fp16");
+    if (CHECK_EQ_INT(kopt_file_read(ctx, count, &text, &len), KOPT_OK))
+        CHECK_EQ_STR(text, "run\n");
+    free(text);
+    unsetenv("KOPT_CUOBJDUMP");
+    unlink(tool);
+    unlink(bin);
+    unlink(count);
+    rmdir(dir);
+    kopt_ctx_free(ctx);
+}
+
 /* Checks made while the candidate is timed (kopt__early_checks) must be the checks made
  * afterwards: the same entries in the same order, the same failures. Two phases of two
  * trials and two outputs, laid out as kopt__layout does; trial 1 of phase 0 wrong in one
@@ -533,6 +587,7 @@ int main(int argc, char **argv)
         KTEST(test_torch_census_and_clock),
         KTEST(test_sass_precision),
         KTEST(test_binary_precision_read_once),
+        KTEST(test_read_ahead),
         KTEST(test_early_checks_are_the_late_checks),
     };
     int rc;
