@@ -19,8 +19,9 @@
 #include <string.h>
 
 /* The session's zygote, started at its warm (kopt_eval_session_warm) or its first PyTorch
- * evaluation (it imports while that one's workers start by exec) and again when the one it had cannot serve any more (it ended, or
- * the environment changed: kopt serve applies each client's). */
+ * evaluation (it imports while that one's workers start by exec), and again when the one
+ * it had cannot serve any more (it ended, or the environment changed: kopt serve applies
+ * each client's). */
 static void session_zygote(kopt_ctx *ctx, kopt_eval_session *S, const char *script)
 {
     const char *e = getenv("KOPT_TORCH_ZYGOTE");
