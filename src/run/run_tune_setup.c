@@ -449,10 +449,9 @@ void kopt__run_tune_prestart_close(kopt_run_tune *t)
 {
     kopt__run_tune_priv *P = t->priv;
 
-    for (int i = 0; P && i < P->nprestart; i++)
+    for (int i = 0; i < P->nprestart; i++)
         kopt_eval_pool_close(P->prestart[i]);
-    if (P)
-        P->nprestart = 0;
+    P->nprestart = 0;
 }
 
 /* The pool of GPU `device`'s workers started with the ceilings, or NULL. */
@@ -471,13 +470,14 @@ void kopt__run_tune_live_opts(kopt_run_tune *t, int index, int device, const kop
 {
     static const kopt_tune_live_opts init = KOPT_TUNE_LIVE_OPTS_INIT;
     const kopt_run_tune_opts *a = &t->priv->o;
+    kopt_eval_pool *pool;
 
     *eval = a->eval;
     eval->device = device;
     eval->sizes = &t->shapes[index].sizes;
     eval->ceilings = ceil && ceil->valid ? ceil : NULL;
-    if (kopt__run_tune_prestarted(t, device))     /* the session's first workers */
-        eval->pool = kopt__run_tune_prestarted(t, device);
+    if ((pool = kopt__run_tune_prestarted(t, device)) != NULL)   /* its first workers */
+        eval->pool = pool;
     *lo = init;
     lo->eval = eval;
     lo->objective = t->objective;

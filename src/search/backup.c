@@ -189,6 +189,7 @@ void kopt__search_prepare(kopt_search *s, kopt_ctx *ctx, kopt_search_evaluator *
     s->prepared = s->n;
     if (n > 1)
         ev->prepare(ev->self, ctx, src, tags, n);
-    s->st.eval_ms += kopt_now_ms() - t0;
-    s->st.prepare_ms += kopt_now_ms() - t0;
+    t0 = kopt_now_ms() - t0;           /* a part of the evaluation time */
+    s->st.eval_ms += t0;
+    s->st.prepare_ms += t0;
 }
