@@ -389,12 +389,20 @@ kopt_status kopt_eval_session_run(kopt_eval_session *s, kopt_ctx *ctx,
  * while the caller does other work (compiles the first candidates): the first run then
  * skips their start. Given a pool at the open (opts.pool, on the session's device), it
  * takes them from there first, without replacement, and never uses the pool again: a
- * caller can start a session's workers before it knows the session's options. Device-code
- * references only, and only before the first run; without a GPU (or with
- * opts.no_prestart) it does nothing. A worker that ended meanwhile is
- * replaced at the run. Same thread rules as kopt_eval_session_run: a thread that ends
- * before the session's runs takes the workers it started with it. */
+ * caller can start a session's workers before it knows the session's options. For a
+ * PyTorch reference it starts the session's zygote instead, the process its PyTorch
+ * workers fork from, which imports torch meanwhile (~5 s; KOPT_TORCH_ZYGOTE=0: none).
+ * Only before the first run; without a GPU (or with opts.no_prestart) it does nothing. A
+ * worker that ended meanwhile is replaced at the run. Same thread rules as
+ * kopt_eval_session_run: a thread that ends before the session's runs takes the workers
+ * it started with it. */
 kopt_status kopt_eval_session_warm(kopt_eval_session *s, kopt_ctx *ctx);
+/* Read ahead, into this process's memory, what an evaluation of `comp` (compiled for a
+ * candidate of `prob`) will read from its binary, so that the evaluation finds it there:
+ * for a host-mode candidate of a PyTorch reference, its own kernels' precision from their
+ * SASS (cuobjdump, 0.7-1.5 s, otherwise waited for after the candidate's run). For callers
+ * that compile ahead (kopt optimize's step); nothing for other candidates. Any thread. */
+void kopt_eval_read_ahead(const kopt_problem *prob, const kopt_compiled *comp);
 /* Candidates run, and workers started for them (1 when the first one served them all). */
 void kopt_eval_session_counts(const kopt_eval_session *s, int *runs, int *workers);
 void kopt_eval_session_close(kopt_eval_session *s);

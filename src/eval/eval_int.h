@@ -129,6 +129,9 @@ kopt_status kopt__eval_core(kopt_eval_result **out, kopt_ctx *ctx, const kopt_pr
 kopt_status kopt__eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_problem *prob,
                              const kopt_candidate *cand, const kopt_eval_opts *opts,
                              kopt_eval_session *S);
+/* kopt_eval_session_warm for a PyTorch reference (torch_eval.c): the session's zygote
+ * starts now, so that torch is imported before its first evaluation forks the workers. */
+kopt_status kopt__torch_session_warm(kopt_ctx *ctx, kopt_eval_session *S);
 
 
 struct kopt_eval_session {

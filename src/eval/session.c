@@ -75,9 +75,12 @@ kopt_status kopt_eval_session_warm(kopt_eval_session *s, kopt_ctx *ctx)
 
     if (!s)
         return kopt_seterr(ctx, KOPT_E_INVALID, "evaluation session: none to warm");
-    if (s->runs > 0 || s->prob->ref_torch || s->opts.no_prestart ||
-        kopt_device_nvml(NULL, s->opts.device, &nvml, NULL) != KOPT_OK)
-        return KOPT_OK;                /* nothing to start ahead, or no GPU to start it on */
+    if (s->runs > 0 || s->opts.no_prestart)
+        return KOPT_OK;                /* nothing to start ahead */
+    if (s->prob->ref_torch)            /* its workers fork from the zygote: torch imported */
+        return kopt__torch_session_warm(ctx, s);
+    if (kopt_device_nvml(NULL, s->opts.device, &nvml, NULL) != KOPT_OK)
+        return KOPT_OK;                /* no GPU to start them on */
     /* workers started even earlier, by the caller's pool (a tuning run starts them before
      * it measures the ceilings), first */
     if (!s->pre_ref)

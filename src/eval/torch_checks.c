@@ -324,6 +324,16 @@ void kopt__binary_precision_wait(kopt__precision_job *j)
     j->started = 0;
 }
 
+void kopt_eval_read_ahead(const kopt_problem *prob, const kopt_compiled *comp)
+{
+    kopt__precision_job j;
+
+    if (!prob || !prob->ref_torch || !comp || !comp->host_mode || !comp->binary_path)
+        return;
+    kopt__binary_precision_start(&j, comp->binary_path);   /* remembered unless it failed */
+    kopt__binary_precision_wait(&j);
+}
+
 size_t kopt__host_available_bytes(void)
 {
     const char *env = getenv("KOPT_HOST_MEMORY_GB");   /* what kopt may assume, if set */

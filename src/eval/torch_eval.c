@@ -18,9 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The session's zygote, started at its first PyTorch evaluation (it imports while that one's
- * workers start by exec) and again when the one it had cannot serve any more (it ended, or
- * the environment changed: kopt serve applies each client's). */
+/* The session's zygote, started at its warm (kopt_eval_session_warm) or its first PyTorch
+ * evaluation (it imports while that one's workers start by exec), and again when the one
+ * it had cannot serve any more (it ended, or the environment changed: kopt serve applies
+ * each client's). */
 static void session_zygote(kopt_ctx *ctx, kopt_eval_session *S, const char *script)
 {
     const char *e = getenv("KOPT_TORCH_ZYGOTE");
@@ -34,6 +35,23 @@ static void session_zygote(kopt_ctx *ctx, kopt_eval_session *S, const char *scri
     if (!S->zygote && kopt__zygote_start(ctx, kopt_torch_python(), script, &S->zygote) != KOPT_OK)
         kopt_log(ctx, KOPT_LOG_INFO, "PyTorch zygote not started: %s (workers start by exec)",
                  kopt_errmsg(ctx));
+}
+
+kopt_status kopt__torch_session_warm(kopt_ctx *ctx, kopt_eval_session *S)
+{
+    const char *devenv = getenv("KOPT_TORCH_DEVICE");
+    kopt_device_info nvml;
+    char *script = NULL;
+    kopt_status rc;
+
+    /* where the evaluations would run: a GPU, or the CPU build of PyTorch (the tests) */
+    if (!(devenv && strcmp(devenv, "cpu") == 0) &&
+        kopt_device_nvml(NULL, S->opts.device, &nvml, NULL) != KOPT_OK)
+        return KOPT_OK;
+    if ((rc = kopt_torch_worker_find(ctx, &script)) == KOPT_OK)
+        session_zygote(ctx, S, script);
+    free(script);
+    return rc;
 }
 
 /* The job of one PyTorch-worker subject: "reference" (the Model, eager), "compile"
@@ -463,6 +481,8 @@ kopt_status kopt__eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
                                          cand_shm, &cand_proc)) != KOPT_OK) {
         goto fail;
     }
+    if (S && cand)                     /* kopt_eval_session_counts: a candidate run */
+        S->runs++;
     if (o.torch_compile && !o.no_timing && !cmp_reuse && !cmp_defer &&
         (rc = torch_start(ctx, S, kopt__torch_streaming(torch_job(ctx, "compile", prob, phases, 1, 1, NULL,
                                                          NULL, &o, script), stream, 0,

@@ -420,11 +420,12 @@ static void *prep_worker(void *arg)
         /* the file evaluate will write and parse, so the compile cache key is the same;
          * host-mode candidates too (nvcc, ~2 s each: a KernelBench ModelNew's kernels),
          * which evaluate otherwise compiled one GPU slot at a time (KOPT_PREPARE_HOST=0:
-         * not, to compare) */
+         * not, to compare), and what their evaluation reads of the binary (cuobjdump) */
         if (parse_candidate(p->l, ctx, p->sources[i], p->tags[i], "", &c, path,
                             sizeof(path)) == KOPT_OK &&
-            !c->ntemplate_params && (!c->host_mode || p->host))
-            kopt_compile(&comp, ctx, c, &co);   /* into the cache; errors come with the eval */
+            !c->ntemplate_params && (!c->host_mode || p->host) &&
+            kopt_compile(&comp, ctx, c, &co) == KOPT_OK)   /* errors come with the eval */
+            kopt_eval_read_ahead(p->l->prob, comp);
         kopt_compiled_free(comp);
         kopt_candidate_free(c);
     }
@@ -478,6 +479,12 @@ kopt_status kopt_search_evaluator_live(kopt_search_evaluator *out, kopt_ctx *ctx
             live_close(l);
             return rc;
         }
+        /* its workers (a PyTorch reference: the zygote, importing torch) start now, beside
+         * the other GPUs' and the root's evaluation, not at this GPU's first evaluation */
+        if (!(l->o.eval.server && l->o.eval.server[0]) &&
+            kopt_eval_session_warm(kopt_run_session_eval_session(l->session), ctx) != KOPT_OK)
+            kopt_log(ctx, KOPT_LOG_INFO, "optimize: GPU %d's workers not started ahead: %s",
+                     l->o.eval.device, kopt_errmsg(ctx));
     }
     out->api_version = KOPT_SEARCH_API_VERSION;
     out->name = "live";

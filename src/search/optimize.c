@@ -191,6 +191,13 @@ static kopt_status open_spread(kopt_optimize *op, kopt_ctx *ctx)
         free(where);
         return kopt_seterr(ctx, KOPT_E_NOMEM, "optimize --gpus");
     }
+    if (!standin && n > 1) {   /* every GPU's ceilings at once; the evaluators find them */
+        kopt_ceilings *c = calloc((size_t)n, sizeof(*c));
+        if (c && kopt_run_ceilings_many(op->run, ctx, op->o.gpus, n, c) != KOPT_OK)
+            kopt_log(ctx, KOPT_LOG_INFO, "optimize: the GPUs' ceilings at once: %s",
+                     kopt_errmsg(ctx));
+        free(c);
+    }
     for (i = 0; i < n && rc == KOPT_OK; i++) {
         const int dev = op->o.gpus[i];
         char model[64];

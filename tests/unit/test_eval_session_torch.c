@@ -5,13 +5,17 @@
  * started ahead at the end of the previous evaluation (worker_ahead); a wrong candidate is
  * still WRONG against those outputs; a one-shot evaluation does neither. Once the session's
  * zygote has imported torch, candidates' workers are forked by it (worker_forked), with the
- * same verdicts and the same sandbox report; KOPT_TORCH_ZYGOTE=0 forks none.
+ * same verdicts and the same sandbox report; KOPT_TORCH_ZYGOTE=0 forks none. A session
+ * warmed before its first run (kopt_eval_session_warm) starts the zygote then, so that the
+ * first run's workers are forked too.
  * Runs on the CPU build of PyTorch (KOPT_TORCH_DEVICE=cpu), as CI has it; without torch:
  * "skipped: no torch".
  */
 #include "ktest.h"
 
 #include "kopt/kopt.h"
+#include "../../src/eval/eval_int.h"
+#include "../../src/eval/worker_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,25 +85,54 @@ static kopt_problem *session_problem(kopt_ctx *ctx, const char *dir, kopt_vars *
     return import_problem(ctx, dir);
 }
 
+/* What each test below works in: a folder, the imported problem at small sizes and a session
+ * of it (fixture_open: 0 when skipped or failed). fixture_close ends all of it. */
+typedef struct fixture {
+    char *dir;
+    kopt_ctx *ctx;
+    kopt_problem *prob;
+    kopt_eval_session *s;
+    kopt_eval_opts o;
+    kopt_vars sizes;
+} fixture;
+
+static int fixture_open(fixture *f, const char *name)
+{
+    const kopt_eval_opts dflt = KOPT_EVAL_OPTS_INIT;
+    const kopt_vars none = KOPT_VARS_INIT;
+
+    memset(f, 0, sizeof(*f));
+    f->o = dflt;
+    f->sizes = none;
+    f->dir = ktest_tmpdir(name);
+    f->ctx = kopt_ctx_new();
+    return (f->prob = session_problem(f->ctx, f->dir, &f->sizes, &f->o)) != NULL &&
+           CHECK_EQ_INT(kopt_eval_session_open(&f->s, f->ctx, f->prob, &f->o), KOPT_OK);
+}
+
+static void fixture_close(fixture *f)
+{
+    kopt_eval_session_close(f->s);
+    kopt_vars_free(&f->sizes);
+    kopt_problem_free(f->prob);
+    kopt_ctx_free(f->ctx);
+    ktest_rmtree(f->dir);
+    free(f->dir);
+}
+
 static void test_reference_once_per_session(void)
 {
-    char *dir = ktest_tmpdir("sesstorch");
-    kopt_ctx *ctx = kopt_ctx_new();
-    kopt_problem *prob = NULL;
-    kopt_eval_session *s = NULL;
-    kopt_eval_opts o = KOPT_EVAL_OPTS_INIT;
+    fixture f;
     kopt_eval_result *r1 = NULL, *r2 = NULL, *r3 = NULL, *r4 = NULL;
-    kopt_vars sizes = KOPT_VARS_INIT;
 
-    if (!(prob = session_problem(ctx, dir, &sizes, &o)) ||
-        !CHECK_EQ_INT(kopt_eval_session_open(&s, ctx, prob, &o), KOPT_OK))
+    if (!fixture_open(&f, "sesstorch"))
         goto out;
-    r1 = run(ctx, s, prob, &o, dir, "a.py", good);
-    r2 = run(ctx, s, prob, &o, dir, "b.py", good);
-    r3 = run(ctx, s, prob, &o, dir, "wrong.py",
+    r1 = run(f.ctx, f.s, f.prob, &f.o, f.dir, "a.py", good);
+    r2 = run(f.ctx, f.s, f.prob, &f.o, f.dir, "b.py", good);
+    r3 = run(f.ctx, f.s, f.prob, &f.o, f.dir, "wrong.py",
              "import torch\nclass ModelNew(torch.nn.Module):\n    def __init__(self, *a):\n"
              "        super().__init__()\n    def forward(self, x, z, alpha):\n        return alpha * x - z\n");
-    r4 = run(ctx, NULL, prob, &o, dir, "c.py", good);
+    r4 = run(f.ctx, NULL, f.prob, &f.o, f.dir, "c.py", good);
     if (!r1 || !r2 || !r3 || !r4)
         goto out;
     if (r1->verdict != KOPT_VERDICT_OK)
@@ -121,12 +154,7 @@ out:
     kopt_eval_result_free(r2);
     kopt_eval_result_free(r3);
     kopt_eval_result_free(r4);
-    kopt_eval_session_close(s);
-    kopt_vars_free(&sizes);
-    kopt_problem_free(prob);
-    kopt_ctx_free(ctx);
-    ktest_rmtree(dir);
-    free(dir);
+    fixture_close(&f);
 }
 
 /* Evaluations in a session until one's worker was forked (the zygote imports meanwhile),
@@ -153,29 +181,23 @@ static int until_forked(kopt_ctx *ctx, kopt_eval_session *s, const kopt_problem 
 
 static void test_workers_forked_by_the_zygote(void)
 {
-    char *dir = ktest_tmpdir("zygote");
-    kopt_ctx *ctx = kopt_ctx_new();
-    kopt_problem *prob = NULL;
-    kopt_eval_session *s = NULL;
-    kopt_eval_opts o = KOPT_EVAL_OPTS_INIT;
+    fixture f;
     kopt_eval_result *fr = NULL, *w = NULL, *x = NULL;
-    kopt_vars sizes = KOPT_VARS_INIT;
     int at;
 
-    if (!(prob = session_problem(ctx, dir, &sizes, &o)) ||
-        !CHECK_EQ_INT(kopt_eval_session_open(&s, ctx, prob, &o), KOPT_OK))
+    if (!fixture_open(&f, "zygote"))
         goto out;
-    at = until_forked(ctx, s, prob, &o, dir, 30, &fr);
+    at = until_forked(f.ctx, f.s, f.prob, &f.o, f.dir, 30, &fr);
     if (!CHECK(at >= 1))                       /* the first ran before any zygote */
         goto out;
     CHECK(strstr(fr->sandbox, "seccomp") != NULL);   /* locked down as an exec'd worker */
     /* a wrong candidate in a forked worker is still WRONG; one that tries the network or
      * to start a process is stopped by the same sandbox */
-    w = run(ctx, s, prob, &o, dir, "wrong.py",
+    w = run(f.ctx, f.s, f.prob, &f.o, f.dir, "wrong.py",
             "import torch\nclass ModelNew(torch.nn.Module):\n    def __init__(self, *a):\n"
             "        super().__init__()\n    def forward(self, x, z, alpha):\n"
             "        return alpha * x - z\n");
-    x = run(ctx, s, prob, &o, dir, "fork.py",
+    x = run(f.ctx, f.s, f.prob, &f.o, f.dir, "fork.py",
             "import os, torch\nclass ModelNew(torch.nn.Module):\n    def __init__(self, *a):\n"
             "        super().__init__()\n    def forward(self, x, z, alpha):\n"
             "        os.system('true')\n        return alpha * x + z\n");
@@ -186,14 +208,14 @@ static void test_workers_forked_by_the_zygote(void)
         CHECK_EQ_INT(x->verdict, KOPT_VERDICT_TAMPER);
         CHECK_STR_CONTAINS(x->message, "forbidden system call");
     }
-    kopt_eval_session_close(s);
-    s = NULL;
+    kopt_eval_session_close(f.s);
+    f.s = NULL;
 
     /* off: every worker by exec */
     setenv("KOPT_TORCH_ZYGOTE", "0", 1);
-    if (CHECK_EQ_INT(kopt_eval_session_open(&s, ctx, prob, &o), KOPT_OK)) {
+    if (CHECK_EQ_INT(kopt_eval_session_open(&f.s, f.ctx, f.prob, &f.o), KOPT_OK)) {
         kopt_eval_result *r = NULL;
-        CHECK_EQ_INT(until_forked(ctx, s, prob, &o, dir, 3, &r), -1);
+        CHECK_EQ_INT(until_forked(f.ctx, f.s, f.prob, &f.o, f.dir, 3, &r), -1);
         kopt_eval_result_free(r);
     }
     unsetenv("KOPT_TORCH_ZYGOTE");
@@ -201,17 +223,47 @@ out:
     kopt_eval_result_free(fr);
     kopt_eval_result_free(w);
     kopt_eval_result_free(x);
-    kopt_eval_session_close(s);
-    kopt_vars_free(&sizes);
-    kopt_problem_free(prob);
-    kopt_ctx_free(ctx);
-    ktest_rmtree(dir);
-    free(dir);
+    fixture_close(&f);
+}
+
+/* kopt_eval_session_warm on a PyTorch reference starts the session's zygote: once it has
+ * imported torch, the session's first run is forked by it (unwarmed, the first never is,
+ * above), and counted; KOPT_TORCH_ZYGOTE=0 starts none. */
+static void test_warm_starts_the_zygote(void)
+{
+    fixture f;
+    kopt_eval_result *r = NULL;
+    kopt__zygote *z;
+    int runs = 0, workers = 0;
+
+    if (!fixture_open(&f, "warm") || !CHECK_EQ_INT(kopt_eval_session_warm(f.s, f.ctx), KOPT_OK) ||
+        !CHECK((z = f.s->zygote) != NULL))
+        goto out;
+    for (int i = 0; i < 600 && !kopt__zygote_ready(z); i++)   /* torch imports: up to 60 s */
+        usleep(100 * 1000);
+    CHECK(kopt__zygote_ready(z));
+    if ((r = run(f.ctx, f.s, f.prob, &f.o, f.dir, "w0.py", good))) {
+        CHECK_EQ_INT(r->verdict, KOPT_VERDICT_OK);
+        CHECK_EQ_INT(r->worker_forked, 1);      /* the first run's candidate: forked */
+    }
+    kopt_eval_session_counts(f.s, &runs, &workers);
+    CHECK_EQ_INT(runs, 1);                      /* counted, so a warm now does nothing */
+    kopt_eval_session_close(f.s);
+    f.s = NULL;
+    setenv("KOPT_TORCH_ZYGOTE", "0", 1);
+    if (CHECK_EQ_INT(kopt_eval_session_open(&f.s, f.ctx, f.prob, &f.o), KOPT_OK) &&
+        CHECK_EQ_INT(kopt_eval_session_warm(f.s, f.ctx), KOPT_OK))
+        CHECK(f.s->zygote == NULL);
+    unsetenv("KOPT_TORCH_ZYGOTE");
+out:
+    kopt_eval_result_free(r);
+    fixture_close(&f);
 }
 
 int main(int argc, char **argv)
 {
     static const ktest_case cases[] = {KTEST(test_reference_once_per_session),
-                                       KTEST(test_workers_forked_by_the_zygote)};
+                                       KTEST(test_workers_forked_by_the_zygote),
+                                       KTEST(test_warm_starts_the_zygote)};
     return ktest_main(argc, argv, cases, KTEST_COUNT(cases));
 }

@@ -361,6 +361,39 @@ static void test_sass_precision(void)
 /* A binary's SASS is read once a process: the same file again (same size and mtime) takes
  * the precision from memory, with no cuobjdump run; a changed file is read again. A stand-in
  * cuobjdump counts its runs in a file. */
+/* A stand-in cuobjdump in a new folder `dir` (a mkdtemp template), set as $KOPT_CUOBJDUMP:
+ * it prints the SASS line `sass` and counts its runs in `count` (dir/runs); `bin` is
+ * dir/cand.so. 0 when the folder could not be made. stand_in_end takes it all away. */
+static int stand_in_cuobjdump(char *dir, const char *sass, char *tool, char *bin, char *count,
+                              size_t n)
+{
+    FILE *f;
+
+    if (!CHECK(mkdtemp(dir) != NULL))
+        return 0;
+    snprintf(tool, n, "%s/cuobjdump", dir);
+    snprintf(bin, n, "%s/cand.so", dir);
+    snprintf(count, n, "%s/runs", dir);
+    f = fopen(tool, "w");
+    fprintf(f, "#!/bin/sh\necho run >> '%s'\necho '  /*0070*/  %s ;'\n", count, sass);
+    fclose(f);
+    chmod(tool, 0755);
+    f = fopen(bin, "w");              /* a size of its own (the cache keys on it too) */
+    fprintf(f, "not really a shared object: %s", sass);
+    fclose(f);
+    setenv("KOPT_CUOBJDUMP", tool, 1);
+    return 1;
+}
+
+static void stand_in_end(const char *dir, const char *tool, const char *bin, const char *count)
+{
+    unsetenv("KOPT_CUOBJDUMP");
+    unlink(tool);
+    unlink(bin);
+    unlink(count);
+    rmdir(dir);
+}
+
 static void test_binary_precision_read_once(void)
 {
     char dir[] = "/tmp/kopt-test-precision-XXXXXX", tool[1200], bin[1200], count[1200];
@@ -370,20 +403,11 @@ static void test_binary_precision_read_once(void)
     kopt_ctx *ctx = kopt_ctx_new();
     FILE *f;
 
-    if (!CHECK(mkdtemp(dir) != NULL))
+    if (!stand_in_cuobjdump(dir, "HMMA.1684.F32.TF32 R4, R8, R12, R4", tool, bin, count,
+                            sizeof(tool))) {
+        kopt_ctx_free(ctx);
         return;
-    snprintf(tool, sizeof(tool), "%s/cuobjdump", dir);
-    snprintf(bin, sizeof(bin), "%s/cand.so", dir);
-    snprintf(count, sizeof(count), "%s/runs", dir);
-    f = fopen(tool, "w");
-    fprintf(f, "#!/bin/sh\necho run >> '%s'\n"
-               "echo '  /*0070*/  HMMA.1684.F32.TF32 R4, R8, R12, R4 ;'\n", count);
-    fclose(f);
-    chmod(tool, 0755);
-    f = fopen(bin, "w");
-    fputs("not really a shared object", f);
-    fclose(f);
-    setenv("KOPT_CUOBJDUMP", tool, 1);
+    }
     for (int round = 0; round < 3; round++) {
         if (round == 2) {                /* changed: read again */
             f = fopen(bin, "a");
@@ -399,11 +423,46 @@ static void test_binary_precision_read_once(void)
     if (CHECK_EQ_INT(kopt_file_read(ctx, count, &text, &len), KOPT_OK))
         CHECK_EQ_STR(text, "run\nrun\n");   /* rounds 0 and 2 ran it, round 1 did not */
     free(text);
-    unsetenv("KOPT_CUOBJDUMP");
-    unlink(tool);
-    unlink(bin);
-    unlink(count);
-    rmdir(dir);
+    stand_in_end(dir, tool, bin, count);
+    kopt_ctx_free(ctx);
+}
+
+/* kopt_eval_read_ahead (kopt optimize's compiles ahead) reads a host-mode candidate's SASS
+ * of a PyTorch problem into memory, so that its evaluation finds it there (no cuobjdump
+ * run then); nothing for a device-code problem or a device-code candidate. */
+static void test_read_ahead(void)
+{
+    char dir[] = "/tmp/kopt-test-readahead-XXXXXX", tool[1200], bin[1200], count[1200];
+    kopt_problem prob;
+    kopt_compiled comp;
+    kopt__precision_job j;
+    char *text = NULL;
+    size_t len = 0;
+    kopt_ctx *ctx = kopt_ctx_new();
+
+    if (!stand_in_cuobjdump(dir, "HFMA2 R4, R8, R12, R4", tool, bin, count, sizeof(tool))) {
+        kopt_ctx_free(ctx);
+        return;
+    }
+    memset(&prob, 0, sizeof(prob));
+    memset(&comp, 0, sizeof(comp));
+    comp.host_mode = 1;
+    comp.binary_path = bin;
+    kopt_eval_read_ahead(&prob, &comp);        /* a device-code problem: nothing read */
+    prob.ref_torch = 1;
+    comp.host_mode = 0;
+    kopt_eval_read_ahead(&prob, &comp);        /* a device-code candidate: nothing */
+    CHECK(access(count, F_OK) != 0);
+    comp.host_mode = 1;
+    kopt_eval_read_ahead(&prob, &comp);        /* read once */
+    kopt__binary_precision_start(&j, bin);     /* the evaluation's: from memory */
+    CHECK_EQ_INT(j.cached, 1);
+    kopt__binary_precision_wait(&j);
+    CHECK_EQ_STR(j.out, "fp16");
+    if (CHECK_EQ_INT(kopt_file_read(ctx, count, &text, &len), KOPT_OK))
+        CHECK_EQ_STR(text, "run\n");
+    free(text);
+    stand_in_end(dir, tool, bin, count);
     kopt_ctx_free(ctx);
 }
 
@@ -533,6 +592,7 @@ int main(int argc, char **argv)
         KTEST(test_torch_census_and_clock),
         KTEST(test_sass_precision),
         KTEST(test_binary_precision_read_once),
+        KTEST(test_read_ahead),
         KTEST(test_early_checks_are_the_late_checks),
     };
     int rc;
