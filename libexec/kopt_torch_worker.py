@@ -52,6 +52,16 @@ DTYPES = ["f32", "f16", "bf16", "f64", "i32", "i64"]
 ROLE_INPUT, ROLE_OUTPUT, ROLE_INOUT, ROLE_SCRATCH = 0, 1, 2, 3
 
 
+def local_device(dev):
+    """The job's device ("cuda:N", kopt's numbering) as this process names it: kopt starts
+    the worker for GPU N with only that GPU visible (CUDA_VISIBLE_DEVICES, and
+    KOPT_WORKER_PINNED=N: src/eval/pin.c), where it is cuda:0."""
+    pinned = os.environ.get("KOPT_WORKER_PINNED")
+    if pinned and dev.startswith("cuda:") and dev[5:] == pinned:
+        return "cuda:0"
+    return dev
+
+
 class CTensor(ctypes.Structure):
     """kopt_candidate_tensor (include/kopt/candidate.h)"""
     _fields_ = [("name", ctypes.c_char_p), ("data", ctypes.c_void_p),
@@ -163,7 +173,7 @@ class Worker:
         self.torch = torch
         self.manual_seed = torch.manual_seed   # kopt's own, whatever a candidate patches
         tj = job["torch"]
-        dev = tj.get("device") or os.environ.get("KOPT_TORCH_DEVICE") or "cuda"
+        dev = local_device(tj.get("device") or os.environ.get("KOPT_TORCH_DEVICE") or "cuda")
         if dev.startswith("cuda") and not torch.cuda.is_available():
             raise WorkerError("nodevice", "PyTorch %s sees no CUDA device" % torch.__version__)
         self.device = torch.device(dev)
@@ -808,7 +818,7 @@ def worker_main():
         ahead = [a for a in sys.argv if a.startswith("--ahead")]
         if ahead:   # started before its job (a session's next candidate): torch's import, the
             import torch  # noqa: F401  slow part of the start, while the parent works,
-            dev = ahead[0].partition("=")[2]    # and the CUDA context of "--ahead=cuda:N"
+            dev = local_device(ahead[0].partition("=")[2])  # and the context of "--ahead=cuda:N"
             if dev.startswith("cuda") and torch.cuda.is_available():
                 torch.cuda.set_device(torch.device(dev))
                 torch.zeros(1, device=dev)

@@ -2,7 +2,8 @@
 """Unit tests of the PyTorch zygote (libexec/kopt_torch_zygote.py) without a GPU: what it
 imports before forking leaves a forked child free to use CUDA (torch marks a fork "bad" once
 the parent initialised the CUDA driver, as importing torch.utils.cpp_extension does), and
-its self-check sees a poisoned fork. Without torch: "skipped: no torch".
+its self-check sees a poisoned fork; a worker pinned to its GPU names the job's device as
+its own cuda:0. Without torch: "skipped: no torch" (after the device check).
 Usage: test_torch_zygote.py REPO_ROOT"""
 import os
 import sys
@@ -18,11 +19,20 @@ def check(cond, what):
         failed += 1
 
 
+# a worker kopt pinned to GPU N (src/eval/pin.c) names the job's cuda:N as cuda:0
+import kopt_torch_worker as kw  # noqa: E402
+os.environ.pop("KOPT_WORKER_PINNED", None)
+check(kw.local_device("cuda:3") == "cuda:3", "not pinned: the job's device as it is")
+os.environ["KOPT_WORKER_PINNED"] = "3"
+check([kw.local_device(d) for d in ("cuda:3", "cuda:1", "cuda:30", "cuda", "cpu")] ==
+      ["cuda:0", "cuda:1", "cuda:30", "cuda", "cpu"], "pinned to GPU 3: cuda:3 is cuda:0")
+del os.environ["KOPT_WORKER_PINNED"]
+
 try:
     import torch  # noqa: F401
 except Exception:
     print("skipped: no torch (python3 cannot import torch)")
-    sys.exit(77)
+    sys.exit(1 if failed else 77)
 import kopt_torch_zygote as kz  # noqa: E402
 
 kz.preload()
