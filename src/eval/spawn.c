@@ -207,9 +207,9 @@ struct kopt__worker_proc {
     kopt__worker_run run;
 };
 
-/* Pipes, the output buffer's file (empty until the job), the log, and the worker process;
- * `early` >= 0: the worker makes its context on that device before its job comes. */
-/* Start the worker for GPU `gpu` (-1: the job names none), pinned to it (pin.c). */
+/* Pipes, the output buffer's file (empty until the job), the log, and the worker process
+ * for GPU `gpu` (-1: the job names none), pinned to it (pin.c); `early` >= 0: the worker
+ * makes its context on that device before its job comes. */
 static kopt_status launch(kopt_ctx *ctx, json_t *wrap, json_t *program,
                           const kopt__sandbox_limits *sandbox, int early, int gpu,
                           kopt__zygote *zygote, kopt__worker_proc **out)
