@@ -66,19 +66,21 @@ int kopt__visible_map(const char *env, int n, const char *const *uuids, int *map
  * serve opens a run, which asks, for every request. Keyed by CUDA_VISIBLE_DEVICES too. */
 #define NVML_SEEN 16
 static struct {
-    int ordinal, count;
+    int ordinal, count, mig;
     char visible[256];
     kopt_device_info info;
 } nvml_seen[NVML_SEEN];
 static int nvml_nseen;
 static pthread_mutex_t nvml_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static kopt_status nvml_query(kopt_ctx *ctx, int ordinal, kopt_device_info *out, int *count);
+static kopt_status nvml_query(kopt_ctx *ctx, int ordinal, kopt_device_info *out, int *count,
+                              int *mig);
 
-kopt_status kopt_device_nvml(kopt_ctx *ctx, int ordinal, kopt_device_info *out, int *count)
+static kopt_status device_nvml(kopt_ctx *ctx, int ordinal, kopt_device_info *out, int *count,
+                               int *mig)
 {
     const char *env = getenv("CUDA_VISIBLE_DEVICES");
-    int n = 0;
+    int n = 0, m = 0;
     kopt_status rc;
 
     if (!env)
@@ -89,18 +91,23 @@ kopt_status kopt_device_nvml(kopt_ctx *ctx, int ordinal, kopt_device_info *out, 
             *out = nvml_seen[i].info;
             if (count)
                 *count = nvml_seen[i].count;
+            if (mig)
+                *mig = nvml_seen[i].mig;
             pthread_mutex_unlock(&nvml_mu);
             return KOPT_OK;
         }
     pthread_mutex_unlock(&nvml_mu);
-    rc = nvml_query(ctx, ordinal, out, &n);
+    rc = nvml_query(ctx, ordinal, out, &n, &m);
     if (count)
         *count = n;
+    if (mig)
+        *mig = m;
     if (rc == KOPT_OK && strlen(env) < sizeof(nvml_seen[0].visible)) {
         pthread_mutex_lock(&nvml_mu);
         if (nvml_nseen < NVML_SEEN) {
             nvml_seen[nvml_nseen].ordinal = ordinal;
             nvml_seen[nvml_nseen].count = n;
+            nvml_seen[nvml_nseen].mig = m;
             snprintf(nvml_seen[nvml_nseen].visible, sizeof(nvml_seen[0].visible), "%s", env);
             nvml_seen[nvml_nseen++].info = *out;
         }
@@ -109,7 +116,21 @@ kopt_status kopt_device_nvml(kopt_ctx *ctx, int ordinal, kopt_device_info *out, 
     return rc;
 }
 
-static kopt_status nvml_query(kopt_ctx *ctx, int ordinal, kopt_device_info *out, int *count)
+kopt_status kopt_device_nvml(kopt_ctx *ctx, int ordinal, kopt_device_info *out, int *count)
+{
+    return device_nvml(ctx, ordinal, out, count, NULL);
+}
+
+int kopt__device_mig(int ordinal)
+{
+    kopt_device_info info;
+    int mig = 1;
+
+    return device_nvml(NULL, ordinal, &info, NULL, &mig) == KOPT_OK ? mig : 1;
+}
+
+static kopt_status nvml_query(kopt_ctx *ctx, int ordinal, kopt_device_info *out, int *count,
+                              int *mig)
 {
     const kopt_nvml_api *nv;
     kopt_nvml_device dev;
@@ -155,6 +176,9 @@ static kopt_status nvml_query(kopt_ctx *ctx, int ordinal, kopt_device_info *out,
         nv->nvmlDeviceGetName(dev, out->name, sizeof(out->name));
         nv->nvmlDeviceGetUUID(dev, out->uuid, sizeof(out->uuid));
         nv->nvmlDeviceGetCudaComputeCapability(dev, &out->cc_major, &out->cc_minor);
+        unsigned cur = 0, pending = 0;
+        *mig = nv->nvmlDeviceGetMigMode && nv->nvmlDeviceGetMigMode(dev, &cur, &pending) == 0 &&
+               cur == 1;
     }
     out->ordinal = ordinal;
     nv->nvmlShutdown();

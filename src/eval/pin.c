@@ -38,8 +38,8 @@ void kopt__worker_pin_for(int gpu, int wrapped, kopt__worker_pin *p)
     if (gpu < 0 || wrapped || (off && strcmp(off, "0") == 0))
         return;
     if (kopt_device_nvml(NULL, gpu, &info, NULL) != KOPT_OK || strncmp(info.uuid, "GPU-", 4) != 0 ||
-        strlen(info.uuid) >= sizeof(p->visible))
-        return;                        /* no NVML, or a GPU it cannot name: as before */
+        strlen(info.uuid) >= sizeof(p->visible) || kopt__device_mig(gpu))
+        return;                        /* no NVML, a GPU it cannot name, MIG: as before */
     p->gpu = gpu;
     snprintf(p->visible, sizeof(p->visible), "%s", info.uuid);
     snprintf(p->gpu_text, sizeof(p->gpu_text), "%d", gpu);
