@@ -4,6 +4,7 @@
  * a wrapper, is a real kopt worker answering its job (no GPU needed: it reports why). The
  * GPU a job is for, and the pin of its worker to it (src/eval/pin.c), where none is made. */
 #include "ktest.h"
+#include "../../src/eval/eval_int.h"
 #include "../../src/eval/worker_int.h"
 #include "kopt/device.h"
 #include "kopt/proc.h"
@@ -153,7 +154,7 @@ static void test_job_gpu_and_pin(void)
     kopt__worker_pin_for(0, 0, &pin);
     CHECK_EQ_INT(pin.gpu, -1);
     unsetenv("KOPT_PIN_WORKERS");
-    /* with NVML (a GPU here) GPU 0 is named by its UUID; without it, no pin */
+    /* with NVML (a GPU here) GPU 0 is named by its UUID; without it (or in MIG mode), none */
     kopt__worker_pin_for(0, 0, &pin);
     if (pin.gpu == 0) {
         CHECK(strncmp(pin.visible, "GPU-", 4) == 0);
@@ -161,7 +162,7 @@ static void test_job_gpu_and_pin(void)
     } else {
         kopt_device_info info;
         CHECK_EQ_INT(pin.gpu, -1);
-        CHECK(kopt_device_nvml(NULL, 0, &info, NULL) != KOPT_OK);
+        CHECK(kopt_device_nvml(NULL, 0, &info, NULL) != KOPT_OK || kopt__device_mig(0));
     }
 }
 
