@@ -21,7 +21,7 @@ void kopt__roofline(kopt_roofline *r, double flops, double bytes, int compute,
  * map[k] = the NVML index of CUDA ordinal k; returns how many (at most `max`). */
 #define KOPT_MAX_VISIBLE 64
 int kopt__visible_map(const char *env, int n, const char *const *uuids, int *map, int max);
-/* 1 when CUDA's GPU `ordinal` is in MIG mode, or NVML cannot say (device.c, cached with
+/* 1 when CUDA's GPU `ordinal` is in MIG mode, or NVML cannot say (nvml.c, cached with
  * kopt_device_nvml): CUDA then sees its instances, not the GPU's UUID. */
 int kopt__device_mig(int ordinal);
 /* The fastest arithmetic (a kopt_compute) a correct candidate may use for work of
