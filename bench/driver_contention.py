@@ -6,7 +6,9 @@ start processes, make contexts, pin and map memory and enable CUPTI (not in the 
 This times a worker's life without kopt, as each evaluation lives it: a fresh process makes
 its context on its GPU, allocates and clears device memory, pins host memory, exports the
 allocation for another process (IPC) and ends. L lanes (one per GPU, or several per GPU) each
-start R such processes one after another, all lanes at once; with --pinned each process sees
+start R such processes one after another, all lanes at once (each also turns CUPTI's
+kernel activity on and off around a memset, as the kernel census does, where libcupti.so.13
+is found); with --pinned each process sees
 only its GPU (CUDA_VISIBLE_DEVICES = the GPU's index), as kopt's workers do (src/eval/pin.c).
 
   python3 bench/driver_contention.py [--lanes L] [--rounds R] [--pinned] [--torch]
@@ -25,7 +27,52 @@ import sys
 import time
 
 STEPS = ("start", "init", "context", "alloc", "memset", "host_register", "ipc_export",
-         "torch", "teardown", "exit")
+         "cupti", "torch", "teardown", "exit")
+CUPTI_DIRS = ("", "/usr/local/cuda/lib64/", "/usr/local/cuda/extras/CUPTI/lib64/",
+              "/usr/local/cuda/targets/x86_64-linux/lib/")
+KIND_CONCURRENT_KERNEL = 10          # CUpti_ActivityKind
+
+
+def cupti_census(memset):
+    """What an evaluation's kernel census does (src/profile/cupti.c): libcupti loaded, its
+    activity callbacks registered, concurrent-kernel activity on around a GPU operation,
+    flushed and off. False when libcupti.so.13 is not found."""
+    lib = None
+    for d in CUPTI_DIRS:
+        try:
+            lib = ctypes.CDLL(d + "libcupti.so.13")
+            break
+        except OSError:
+            continue
+    if lib is None:
+        return False
+    keep = []
+    requested_t = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p),
+                                   ctypes.POINTER(ctypes.c_size_t),
+                                   ctypes.POINTER(ctypes.c_size_t))
+    completed_t = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,
+                                   ctypes.c_size_t, ctypes.c_size_t)
+
+    def requested(buf, size, most):
+        b = ctypes.create_string_buffer(1 << 20)
+        keep.append(b)
+        buf[0] = ctypes.cast(b, ctypes.c_void_p)
+        size[0] = 1 << 20
+        most[0] = 0
+
+    def completed(ctx, stream, buf, size, valid):
+        pass
+
+    cbs = (requested_t(requested), completed_t(completed))
+    keep.append(cbs)
+    for name, r in (("cuptiActivityRegisterCallbacks", lib.cuptiActivityRegisterCallbacks(*cbs)),
+                    ("cuptiActivityEnable", lib.cuptiActivityEnable(KIND_CONCURRENT_KERNEL))):
+        if r != 0:
+            raise SystemExit("%s: CUPTI error %d" % (name, r))
+    memset()
+    lib.cuptiActivityFlushAll(0)
+    lib.cuptiActivityDisable(KIND_CONCURRENT_KERNEL)
+    return True
 
 
 def life(gpu, pinned, use_torch):
@@ -67,6 +114,9 @@ def life(gpu, pinned, use_torch):
     handle = (ctypes.c_char * 64)()
     ok(cu.cuIpcGetMemHandle(handle, ptr), "cuIpcGetMemHandle")
     step("ipc_export")
+    if cupti_census(lambda: (ok(cu.cuMemsetD8_v2(ptr, ctypes.c_ubyte(2), ctypes.c_size_t(size)),
+                                "cuMemsetD8"), ok(cu.cuCtxSynchronize(), "cuCtxSynchronize"))):
+        step("cupti")
     if use_torch:
         import torch
         torch.zeros(1, device="cuda:%d" % ordinal)
