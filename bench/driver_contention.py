@@ -5,11 +5,11 @@ Issue 29: on 4 GPUs an optimize evaluation takes 2.3x as long as on one, in the 
 start processes, make contexts, pin and map memory and enable CUPTI (not in the timed runs).
 This times a worker's life without kopt, as each evaluation lives it: a fresh process makes
 its context on its GPU, allocates and clears device memory, pins host memory, exports the
-allocation for another process (IPC) and ends. L lanes (one per GPU, or several per GPU) each
-start R such processes one after another, all lanes at once (each also turns CUPTI's
-kernel activity on and off around a memset, as the kernel census does, where libcupti.so.13
-is found); with --pinned each process sees
-only its GPU (CUDA_VISIBLE_DEVICES = the GPU's index), as kopt's workers do (src/eval/pin.c).
+allocation for another process (IPC), turns CUPTI's kernel activity on and off around a
+memset as the kernel census does (where libcupti.so.13 is found) and ends. L lanes (one per
+GPU, or several per GPU) each start R such processes one after another, all lanes at once;
+with --pinned each process sees only its GPU (CUDA_VISIBLE_DEVICES = the GPU's index), as
+kopt's workers do (src/eval/pin.c).
 
   python3 bench/driver_contention.py [--lanes L] [--rounds R] [--pinned] [--torch]
 
