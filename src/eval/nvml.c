@@ -119,12 +119,9 @@ kopt_status kopt_device_nvml(kopt_ctx *ctx, int ordinal, kopt_device_info *out, 
     return device_nvml(ctx, ordinal, out, count, NULL);
 }
 
-int kopt__device_mig(int ordinal)
+kopt_status kopt__device_nvml_mig(int ordinal, kopt_device_info *out, int *mig)
 {
-    kopt_device_info info;
-    int mig = 1;
-
-    return device_nvml(NULL, ordinal, &info, NULL, &mig) == KOPT_OK ? mig : 1;
+    return device_nvml(NULL, ordinal, out, NULL, mig);
 }
 
 static kopt_status nvml_query(kopt_ctx *ctx, int ordinal, kopt_device_info *out, int *count,

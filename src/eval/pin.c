@@ -31,14 +31,15 @@ void kopt__worker_pin_for(int gpu, int wrapped, kopt__worker_pin *p)
 {
     const char *off = getenv("KOPT_PIN_WORKERS");
     kopt_device_info info;
+    int mig = 0;
 
     memset(p, 0, sizeof(*p));
     p->gpu = -1;
     /* a wrapper (compute-sanitizer, ncu) is left as it was: it is told the GPU itself */
     if (gpu < 0 || wrapped || (off && strcmp(off, "0") == 0))
         return;
-    if (kopt_device_nvml(NULL, gpu, &info, NULL) != KOPT_OK || strncmp(info.uuid, "GPU-", 4) != 0 ||
-        strlen(info.uuid) >= sizeof(p->visible) || kopt__device_mig(gpu))
+    if (kopt__device_nvml_mig(gpu, &info, &mig) != KOPT_OK || mig ||
+        strncmp(info.uuid, "GPU-", 4) != 0 || strlen(info.uuid) >= sizeof(p->visible))
         return;                        /* no NVML, a GPU it cannot name, MIG: as before */
     p->gpu = gpu;
     snprintf(p->visible, sizeof(p->visible), "%s", info.uuid);

@@ -161,8 +161,9 @@ static void test_job_gpu_and_pin(void)
         CHECK_EQ_STR(pin.gpu_text, "0");
     } else {
         kopt_device_info info;
+        int mig = 0;
         CHECK_EQ_INT(pin.gpu, -1);
-        CHECK(kopt_device_nvml(NULL, 0, &info, NULL) != KOPT_OK || kopt__device_mig(0));
+        CHECK(kopt__device_nvml_mig(0, &info, &mig) != KOPT_OK || mig);
     }
 }
 
