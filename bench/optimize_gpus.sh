@@ -117,6 +117,17 @@ for r in rows:
         steps.setdefault(k, []).append(v)
 print("       steps, mean ms: %s" % ", ".join("%s %.0f" % (k, sum(v) / len(rows)) for k, v in
       sorted(steps.items(), key=lambda kv: -sum(kv[1]))[:10]))
+# inside the workers: their own traces (the PyTorch worker's steps), mean ms per evaluation
+for who in ("candidate", "reference", "compile"):
+    steps = {}
+    for r in rows:
+        t = (json.loads(r[0]).get("trace") or {}) if r[0] else {}
+        for k, v in (t.get(who) or {}).items():
+            if isinstance(v, (int, float)):
+                steps.setdefault(k, []).append(v)
+    if steps:
+        print("       %s worker, mean ms: %s" % (who, ", ".join("%s %.0f" % (k, sum(v) / len(rows))
+              for k, v in sorted(steps.items(), key=lambda kv: -sum(kv[1]))[:12])))
 PY
 }
 run g1 0

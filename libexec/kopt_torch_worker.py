@@ -726,7 +726,7 @@ class Worker:
                     raise ValueError("unknown command %r" % op)
             except Exception as e:   # said to the parent: the evaluation is an ERROR
                 ev["error"] = ("%s: %s" % (type(e).__name__, e))[:2000]
-            if self.cuda:
+            if self.cuda and cache_to_release(torch, self.device):
                 torch.cuda.empty_cache()
             ev["ms"] = (time.monotonic() - t0) * 1e3
             self.emit(ev)
@@ -770,6 +770,22 @@ class Worker:
         return checks
 
 
+CACHE_KEPT = 0.05, 1 << 30   # what a streaming reference keeps cached: a share of the
+                             # device's memory, at most this many bytes
+
+
+def cache_to_release(torch, device):
+    """Whether the streaming reference's cached blocks are worth giving back between two
+    commands (the subjects' room on the device): only above CACHE_KEPT's bound. Each
+    release frees them and the next command allocates them again, driver calls that every
+    GPU's workers wait on when several GPUs evaluate at once."""
+    try:
+        total = torch.cuda.get_device_properties(device).total_memory
+        return torch.cuda.memory_reserved(device) > min(CACHE_KEPT[0] * total, CACHE_KEPT[1])
+    except Exception:
+        return True
+
+
 def round_seed():
     """The seed of an input set in a round of timed runs: from the OS, so that neither its
     value nor the generator's state tells a candidate a timed round from the checked call
@@ -803,6 +819,10 @@ def classify(e, subject):
                            % ("candidate" if subject in ("modelnew", "host") else subject, msg))
     if "out of memory" in low:
         return WorkerError("oom", msg)
+    if "invalid device ordinal" in low and os.environ.get("KOPT_WORKER_PINNED"):
+        return WorkerError("crash", msg + " [kopt's worker sees only the GPU it evaluates on, as "
+                           "cuda:0 (the inputs' device): code that names another GPU cannot "
+                           "run here]")
     if "illegal" in low or "device-side assert" in low or "cuda error" in low or \
             "misaligned" in low:
         return WorkerError("crash", msg)
