@@ -6,7 +6,10 @@
 #   bash bench/optimize_gpus.sh            (OPT_ITERS, default 48; KOPT_BUILD, default build;
 #                                           OPT_OUT, default $OUT/optgpus)
 # Each run gets a fresh store, work folder and compile cache; results go to $OUT/optgpus
-# (each run's log and JSON, summary.txt), a table last.
+# (each run's log and JSON, summary.txt), a table last. OPT_MONITOR=1 (the default) samples
+# the host while each run goes (vmstat; nvidia-smi: each GPU's utilisation and the processes
+# with a context on it, every 0.5 s) and sums it up: the CPUs' busy share, each GPU's
+# utilisation, how many processes a GPU had at once, and any process on several GPUs.
 set -u
 O=${OPT_OUT:-${OUT:-/tmp/kopt-out}/optgpus}; mkdir -p "$O"
 B=${KOPT_BUILD:-build}; K=$PWD/$B/kopt
@@ -21,9 +24,54 @@ S=$O/summary.txt; : > "$S"
 L=$(mktemp -d); trap 'rm -rf "$L"' EXIT
 sed 's/n, 1\.0f);/n, 2.0f);/' tests/optimize/kb_tanh/1.cu > "$L/1.cu"
 grep -q 'n, 2.0f);' "$L/1.cu" || { echo "bench: kb_tanh/1.cu changed: set its scale here"; exit 1; }
+mon_start() { # label: sample the host in the background
+  [ "${OPT_MONITOR:-1}" = 1 ] || return 0
+  vmstat -n 1 > "$O/$1.vmstat" 2>/dev/null & MON="$!"
+  nvidia-smi --query-gpu=timestamp,index,utilization.gpu --format=csv,noheader,nounits \
+    -lms 500 > "$O/$1.gpu" 2>/dev/null & MON="$MON $!"
+  nvidia-smi --query-compute-apps=timestamp,gpu_uuid,pid --format=csv,noheader \
+    -lms 500 > "$O/$1.apps" 2>/dev/null & MON="$MON $!"
+}
+mon_stop() { # label: stop the sampling, one line of what it saw
+  [ "${OPT_MONITOR:-1}" = 1 ] || return 0
+  kill $MON 2>/dev/null; wait $MON 2>/dev/null
+  nvidia-smi --query-gpu=index,uuid --format=csv,noheader > "$O/$1.uuids" 2>/dev/null
+  python3 - "$O/$1" <<'PY' | tee -a "$S"
+import collections, statistics as st, sys
+b = sys.argv[1]
+busy = []
+for line in open(b + ".vmstat"):
+    f = line.split()
+    if len(f) >= 15 and f[14].isdigit():
+        busy.append(100 - int(f[14]))          # 100 - idle
+util = collections.defaultdict(list)
+for line in open(b + ".gpu"):
+    f = [x.strip() for x in line.split(",")]
+    if len(f) == 3 and f[2].isdigit():
+        util[f[1]].append(int(f[2]))
+index = dict((u.strip(), i.strip()) for i, u in (l.split(",") for l in open(b + ".uuids") if "," in l))
+at = collections.defaultdict(set)          # (time, GPU) -> pids
+gpus_of = collections.defaultdict(set)     # pid -> GPUs
+for line in open(b + ".apps"):
+    f = [x.strip() for x in line.split(",")]
+    if len(f) == 3 and f[2].isdigit():
+        g = index.get(f[1], f[1][:12])
+        at[(f[0], g)].add(f[2]); gpus_of[f[2]].add(g)
+most = collections.defaultdict(int)
+for (t, g), p in at.items():
+    most[g] = max(most[g], len(p))
+multi = {p: sorted(g) for p, g in gpus_of.items() if len(g) > 1}
+print("       host: CPUs busy %s; GPU utilisation %% (mean) %s; processes at once per GPU (most) %s; "
+      "processes seen %d, on several GPUs %s" % (
+      "%.0f%% mean, %d%% max" % (st.mean(busy), max(busy)) if busy else "-",
+      {g: round(st.mean(v)) for g, v in sorted(util.items())}, dict(sorted(most.items())),
+      len(gpus_of), multi or "none"))
+PY
+}
 run() { # label gpus
   local l=$1 g=$2 t w
   rm -rf /tmp/optg-$l.*
+  mon_start "$l"
   t=$(date +%s.%N)
   KOPT_CACHE_DIR=/tmp/optg-$l.cache KOPT_PROMPTS=$PWD/prompts KOPT_SCRIPT_FRESH=1 \
     timeout 600 "$K" optimize tests/optimize/kb_tanh/problem \
@@ -32,6 +80,7 @@ run() { # label gpus
     --db /tmp/optg-$l.db --json > "$O/$l.json" 2> "$O/$l.log"
   local rc=$?
   w=$(python3 -c "import time; print('%.1f' % (time.time() - $t))")
+  mon_stop "$l"
   python3 - "$O/$l.json" "$w" "$ITERS" "$l" "$rc" <<'PY' | tee -a "$S"
 import collections, json, sys
 w, iters, label, rc = float(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
@@ -68,6 +117,17 @@ for r in rows:
         steps.setdefault(k, []).append(v)
 print("       steps, mean ms: %s" % ", ".join("%s %.0f" % (k, sum(v) / len(rows)) for k, v in
       sorted(steps.items(), key=lambda kv: -sum(kv[1]))[:10]))
+# inside the workers: their own traces (the PyTorch worker's steps), mean ms per evaluation
+for who in ("candidate", "reference", "compile"):
+    steps = {}
+    for r in rows:
+        t = (json.loads(r[0]).get("trace") or {}) if r[0] else {}
+        for k, v in (t.get(who) or {}).items():
+            if isinstance(v, (int, float)):
+                steps.setdefault(k, []).append(v)
+    if steps:
+        print("       %s worker, mean ms: %s" % (who, ", ".join("%s %.0f" % (k, sum(v) / len(rows))
+              for k, v in sorted(steps.items(), key=lambda kv: -sum(kv[1]))[:12])))
 PY
 }
 run g1 0

@@ -52,6 +52,16 @@ DTYPES = ["f32", "f16", "bf16", "f64", "i32", "i64"]
 ROLE_INPUT, ROLE_OUTPUT, ROLE_INOUT, ROLE_SCRATCH = 0, 1, 2, 3
 
 
+def local_device(dev):
+    """The job's device ("cuda:N", kopt's numbering) as this process names it: kopt starts
+    the worker for GPU N with only that GPU visible (CUDA_VISIBLE_DEVICES, and
+    KOPT_WORKER_PINNED=N: src/eval/pin.c), where it is cuda:0."""
+    pinned = os.environ.get("KOPT_WORKER_PINNED")
+    if pinned and dev.startswith("cuda:") and dev[5:] == pinned:
+        return "cuda:0"
+    return dev
+
+
 class CTensor(ctypes.Structure):
     """kopt_candidate_tensor (include/kopt/candidate.h)"""
     _fields_ = [("name", ctypes.c_char_p), ("data", ctypes.c_void_p),
@@ -163,7 +173,7 @@ class Worker:
         self.torch = torch
         self.manual_seed = torch.manual_seed   # kopt's own, whatever a candidate patches
         tj = job["torch"]
-        dev = tj.get("device") or os.environ.get("KOPT_TORCH_DEVICE") or "cuda"
+        dev = local_device(tj.get("device") or os.environ.get("KOPT_TORCH_DEVICE") or "cuda")
         if dev.startswith("cuda") and not torch.cuda.is_available():
             raise WorkerError("nodevice", "PyTorch %s sees no CUDA device" % torch.__version__)
         self.device = torch.device(dev)
@@ -716,7 +726,7 @@ class Worker:
                     raise ValueError("unknown command %r" % op)
             except Exception as e:   # said to the parent: the evaluation is an ERROR
                 ev["error"] = ("%s: %s" % (type(e).__name__, e))[:2000]
-            if self.cuda:
+            if self.cuda and cache_to_release(torch, self.device):
                 torch.cuda.empty_cache()
             ev["ms"] = (time.monotonic() - t0) * 1e3
             self.emit(ev)
@@ -760,6 +770,22 @@ class Worker:
         return checks
 
 
+CACHE_KEPT = 0.05, 1 << 30   # what a streaming reference keeps cached: a share of the
+                             # device's memory, at most this many bytes
+
+
+def cache_to_release(torch, device):
+    """Whether the streaming reference's cached blocks are worth giving back between two
+    commands (the subjects' room on the device): only above CACHE_KEPT's bound. Each
+    release frees them and the next command allocates them again, driver calls that every
+    GPU's workers wait on when several GPUs evaluate at once."""
+    try:
+        total = torch.cuda.get_device_properties(device).total_memory
+        return torch.cuda.memory_reserved(device) > min(CACHE_KEPT[0] * total, CACHE_KEPT[1])
+    except Exception:
+        return True
+
+
 def round_seed():
     """The seed of an input set in a round of timed runs: from the OS, so that neither its
     value nor the generator's state tells a candidate a timed round from the checked call
@@ -793,6 +819,10 @@ def classify(e, subject):
                            % ("candidate" if subject in ("modelnew", "host") else subject, msg))
     if "out of memory" in low:
         return WorkerError("oom", msg)
+    if "invalid device ordinal" in low and os.environ.get("KOPT_WORKER_PINNED"):
+        return WorkerError("crash", msg + " [kopt's worker sees only the GPU it evaluates on, as "
+                           "cuda:0 (the inputs' device): code that names another GPU cannot "
+                           "run here]")
     if "illegal" in low or "device-side assert" in low or "cuda error" in low or \
             "misaligned" in low:
         return WorkerError("crash", msg)
@@ -808,7 +838,7 @@ def worker_main():
         ahead = [a for a in sys.argv if a.startswith("--ahead")]
         if ahead:   # started before its job (a session's next candidate): torch's import, the
             import torch  # noqa: F401  slow part of the start, while the parent works,
-            dev = ahead[0].partition("=")[2]    # and the CUDA context of "--ahead=cuda:N"
+            dev = local_device(ahead[0].partition("=")[2])  # and the context of "--ahead=cuda:N"
             if dev.startswith("cuda") and torch.cuda.is_available():
                 torch.cuda.set_device(torch.device(dev))
                 torch.zeros(1, device=dev)

@@ -52,6 +52,7 @@ typedef struct kopt_nvml_api {
     /* optional (NULL when the driver lacks them) */
     kopt_nvml_ret (*nvmlDeviceGetHandleByUUID)(const char *, kopt_nvml_device *);
     kopt_nvml_ret (*nvmlDeviceGetTotalEnergyConsumption)(kopt_nvml_device, unsigned long long *);
+    kopt_nvml_ret (*nvmlDeviceGetMigMode)(kopt_nvml_device, unsigned *, unsigned *);
 } kopt_nvml_api;
 
 #define KOPT_X_MEMBER(name) __typeof__(&name) name;

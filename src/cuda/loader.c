@@ -201,6 +201,8 @@ static void load_nvml(void)
     nvml_api.nvmlDeviceGetTotalEnergyConsumption =
         (__typeof__(nvml_api.nvmlDeviceGetTotalEnergyConsumption))dlsym(
             h, "nvmlDeviceGetTotalEnergyConsumption");
+    nvml_api.nvmlDeviceGetMigMode =
+        (__typeof__(nvml_api.nvmlDeviceGetMigMode))dlsym(h, "nvmlDeviceGetMigMode");
 }
 
 static kopt_status finish(kopt_ctx *ctx, lib_state *st)

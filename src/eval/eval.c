@@ -14,8 +14,9 @@
  *     verdicts.c     the verdicts (failed workers, WRONG, SUSPECT); guards.c the guards
  *                    beside them (forbidden libraries, compute-sanitizer)
  *     session.c      sessions (many candidates, one problem); pool.c the worker pool
- *     spawn.c, zygote.c, sandbox.c, file_guard.c, device.c, result_*.c  workers'
- *                    processes, the sandbox, file guards, the device, results as JSON
+ *     spawn.c, zygote.c, pin.c, sandbox.c, file_guard.c, nvml.c, device.c, result_*.c
+ *                    workers' processes (each on its GPU), the sandbox, file guards, the
+ *                    device, results as JSON
  *   the worker process (worker_*.c, worker_priv.h): see worker.c.
  *
  * This file: kopt_eval_run and kopt_eval_session_run (session.c) enter kopt__eval_core,

@@ -21,6 +21,9 @@ void kopt__roofline(kopt_roofline *r, double flops, double bytes, int compute,
  * map[k] = the NVML index of CUDA ordinal k; returns how many (at most `max`). */
 #define KOPT_MAX_VISIBLE 64
 int kopt__visible_map(const char *env, int n, const char *const *uuids, int *map, int max);
+/* kopt_device_nvml (nvml.c, the same cached answer), and *mig = 1 when the GPU is in MIG
+ * mode: CUDA then sees its instances, not the GPU's UUID. */
+kopt_status kopt__device_nvml_mig(int ordinal, kopt_device_info *out, int *mig);
 /* The fastest arithmetic (a kopt_compute) a correct candidate may use for work of
  * `compute` bound as `b`, at its outputs' tolerance: the speed-of-light guard's rate. */
 int kopt__guard_compute(int compute, const kopt_bound *b);

@@ -99,7 +99,7 @@ static char **worker_argv(json_t *wrap, char *worker, char *early)
 }
 
 static void child(int job_r, int ev_w, int shm_fd, int log_fd, char **argv,
-                  const kopt__sandbox_limits *sandbox)
+                  const kopt__sandbox_limits *sandbox, const kopt__worker_pin *pin)
 {
     /* move everything above the target numbers first so dup2 cannot clobber a source */
     int a = fcntl(job_r, F_DUPFD, 20), b = fcntl(ev_w, F_DUPFD, 20);
@@ -117,6 +117,9 @@ static void child(int job_r, int ev_w, int shm_fd, int log_fd, char **argv,
         _exit(120);
     for (int fd = 5; fd < 1024; fd++)
         close(fd);
+    if (pin->gpu >= 0 && (setenv("CUDA_VISIBLE_DEVICES", pin->visible, 1) != 0 ||
+                          setenv("KOPT_WORKER_PINNED", pin->gpu_text, 1) != 0))
+        _exit(120);
     if (sandbox)
         kopt__sandbox_enter(sandbox);
     execvp(argv[0], argv);   /* a wrapper from PATH, or the worker's absolute path */
@@ -204,20 +207,23 @@ struct kopt__worker_proc {
     kopt__worker_run run;
 };
 
-/* Pipes, the output buffer's file (empty until the job), the log, and the worker process;
- * `early` >= 0: the worker makes its context on that device before its job comes. */
+/* Pipes, the output buffer's file (empty until the job), the log, and the worker process
+ * for GPU `gpu` (-1: the job names none), pinned to it (pin.c); `early` >= 0: the worker
+ * makes its context on that device before its job comes. */
 static kopt_status launch(kopt_ctx *ctx, json_t *wrap, json_t *program,
-                          const kopt__sandbox_limits *sandbox, int early, kopt__zygote *zygote,
-                          kopt__worker_proc **out)
+                          const kopt__sandbox_limits *sandbox, int early, int gpu,
+                          kopt__zygote *zygote, kopt__worker_proc **out)
 {
     int job_p[2] = {-1, -1}, ev_p[2] = {-1, -1};
     kopt__worker_proc *w = calloc(1, sizeof(*w));
     char **argv = NULL, *worker = NULL, early_arg[48];
+    kopt__worker_pin pin;
     kopt_status rc = KOPT_OK;
 
     *out = NULL;
     if (!w)
         return kopt_seterr(ctx, KOPT_E_NOMEM, "worker");
+    kopt__worker_pin_for(gpu, json_array_size(wrap) > 0, &pin);
     reap_pending();
     w->pid = -1;
     w->job_w = w->ev_r = w->log_fd = w->shm_fd = -1;
@@ -252,12 +258,16 @@ static kopt_status launch(kopt_ctx *ctx, json_t *wrap, json_t *program,
     if (zygote && json_array_size(program) >= 3 && !json_array_size(wrap)) {
         /* the PyTorch worker, forked ready-imported: its arguments after the script's */
         int fds[4] = {job_p[0], ev_p[1], w->shm_fd, w->log_fd};
-        json_t *args = json_array();
+        json_t *args = json_array(), *env = NULL;
         for (size_t i = 2; args && i < json_array_size(program); i++)
             json_array_append(args, json_array_get(program, i));
-        if (args && kopt__zygote_fork(zygote, ctx, args, sandbox, fds, &w->pid) == KOPT_OK)
+        if (pin.gpu >= 0)
+            env = json_pack("{s:s, s:s}", "CUDA_VISIBLE_DEVICES", pin.visible,
+                            "KOPT_WORKER_PINNED", pin.gpu_text);
+        if (args && kopt__zygote_fork(zygote, ctx, args, env, sandbox, fds, &w->pid) == KOPT_OK)
             w->zygote = zygote;
         json_decref(args);
+        json_decref(env);
     }
     if (!w->zygote) {
         w->pid = fork();
@@ -266,7 +276,7 @@ static kopt_status launch(kopt_ctx *ctx, json_t *wrap, json_t *program,
             goto cleanup;
         }
         if (w->pid == 0)
-            child(job_p[0], ev_p[1], w->shm_fd, w->log_fd, argv, sandbox);
+            child(job_p[0], ev_p[1], w->shm_fd, w->log_fd, argv, sandbox, &pin);
         setpgid(w->pid, w->pid);
     }
     signal(SIGPIPE, SIG_IGN);
@@ -304,7 +314,7 @@ static void join_faults(kopt__worker_proc *w)
 
 kopt_status kopt__worker_prestart(kopt_ctx *ctx, int device, kopt__worker_proc **out)
 {
-    return launch(ctx, NULL, NULL, NULL, device, NULL, out);
+    return launch(ctx, NULL, NULL, NULL, device, device, NULL, out);
 }
 
 kopt_status kopt__worker_buffer(kopt_ctx *ctx, kopt__worker_proc *w, size_t shm_size)
@@ -406,7 +416,8 @@ static kopt_status start_process(kopt_ctx *ctx, json_t *job, const char *extra,
     } else {
         json_incref(program);
     }
-    rc = launch(ctx, json_object_get(job, "wrap"), program, sb ? &lim : NULL, -1, zygote, out);
+    rc = launch(ctx, json_object_get(job, "wrap"), program, sb ? &lim : NULL, -1,
+                kopt__job_gpu(job), zygote, out);
     json_decref(program);
     if (rc != KOPT_OK) {
         if (tmpdir[0])

@@ -218,12 +218,56 @@ void kopt__sass_precision(const char *sass, char *out, size_t n)
     }
 }
 
+/* The functions with code in `binary`, comma-separated (malloc'd; "" none): the .text.NAME
+ * sections cuobjdump -elf lists (a kernel's, holding the device functions it calls too).
+ * NULL when it cannot tell, or the list is too long for one argument. */
+static char *text_sections(kopt_ctx *ctx, const char *tool, const char *binary)
+{
+    const char *argv[] = {tool, "-elf", binary, NULL};
+    char *text = NULL, *names = NULL;
+    size_t len = 0, cap = 0;
+    int code = 0;
+
+    if (kopt_proc_run(ctx, argv, 60, &code, &text) != KOPT_OK || code != 0 || !text) {
+        free(text);
+        return NULL;
+    }
+    names = strdup("");
+    for (const char *p = text; names && (p = strstr(p, ".text.")) != NULL;) {
+        const char *name = p += 6, *comma;
+        size_t k = strcspn(name, " \t\r\n,");
+        int seen = 0;
+        p += k;
+        for (const char *q = names; k && *q && !seen; q = (comma = strchr(q, ',')) ? comma + 1 : "")
+            seen = strncmp(q, name, k) == 0 && (q[k] == ',' || q[k] == '\0');
+        if (!k || seen)
+            continue;
+        if (len + k + 2 > 64 * 1024) {  /* one argument stays far below Linux's 128 KiB */
+            free(names);
+            names = NULL;
+            break;
+        }
+        if (len + k + 2 > cap) {
+            char *grown = realloc(names, cap = (len + k + 2) * 2);
+            if (!grown) {
+                free(names);
+                names = NULL;
+                break;
+            }
+            names = grown;
+        }
+        len += (size_t)sprintf(names + len, "%s%.*s", len ? "," : "", (int)k, name);
+    }
+    free(text);
+    return names;
+}
+
 void kopt__binary_precision(kopt_ctx *ctx, const char *binary, char *out, size_t n,
                             char *note, size_t nn)
 {
-    char *tool = kopt_find_program("KOPT_CUOBJDUMP", "cuobjdump"), *text = NULL;
-    const char *argv[4];
-    int code = 0;
+    char *tool = kopt_find_program("KOPT_CUOBJDUMP", "cuobjdump"), *text = NULL, *names;
+    const char *argv[6];
+    int code = 0, a = 0;
 
     out[0] = note[0] = '\0';
     if (!tool) {
@@ -231,15 +275,28 @@ void kopt__binary_precision(kopt_ctx *ctx, const char *binary, char *out, size_t
                  "not read");
         return;
     }
-    argv[0] = tool;
-    argv[1] = "-sass";
-    argv[2] = binary;
-    argv[3] = NULL;
+    /* only the cubins with functions are disassembled (a host-mode .so has cudart's
+     * too, with none: nvdisasm's ~0.3 s for nothing) */
+    names = text_sections(ctx, tool, binary);
+    if (names && !names[0]) {          /* no device code at all */
+        free(names);
+        free(tool);
+        return;
+    }
+    argv[a++] = tool;
+    argv[a++] = "-sass";
+    if (names) {
+        argv[a++] = "-fun";
+        argv[a++] = names;
+    }
+    argv[a++] = binary;
+    argv[a] = NULL;
     if (kopt_proc_run(ctx, argv, 60, &code, &text) != KOPT_OK || code != 0)
         snprintf(note, nn, "cuobjdump -sass %s failed (exit %d)", binary, code);
     else
         kopt__sass_precision(text, out, n);
     free(text);
+    free(names);
     free(tool);
 }
 

@@ -63,6 +63,21 @@ typedef struct kopt__worker_run {
 /* Two-step use, so two workers can set up (process, context, modules) side by side while
  * only one runs on the GPU at a time: start writes the job; ready waits for "hello";
  * finish sends "go", collects the events until the worker exits, and frees the proc. */
+/* The GPU a worker is pinned to (pin.c): CUDA_VISIBLE_DEVICES and KOPT_WORKER_PINNED for
+ * its process. gpu = -1: not pinned (it sees what kopt sees). */
+typedef struct kopt__worker_pin {
+    int gpu;
+    char visible[96];          /* the GPU's UUID (NVML's "GPU-...") */
+    char gpu_text[16];         /* gpu as text */
+} kopt__worker_pin;
+/* The GPU a job is for: its "device" (kopt's worker) or its torch object's "cuda:N"; -1
+ * when it names none ("cpu", "cuda"). */
+int kopt__job_gpu(const json_t *job);
+/* The pin of a worker for `gpu` (-1: none), unless it runs behind a wrapper (`wrapped`), it
+ * is turned off (KOPT_PIN_WORKERS=0) or NVML cannot name the GPU. */
+void kopt__worker_pin_for(int gpu, int wrapped, kopt__worker_pin *p);
+/* In a worker: CUDA's ordinal for kopt's GPU `gpu` (0 where the process was pinned to it). */
+int kopt__pinned_ordinal(int gpu);
 typedef struct kopt__worker_proc kopt__worker_proc;
 typedef struct kopt__zygote kopt__zygote;
 kopt_status kopt__worker_start(kopt_ctx *ctx, json_t *job, size_t shm_size,
@@ -204,11 +219,12 @@ kopt_status kopt__zygote_start(kopt_ctx *ctx, const char *python, const char *wo
 int kopt__zygote_ready(kopt__zygote *z);
 /* 1 unless it failed or ended, or the environment changed (a new one is then wanted). */
 int kopt__zygote_usable(kopt__zygote *z);
-/* Fork a worker with these arguments (after the script's), descriptors (job pipe's read
- * end, event pipe's write end, output buffer, log) and sandbox (NULL: none). KOPT_E_NOT_FOUND
+/* Fork a worker with these arguments (after the script's), environment (kopt's, with
+ * `env_set`'s variables over it; NULL: none), descriptors (job pipe's read end, event
+ * pipe's write end, output buffer, log) and sandbox (NULL: none). KOPT_E_NOT_FOUND
  * when the zygote cannot (why, at INFO in ctx's log; ctx's error is left as it was): the
  * caller starts the worker by exec. */
-kopt_status kopt__zygote_fork(kopt__zygote *z, kopt_ctx *ctx, json_t *args,
+kopt_status kopt__zygote_fork(kopt__zygote *z, kopt_ctx *ctx, json_t *args, json_t *env_set,
                               const struct kopt__sandbox_limits *sandbox, const int fds[4],
                               pid_t *pid);
 /* The wait status of the zygote's child `pid`, waiting up to timeout_s: 1, or 0 none. */

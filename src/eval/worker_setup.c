@@ -107,7 +107,7 @@ kopt_status wk_make_context(worker *w, int ordinal)
                                kopt__cu_errstr(r, b, sizeof(b)));
         }
     }
-    CU(cuDeviceGet(&w->dev, ordinal), "select device");
+    CU(cuDeviceGet(&w->dev, kopt__pinned_ordinal(ordinal)), "select device");
     CU(cuDevicePrimaryCtxRetain(&w->pctx, w->dev), "create context");
     CU(cuCtxSetCurrent(w->pctx), "make context current");
     w->ordinal = ordinal;

@@ -208,10 +208,10 @@ int kopt__zygote_ready(kopt__zygote *z)
     return kopt__zygote_usable(z) && z->ready == 1;
 }
 
-kopt_status kopt__zygote_fork(kopt__zygote *z, kopt_ctx *ctx, json_t *args,
+kopt_status kopt__zygote_fork(kopt__zygote *z, kopt_ctx *ctx, json_t *args, json_t *env_set,
                               const kopt__sandbox_limits *sandbox, const int fds[4], pid_t *pid)
 {
-    json_t *req, *m = NULL;
+    json_t *req, *m = NULL, *env;
     char *text;
     double until;
     int id, got;
@@ -220,7 +220,10 @@ kopt_status kopt__zygote_fork(kopt__zygote *z, kopt_ctx *ctx, json_t *args,
     if (!kopt__zygote_ready(z) || (sandbox && !z->lib))
         return KOPT_E_NOT_FOUND;       /* still importing (or unusable): started by exec */
     id = ++z->next_id;
-    req = json_pack("{s:i, s:O, s:o}", "id", id, "args", args, "env", env_json());
+    env = env_json();                  /* the request's, `env_set` over it */
+    if (env && env_set)
+        json_object_update(env, env_set);
+    req = json_pack("{s:i, s:O, s:o}", "id", id, "args", args, "env", env);
     if (req && sandbox) {
         json_object_set_new(req, "sandbox", json_pack("{s:s, s:f, s:f, s:b}", "tmpdir",
                                                       sandbox->tmpdir, "cpu_s", sandbox->cpu_s,

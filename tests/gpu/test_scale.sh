@@ -92,25 +92,34 @@ PY
 )"
 
 # kopt optimize --gpus all, live: one session per GPU, evaluations committed on the search's
-# thread (docs/scale.md, "kopt optimize --gpus")
+# thread (docs/scale.md, "kopt optimize --gpus"); each evaluation ran on the GPU it names
+# (its worker pinned there: docs/scale.md, "Each worker sees its own GPU")
 KOPT_PROMPTS=$PWD/prompts KOPT_SCRIPT_LINEAGE=1 "$K" optimize examples/softmax --gpus all \
   --llm "command:python3 tests/optimize/scripted_llm.py tests/optimize/softmax" \
   --iterations 4 --search greedy --no-tune --workdir "$TMP/opt" --db "$TMP/opt.db" --json \
   > "$TMP/opt.json" 2> "$TMP/opt.err"
 check "optimize --gpus all ($ngpu GPU(s)) exits 0" $?
-check "optimize --gpus all: each evaluated node names its GPU, its evaluation is stored on it" \
+check "optimize --gpus all: each evaluated node names its GPU, its evaluation is stored on it, measured there" \
   "$(python3 - "$TMP/opt.json" "$TMP/opt.db" "$ngpu" <<'PY'; echo $?
-import json, sqlite3, sys
+import json, os, sqlite3, subprocess, sys
 d = json.load(open(sys.argv[1]))
 db = sqlite3.connect(sys.argv[2])
+# each worker is pinned to its GPU (src/eval/pin.c): the UUID its CUDA reported is that of
+# the GPU kopt gave it (nvidia-smi's index = kopt's ordinal where CUDA_VISIBLE_DEVICES is unset)
+smi = None
+if "CUDA_VISIBLE_DEVICES" not in os.environ:
+    out = subprocess.run(["nvidia-smi", "--query-gpu=uuid", "--format=csv,noheader"],
+                         capture_output=True, text=True).stdout.split()
+    smi = out if len(out) == int(sys.argv[3]) else None
 ev = [n for n in d["nodes"] if "gpu" in n]
 assert d["width"] == int(sys.argv[3]) and len(ev) >= 3, (d["width"], len(ev))
 for n in ev:
     assert n.get("gpu_name"), n
     if n.get("eval_id"):
-        (dev,) = db.execute("select device_index from evaluations where id = ?",
-                            (n["eval_id"],)).fetchone()
+        dev, uuid = db.execute("select device_index, device_uuid from evaluations where id = ?",
+                               (n["eval_id"],)).fetchone()
         assert dev == n["gpu"], (n["id"], dev, n["gpu"])
+        assert smi is None or uuid == smi[dev], (n["id"], dev, uuid, smi)
 assert sum(1 for n in ev if n.get("eval_id")) >= 3
 stored = db.execute("select count(*) from opt_nodes where device_index is not null").fetchone()[0]
 assert stored == len(ev), (stored, len(ev))

@@ -11,6 +11,7 @@
 #include "../../src/eval/eval_int.h"
 #include "../../src/eval/worker_int.h"
 #include "../../src/eval/worker_priv.h"
+#include "kopt/proc.h"
 
 #include <math.h>
 #include <sys/stat.h>
@@ -375,7 +376,15 @@ static int stand_in_cuobjdump(char *dir, const char *sass, char *tool, char *bin
     snprintf(bin, n, "%s/cand.so", dir);
     snprintf(count, n, "%s/runs", dir);
     f = fopen(tool, "w");
-    fprintf(f, "#!/bin/sh\necho run >> '%s'\necho '  /*0070*/  %s ;'\n", count, sass);
+    /* as cuobjdump: -elf lists the sections (a kernel's .text twice, and its relocations),
+     * -sass -fun disassembles the functions named; any other call is recorded as wrong */
+    fprintf(f, "#!/bin/sh\n"
+               "if [ \"$1\" = -elf ]; then\n"
+               "  printf '  11 PROGBITS .text._Z1kv\\n  12 PROGBITS .text._Z2kxv\\n"
+               "  13 REL .rel.text._Z1kv\\n.text._Z1kv\\n'; exit 0\nfi\n"
+               "if [ \"$*\" = \"-sass -fun _Z1kv,_Z2kxv %s\" ]; then echo run >> '%s'\n"
+               "else echo \"unexpected: $*\" >> '%s'; fi\n"
+               "echo '  /*0070*/  %s ;'\n", bin, count, count, sass);
     fclose(f);
     chmod(tool, 0755);
     f = fopen(bin, "w");              /* a size of its own (the cache keys on it too) */
@@ -424,6 +433,76 @@ static void test_binary_precision_read_once(void)
         CHECK_EQ_STR(text, "run\nrun\n");   /* rounds 0 and 2 ran it, round 1 did not */
     free(text);
     stand_in_end(dir, tool, bin, count);
+    kopt_ctx_free(ctx);
+}
+
+/* The real tools on a real shared object (nvcc, cuobjdump, nvdisasm; skipped without them):
+ * only the cubins with functions disassembled (-fun, the .text sections -elf lists) read the
+ * precision all of cuobjdump -sass reads, a device function called by a kernel included. */
+static void test_binary_precision_of_a_real_object(void)
+{
+    static const char src[] =
+        "#include <cuda_fp16.h>\n"
+        "__device__ __noinline__ __half2 twice(__half2 x) { return __hadd2(x, x); }\n"
+        "__global__ void halves(__half2 *y) { y[threadIdx.x] = twice(y[threadIdx.x]); }\n"
+        "__global__ void wide(double *y) { y[threadIdx.x] *= 3.0; }\n"
+        "extern \"C\" int kopt_candidate_run(const void *io) {\n"
+        "  (void)io; halves<<<1, 32>>>(0); wide<<<1, 32>>>(0); return 0; }\n";
+    char dir[] = "/tmp/kopt-test-realso-XXXXXX", cu[600] = "", so[600] = "", out[16], note[300],
+         all[16], *text = NULL, *nvcc = kopt_find_program(NULL, "nvcc"),
+         *tool = kopt_find_program("KOPT_TEST_CUOBJDUMP", "cuobjdump");
+    kopt_ctx *ctx = kopt_ctx_new();
+    int code = -1;
+    FILE *f;
+
+    if (!nvcc || !tool || !mkdtemp(dir)) {
+        KTEST_SKIP(!nvcc ? "nvcc not found (the CUDA toolkit's)"
+                         : "cuobjdump not found (the CUDA toolkit's; or pip install "
+                           "nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm, then "
+                           "KOPT_TEST_CUOBJDUMP and NVDISASM_PATH)");
+        goto done;
+    }
+    snprintf(cu, sizeof(cu), "%s/cand.cu", dir);
+    snprintf(so, sizeof(so), "%s/cand.so", dir);
+    if ((f = fopen(cu, "w"))) {
+        fputs(src, f);
+        fclose(f);
+    }
+    {
+        const char *argv[] = {nvcc, "-shared", "-Xcompiler", "-fPIC", "-O3",
+                              "-gencode=arch=compute_90,code=sm_90", "-o", so, cu, NULL};
+        if (!CHECK_EQ_INT(kopt_proc_run(ctx, argv, 300, &code, &text), KOPT_OK) ||
+            !CHECK_EQ_INT(code, 0)) {
+            printf("  nvcc: %s\n", text ? text : kopt_errmsg(ctx));
+            goto done;
+        }
+        free(text);
+        text = NULL;
+    }
+    {
+        const char *argv[] = {tool, "-sass", so, NULL};   /* every cubin, as before */
+        if (kopt_proc_run(ctx, argv, 60, &code, &text) != KOPT_OK || code != 0) {
+            printf("  cuobjdump -sass: exit %d: %.300s\n", code, text ? text : "");
+            KTEST_SKIP("cuobjdump -sass failed (nvdisasm on PATH or NVDISASM_PATH?)");
+            goto done;
+        }
+        kopt__sass_precision(text, all, sizeof(all));
+    }
+    setenv("KOPT_CUOBJDUMP", tool, 1);       /* the one kopt uses, for this case only */
+    kopt__binary_precision(ctx, so, out, sizeof(out), note, sizeof(note));
+    unsetenv("KOPT_CUOBJDUMP");
+    CHECK_EQ_STR(note, "");
+    CHECK_EQ_STR(all, "fp16");               /* HADD2, in the device function */
+    CHECK_EQ_STR(out, all);
+done:
+    if (so[0]) {
+        unlink(so);
+        unlink(cu);
+        rmdir(dir);
+    }
+    free(text);
+    free(nvcc);
+    free(tool);
     kopt_ctx_free(ctx);
 }
 
@@ -593,6 +672,7 @@ int main(int argc, char **argv)
         KTEST(test_sass_precision),
         KTEST(test_binary_precision_read_once),
         KTEST(test_read_ahead),
+        KTEST(test_binary_precision_of_a_real_object),
         KTEST(test_early_checks_are_the_late_checks),
     };
     int rc;

@@ -1,9 +1,12 @@
 /* Finding the worker program (kopt/worker.h) from a program that is not kopt: this test
  * binary must find the build tree's kopt-worker (or an installed one), never itself; the
  * setter and $KOPT_WORKER come first and fail loudly; and a started worker, plain or behind
- * a wrapper, is a real kopt worker answering its job (no GPU needed: it reports why). */
+ * a wrapper, is a real kopt worker answering its job (no GPU needed: it reports why). The
+ * GPU a job is for, and the pin of its worker to it (src/eval/pin.c), where none is made. */
 #include "ktest.h"
+#include "../../src/eval/eval_int.h"
 #include "../../src/eval/worker_int.h"
+#include "kopt/device.h"
 #include "kopt/proc.h"
 #include "kopt/worker.h"
 
@@ -110,6 +113,60 @@ static void test_missing_worker_is_a_clear_error(void)
     json_decref(job);
 }
 
+static void test_job_gpu_and_pin(void)
+{
+    static const struct { const char *json; int gpu; } jobs[] = {
+        {"{\"op\": \"run\", \"device\": 2}", 2},
+        {"{\"op\": \"run\", \"device\": -1}", -1},
+        {"{\"op\": \"run\", \"torch\": {\"device\": \"cuda:3\"}}", 3},
+        {"{\"op\": \"run\", \"torch\": {\"device\": \"cuda:12\"}}", 12},
+        {"{\"op\": \"run\", \"torch\": {\"device\": \"cuda\"}}", -1},
+        {"{\"op\": \"run\", \"torch\": {\"device\": \"cpu\"}}", -1},
+        {"{\"op\": \"run\", \"torch\": {\"device\": \"cuda:1x\"}}", -1},
+        {"{\"op\": \"run\", \"torch\": {\"device\": \"cuda:-1\"}}", -1},
+        {"{\"op\": \"run\"}", -1},
+    };
+    kopt__worker_pin pin;
+
+    for (size_t i = 0; i < sizeof(jobs) / sizeof(jobs[0]); i++) {
+        json_t *j = json_loads(jobs[i].json, 0, NULL);
+        if (!CHECK(j != NULL))
+            continue;
+        if (!CHECK_EQ_INT(kopt__job_gpu(j), jobs[i].gpu))
+            printf("  job %s\n", jobs[i].json);
+        json_decref(j);
+    }
+    /* in a worker: CUDA's device 0 only for the GPU it was pinned to */
+    unsetenv("KOPT_WORKER_PINNED");
+    CHECK_EQ_INT(kopt__pinned_ordinal(3), 3);
+    setenv("KOPT_WORKER_PINNED", "3", 1);
+    CHECK_EQ_INT(kopt__pinned_ordinal(3), 0);
+    CHECK_EQ_INT(kopt__pinned_ordinal(1), 1);
+    setenv("KOPT_WORKER_PINNED", "3x", 1);
+    CHECK_EQ_INT(kopt__pinned_ordinal(3), 3);
+    unsetenv("KOPT_WORKER_PINNED");
+    /* no pin: no GPU named, a wrapper, or turned off */
+    kopt__worker_pin_for(-1, 0, &pin);
+    CHECK_EQ_INT(pin.gpu, -1);
+    kopt__worker_pin_for(0, 1, &pin);
+    CHECK_EQ_INT(pin.gpu, -1);
+    setenv("KOPT_PIN_WORKERS", "0", 1);
+    kopt__worker_pin_for(0, 0, &pin);
+    CHECK_EQ_INT(pin.gpu, -1);
+    unsetenv("KOPT_PIN_WORKERS");
+    /* with NVML (a GPU here) GPU 0 is named by its UUID; without it (or in MIG mode), none */
+    kopt__worker_pin_for(0, 0, &pin);
+    if (pin.gpu == 0) {
+        CHECK(strncmp(pin.visible, "GPU-", 4) == 0);
+        CHECK_EQ_STR(pin.gpu_text, "0");
+    } else {
+        kopt_device_info info;
+        int mig = 0;
+        CHECK_EQ_INT(pin.gpu, -1);
+        CHECK(kopt__device_nvml_mig(0, &info, &mig) != KOPT_OK || mig);
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const ktest_case cases[] = {
@@ -117,6 +174,7 @@ int main(int argc, char **argv)
         KTEST(test_env_and_setter_come_first),
         KTEST(test_spawned_worker_answers),
         KTEST(test_missing_worker_is_a_clear_error),
+        KTEST(test_job_gpu_and_pin),
     };
     int rc;
 
