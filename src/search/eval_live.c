@@ -471,7 +471,7 @@ static void live_prepare(void *self, kopt_ctx *ctx, const char *const *sources,
                          const char *const *tags, int n)
 {
     live *l = self;
-    const char *host = getenv("KOPT_PREPARE_HOST");
+    const char *host = getenv("KOPT_PREPARE_HOST"), *wait;
     prep *p;
     int ok = 1;
 
@@ -497,6 +497,8 @@ static void live_prepare(void *self, kopt_ctx *ctx, const char *const *sources,
     for (int i = 0; i < (n < 8 ? n : 8); i++)
         p->nthreads += pthread_create(&p->th[p->nthreads], NULL, prep_worker, p) == 0;
     l->ahead = p;
+    if ((wait = getenv("KOPT_PREPARE_WAIT")) && strcmp(wait, "1") == 0)
+        prep_join(l);                  /* the step waits for its compiles (to compare) */
 }
 
 kopt_status kopt_search_evaluator_live(kopt_search_evaluator *out, kopt_ctx *ctx,
