@@ -12,6 +12,7 @@
 #include "worker_int.h"
 
 #include "kopt/proc.h"
+#include "core/core_int.h"
 #include "kopt/profile.h"
 
 #include <pthread.h>
@@ -262,17 +263,42 @@ static char *text_sections(kopt_ctx *ctx, const char *tool, const char *binary)
     return names;
 }
 
+/* cuobjdump from the nvidia-cuda-cuobjdump wheel, looked for once (a python3 run). */
+static char *pip_cuobjdump;
+static pthread_once_t pip_cuobjdump_once = PTHREAD_ONCE_INIT;
+
+static void find_pip_cuobjdump(void)
+{
+    kopt_ctx *ctx = kopt_ctx_new();
+
+    if (ctx)
+        pip_cuobjdump = kopt__find_pip_program(ctx, "cuobjdump");
+    kopt_ctx_free(ctx);
+}
+
+/* $KOPT_CUOBJDUMP, PATH, the CUDA toolkit, then the wheel's; malloc'd or NULL. */
+static char *find_cuobjdump(void)
+{
+    char *tool = kopt_find_program("KOPT_CUOBJDUMP", "cuobjdump");
+
+    if (tool)
+        return tool;
+    pthread_once(&pip_cuobjdump_once, find_pip_cuobjdump);
+    return pip_cuobjdump ? strdup(pip_cuobjdump) : NULL;
+}
+
 void kopt__binary_precision(kopt_ctx *ctx, const char *binary, char *out, size_t n,
                             char *note, size_t nn)
 {
-    char *tool = kopt_find_program("KOPT_CUOBJDUMP", "cuobjdump"), *text = NULL, *names;
+    char *tool = find_cuobjdump(), *text = NULL, *names;
     const char *argv[6];
     int code = 0, a = 0;
 
     out[0] = note[0] = '\0';
     if (!tool) {
-        snprintf(note, nn, "no cuobjdump (set KOPT_CUOBJDUMP): the candidate's own SASS was "
-                 "not read");
+        snprintf(note, nn, "no cuobjdump (set KOPT_CUOBJDUMP, install the CUDA toolkit, or pip "
+                 "install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm): the candidate's own "
+                 "SASS was not read");
         return;
     }
     /* only the cubins with functions are disassembled (a host-mode .so has cudart's

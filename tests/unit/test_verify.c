@@ -11,6 +11,7 @@
 #include "../../src/eval/eval_int.h"
 #include "../../src/eval/worker_int.h"
 #include "../../src/eval/worker_priv.h"
+#include "../../src/core/core_int.h"
 #include "kopt/proc.h"
 
 #include <math.h>
@@ -384,8 +385,8 @@ static int stand_in_cuobjdump(char *dir, const char *sass, char *tool, char *bin
                "if [ \"$1\" = -elf ]; then\n"
                "  printf '  11 PROGBITS .text._Z1kv\\n  12 PROGBITS .text._Z2kxv\\n"
                "  13 REL .rel.text._Z1kv\\n.text._Z1kv\\n'; exit 0\nfi\n"
-               "if [ -n \"$STANDIN_FAIL\" ]; then echo fail >> '%s'; sleep \"${STANDIN_SLEEP:-0}\"; "
-               "exit 3; fi\n"
+               "if [ -n \"$STANDIN_FAIL\" ]; then\n"
+               "  echo fail >> '%s'; sleep \"${STANDIN_SLEEP:-0}\"; exit 3\nfi\n"
                "sleep \"${STANDIN_SLEEP:-0}\"\n"
                "if [ \"$*\" = \"-sass -fun _Z1kv,_Z2kxv %s\" ]; then echo run >> '%s'\n"
                "else echo \"unexpected: $*\" >> '%s'; fi\n"
@@ -582,6 +583,60 @@ static void test_read_ahead(void)
     kopt_ctx_free(ctx);
 }
 
+/* A tool as an NVIDIA CUDA wheel installs it (kopt__find_pip_program: cuobjdump when neither
+ * $KOPT_CUOBJDUMP, PATH nor the toolkit has it): found in nvidia/cu13/bin of a folder on
+ * python3's path; a name no wheel has, or one with a slash, is not. */
+static void test_find_pip_program(void)
+{
+    char dir[] = "/tmp/kopt-test-pip-XXXXXX", bin[600] = "", tool[700] = "";
+    char *old = NULL, *env = NULL, *found = NULL;
+    const char *pp = getenv("PYTHONPATH");
+    kopt_ctx *ctx = kopt_ctx_new();
+    FILE *f;
+
+    if (!CHECK(mkdtemp(dir) != NULL))
+        goto done;
+    old = pp ? strdup(pp) : NULL;
+    snprintf(bin, sizeof(bin), "%s/nvidia/cu13/bin", dir);
+    snprintf(tool, sizeof(tool), "%s/kopt-pip-probe", bin);
+    CHECK_EQ_INT(kopt_mkdirs(ctx, bin), KOPT_OK);
+    if ((f = fopen(tool, "w"))) {
+        fputs("#!/bin/sh\n", f);
+        fclose(f);
+    }
+    chmod(tool, 0755);
+    /* nvidia without __init__.py: a namespace package, merged with any installed one */
+    if (asprintf(&env, "%s%s%s", dir, pp && pp[0] ? ":" : "", pp ? pp : "") < 0)
+        goto done;
+    setenv("PYTHONPATH", env, 1);
+    found = kopt__find_pip_program(ctx, "kopt-pip-probe");
+    if (!found && system("python3 -c 1 >/dev/null 2>&1") != 0) {
+        KTEST_SKIP("no python3");
+    } else if (CHECK(found != NULL)) {
+        CHECK_EQ_STR(found, tool);
+    }
+    free(found);
+    CHECK(kopt__find_pip_program(ctx, "kopt-no-such-tool") == NULL);
+    CHECK(kopt__find_pip_program(ctx, "cu13/bin/kopt-pip-probe") == NULL);
+    chmod(tool, 0644);                 /* not executable: not it */
+    CHECK(kopt__find_pip_program(ctx, "kopt-pip-probe") == NULL);
+done:
+    if (old)
+        setenv("PYTHONPATH", old, 1);
+    else
+        unsetenv("PYTHONPATH");
+    unlink(tool);
+    rmdir(bin);
+    snprintf(bin, sizeof(bin), "%s/nvidia/cu13", dir);
+    rmdir(bin);
+    snprintf(bin, sizeof(bin), "%s/nvidia", dir);
+    rmdir(bin);
+    rmdir(dir);
+    free(old);
+    free(env);
+    kopt_ctx_free(ctx);
+}
+
 /* Checks made while the candidate is timed (kopt__early_checks) must be the checks made
  * afterwards: the same entries in the same order, the same failures. Two phases of two
  * trials and two outputs, laid out as kopt__layout does; trial 1 of phase 0 wrong in one
@@ -709,6 +764,7 @@ int main(int argc, char **argv)
         KTEST(test_sass_precision),
         KTEST(test_binary_precision_read_once),
         KTEST(test_read_ahead),
+        KTEST(test_find_pip_program),
         KTEST(test_binary_precision_of_a_real_object),
         KTEST(test_early_checks_are_the_late_checks),
     };
