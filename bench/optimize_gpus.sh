@@ -117,7 +117,12 @@ for r in rows:
         steps.setdefault(k, []).append(v)
 print("       steps, mean ms: %s" % ", ".join("%s %.0f" % (k, sum(v) / len(rows)) for k, v in
       sorted(steps.items(), key=lambda kv: -sum(kv[1]))[:10]))
+# how many candidates found a worker started ahead for them (torch imported, context made)
+res = [json.loads(r[0]) for r in rows if r[0]]
+print("       candidate workers started ahead: %d of %d" %
+      (sum(1 for j in res if j.get("worker_ahead")), len(res)))
 # inside the workers: their own traces (the PyTorch worker's steps), mean ms per evaluation
+# (median in brackets: a mean that is a few slow ones shows there)
 for who in ("candidate", "reference", "compile"):
     steps = {}
     for r in rows:
@@ -126,8 +131,9 @@ for who in ("candidate", "reference", "compile"):
             if isinstance(v, (int, float)):
                 steps.setdefault(k, []).append(v)
     if steps:
-        print("       %s worker, mean ms: %s" % (who, ", ".join("%s %.0f" % (k, sum(v) / len(rows))
-              for k, v in sorted(steps.items(), key=lambda kv: -sum(kv[1]))[:12])))
+        print("       %s worker, mean ms: %s" % (who, ", ".join(
+            "%s %.0f (%.0f)" % (k, sum(v) / len(rows), st.median(v + [0] * (len(rows) - len(v))))
+            for k, v in sorted(steps.items(), key=lambda kv: -sum(kv[1]))[:12])))
 PY
 }
 run g1 0

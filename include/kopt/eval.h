@@ -400,8 +400,10 @@ kopt_status kopt_eval_session_warm(kopt_eval_session *s, kopt_ctx *ctx);
 /* Read ahead, into this process's memory, what an evaluation of `comp` (compiled for a
  * candidate of `prob`) will read from its binary, so that the evaluation finds it there:
  * for a host-mode candidate of a PyTorch reference, its own kernels' precision from their
- * SASS (cuobjdump, 0.7-1.5 s, otherwise waited for after the candidate's run). For callers
- * that compile ahead (kopt optimize's step); nothing for other candidates. Any thread. */
+ * SASS (cuobjdump, 0.3-1.5 s, otherwise waited for after the candidate's run). Returns at
+ * once: the read runs in a thread of its own, and an evaluation of the binary that starts
+ * meanwhile waits for it instead of reading again. For callers that compile ahead (kopt
+ * optimize's step); nothing for other candidates. Any thread. */
 void kopt_eval_read_ahead(const kopt_problem *prob, const kopt_compiled *comp);
 /* Candidates run, and workers started for them (1 when the first one served them all). */
 void kopt_eval_session_counts(const kopt_eval_session *s, int *runs, int *workers);

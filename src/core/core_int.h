@@ -57,6 +57,10 @@ char *kopt__absolute(const char *path);
  * Send `len` bytes of `buf` on `sock` with `nfds` (at most 8) descriptors attached
  * (SCM_RIGHTS): sendmsg's result (-1, errno set, on failure). kopt serve's client hands its
  * stdout and stderr this way, the PyTorch zygote's parent a worker's pipes and buffers. */
+/* `name` as an NVIDIA CUDA wheel installs it (nvidia/cu13/bin, nvidia/cuda_NAME/bin,
+ * nvidia/cu12/bin under any folder of python3's `nvidia` namespace package): a malloc'd
+ * path, or NULL. Runs python3 (tens of ms): callers keep the answer. */
+char *kopt__find_pip_program(kopt_ctx *ctx, const char *name);
 long kopt__send_fds(int sock, const void *buf, size_t len, const int *fds, int nfds, int flags);
 /* Receive up to `len` bytes from `sock` (recvmsg, EINTR retried, descriptors close-on-exec)
  * and the `nfds` (at most 8) descriptors sent with them into fds (each -1 unless exactly

@@ -156,6 +156,39 @@ char *kopt_find_program(const char *env_var, const char *name)
     return exec_at("/usr/local/cuda/bin", name);
 }
 
+char *kopt__find_pip_program(kopt_ctx *ctx, const char *name)
+{
+    /* the name is an argument, not part of the program text */
+    const char *const argv[] = {
+        "python3", "-c",
+        "import os, sys\n"
+        "name = sys.argv[1]\n"
+        "try:\n"
+        "    import nvidia\n"
+        "    roots = list(nvidia.__path__)\n"
+        "except Exception:\n"
+        "    roots = []\n"
+        "for r in roots:\n"
+        "    for sub in ('cu13', 'cuda_' + name, 'cu12'):\n"
+        "        print(os.path.join(r, sub, 'bin', name))\n",
+        name, NULL};
+    char *output = NULL, *found = NULL, *line, *save = NULL;
+    int code = -1;
+
+    if (!name || !name[0] || strchr(name, '/') ||
+        kopt_proc_run(ctx, argv, 30, &code, &output) != KOPT_OK || code != 0) {
+        free(output);
+        return NULL;
+    }
+    for (line = strtok_r(output, "\n", &save); line && !found; line = strtok_r(NULL, "\n", &save)) {
+        struct stat st;
+        if (stat(line, &st) == 0 && S_ISREG(st.st_mode) && access(line, X_OK) == 0)
+            found = strdup(line);
+    }
+    free(output);
+    return found;
+}
+
 long kopt__send_fds(int sock, const void *buf, size_t len, const int *fds, int nfds, int flags)
 {
     char ctl[CMSG_SPACE(8 * sizeof(int))];

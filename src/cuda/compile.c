@@ -165,8 +165,9 @@ kopt_status kopt__compile_nvrtc(kopt_compiled **out, kopt_ctx *ctx, const kopt__
     kopt__nvrtc_req q;
     kopt__nvrtc_out res;
     char **argv = NULL, *meta = NULL;
+    char key[sizeof(c->key)] = "";     /* c->key, for the release after c is gone */
     const char *cubin = NULL;
-    int argc = 0, major = 0, minor = 0, built = 0;
+    int argc = 0, major = 0, minor = 0, built = 0, claimed = 0;
     size_t size = 0;
     kopt_status rc;
     kopt_hash *h;
@@ -244,10 +245,16 @@ kopt_status kopt__compile_nvrtc(kopt_compiled **out, kopt_ctx *ctx, const kopt__
     kopt_hash_hex(h, c->key);
     if ((rc = cache_paths(ctx, o, c->key, "cubin", &c->binary_path, &meta)) != KOPT_OK)
         goto cleanup;
-    if (!(o && o->no_cache) && cache_load(ctx, c, meta) == KOPT_OK) {
-        *out = c;
-        c = NULL;
-        goto cleanup;
+    memcpy(key, c->key, sizeof(key));
+    /* from the cache; one being compiled by another thread is waited for */
+    while (!(o && o->no_cache)) {
+        if (cache_load(ctx, c, meta) == KOPT_OK) {
+            *out = c;
+            c = NULL;
+            goto cleanup;
+        }
+        if ((claimed = kopt__compile_claim(key)) != 0)
+            break;
     }
 
     t0 = kopt_now_ms();
@@ -310,6 +317,8 @@ kopt_status kopt__compile_nvrtc(kopt_compiled **out, kopt_ctx *ctx, const kopt__
 nomem:
     rc = kopt_seterr(ctx, KOPT_E_NOMEM, "compile options");
 cleanup:
+    if (claimed)
+        kopt__compile_release(key);
     if (built)
         kopt__nvrtc_out_free(&res, job->nnames);   /* the cubin with it */
     kopt__strv_free_n(argc, argv);

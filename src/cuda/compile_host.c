@@ -211,7 +211,8 @@ kopt_status kopt__compile_host(kopt_compiled **out, kopt_ctx *ctx, const kopt_ca
     char *dir = o && o->cache_dir ? strdup(o->cache_dir) : kopt_cache_dir(), *sub = NULL;
     char *src_path = NULL, *log = NULL, *kopt_headers = NULL;
     char **argv = NULL;
-    int argc = 0, code = 0;
+    char key[sizeof(c->key)] = "";      /* c->key, for the release after c is gone */
+    int argc = 0, code = 0, claimed = 0;
     kopt_status rc = KOPT_OK;
     struct stat st;
     kopt_hash *h;
@@ -256,6 +257,7 @@ kopt_status kopt__compile_host(kopt_compiled **out, kopt_ctx *ctx, const kopt_ca
         free(inc);
     }
     kopt_hash_hex(h, c->key);
+    memcpy(key, c->key, sizeof(key));
     sub = kopt_path_join(dir, "compile");
     if ((rc = kopt_mkdirs(ctx, sub)) != KOPT_OK)
         goto cleanup;
@@ -264,20 +266,25 @@ kopt_status kopt__compile_host(kopt_compiled **out, kopt_ctx *ctx, const kopt_ca
         rc = kopt_seterr(ctx, KOPT_E_NOMEM, "path");
         goto cleanup;
     }
-    if (!(o && o->no_cache) && stat(c->binary_path, &st) == 0 &&
-        binary_unchanged(ctx, c->binary_path)) {
-        char *side = NULL;
-        size_t len = 0;
-        c->cache_hit = 1;
-        /* the log kept beside the .so gives the kernels' resources again */
-        if (asprintf(&side, "%s.log", c->binary_path) < 0 ||
-            kopt_file_read(ctx, side, &c->log, &len) != KOPT_OK)
-            c->log = strdup("");
-        free(side);
-        host_kernels(c);
-        *out = c;
-        c = NULL;
-        goto cleanup;
+    /* from the cache; one being compiled by another thread is waited for (nvcc writes the
+     * cached .so itself: two at once would write the same file) */
+    while (!(o && o->no_cache)) {
+        if (stat(c->binary_path, &st) == 0 && binary_unchanged(ctx, c->binary_path)) {
+            char *side = NULL;
+            size_t len = 0;
+            c->cache_hit = 1;
+            /* the log kept beside the .so gives the kernels' resources again */
+            if (asprintf(&side, "%s.log", c->binary_path) < 0 ||
+                kopt_file_read(ctx, side, &c->log, &len) != KOPT_OK)
+                c->log = strdup("");
+            free(side);
+            host_kernels(c);
+            *out = c;
+            c = NULL;
+            goto cleanup;
+        }
+        if ((claimed = kopt__compile_claim(c->key)) != 0)
+            break;
     }
     /* compile the file itself (messages name it; relative includes work); a candidate that
      * exists only as text is written to the cache first */
@@ -357,6 +364,8 @@ kopt_status kopt__compile_host(kopt_compiled **out, kopt_ctx *ctx, const kopt_ca
     *out = c;
     c = NULL;
 cleanup:
+    if (claimed)
+        kopt__compile_release(key);
     kopt__strv_free_n(argc, argv);
     kopt_compiled_free(c);
     free(dir);

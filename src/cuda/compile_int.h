@@ -81,6 +81,12 @@ kopt_status kopt__compile_zygote_fork(kopt_ctx *ctx, const char *worker, const c
 void kopt__compile_zygote_stop(void);
 /* Add the names, sizes and modification times of the headers in `dir` to a cache key. */
 void kopt__hash_headers(kopt_hash *h, const char *dir);
+/* Before compiling what the cache lacks (compile_inflight.c): 1, this thread compiles `key`
+ * (then kopt__compile_release); 0, another thread of this process compiled it meanwhile
+ * (waited for): look in the cache again (and claim again if it is not there: that compile
+ * failed). */
+int kopt__compile_claim(const char *key);
+void kopt__compile_release(const char *key);
 /* "-L<nvcc's folder>/../lib" where nvcc is NVIDIA's pip package (cudart in ../lib, no
  * ../lib64), else NULL; malloc'd (compile_host.c). */
 char *kopt__nvcc_pip_libs(const char *nvcc);

@@ -285,18 +285,23 @@ void kopt__binary_precision(kopt_ctx *ctx, const char *binary, char *out, size_t
 /* The same in a thread of its own, started as soon as the binary exists (cuobjdump takes
  * about a second and a half on a host-mode candidate: it runs while the workers start);
  * _wait joins it (a job never started is a no-op) and fills out and note. A binary this
- * process read before (same file, size and mtime) is not read again: _start fills out. */
+ * process read before (same file, size and mtime), or is reading ahead, is not read again:
+ * _wait fills out from that read (or reads it itself when that read failed). */
 /* The host's available memory in bytes: $KOPT_HOST_MEMORY_GB when set, else MemAvailable of
  * /proc/meminfo; 0 when unknown. */
 size_t kopt__host_available_bytes(void);
 typedef struct kopt__precision_job {
     pthread_t thread;
-    int started, cached, have_stat;   /* cached: out came from an earlier read of this file */
+    int started, cached, have_stat;   /* cached: out comes from an earlier or ongoing read of
+                                       * this file (_wait takes it) */
+    int waited;
     struct stat st;
     char binary[4096], out[16], note[256];
 } kopt__precision_job;
 void kopt__binary_precision_start(kopt__precision_job *j, const char *binary);
 void kopt__binary_precision_wait(kopt__precision_job *j);
+/* Only joins the job's thread, if any (an evaluation that needs no more of it). */
+void kopt__binary_precision_end(kopt__precision_job *j);
 /* What the candidate's worker applied, as JSON into `report`; into `note` (or "") the
  * warning that the result must carry when the lockdown was asked for and not installed. */
 void kopt__torch_sandbox_report(const struct kopt__worker_run *run, int asked, char *report,

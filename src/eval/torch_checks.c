@@ -12,6 +12,7 @@
 #include "worker_int.h"
 
 #include "kopt/proc.h"
+#include "core/core_int.h"
 #include "kopt/profile.h"
 
 #include <pthread.h>
@@ -262,17 +263,42 @@ static char *text_sections(kopt_ctx *ctx, const char *tool, const char *binary)
     return names;
 }
 
+/* cuobjdump from the nvidia-cuda-cuobjdump wheel, looked for once (a python3 run). */
+static char *pip_cuobjdump;
+static pthread_once_t pip_cuobjdump_once = PTHREAD_ONCE_INIT;
+
+static void find_pip_cuobjdump(void)
+{
+    kopt_ctx *ctx = kopt_ctx_new();
+
+    if (ctx)
+        pip_cuobjdump = kopt__find_pip_program(ctx, "cuobjdump");
+    kopt_ctx_free(ctx);
+}
+
+/* $KOPT_CUOBJDUMP, PATH, the CUDA toolkit, then the wheel's; malloc'd or NULL. */
+static char *find_cuobjdump(void)
+{
+    char *tool = kopt_find_program("KOPT_CUOBJDUMP", "cuobjdump");
+
+    if (tool)
+        return tool;
+    pthread_once(&pip_cuobjdump_once, find_pip_cuobjdump);
+    return pip_cuobjdump ? strdup(pip_cuobjdump) : NULL;
+}
+
 void kopt__binary_precision(kopt_ctx *ctx, const char *binary, char *out, size_t n,
                             char *note, size_t nn)
 {
-    char *tool = kopt_find_program("KOPT_CUOBJDUMP", "cuobjdump"), *text = NULL, *names;
+    char *tool = find_cuobjdump(), *text = NULL, *names;
     const char *argv[6];
     int code = 0, a = 0;
 
     out[0] = note[0] = '\0';
     if (!tool) {
-        snprintf(note, nn, "no cuobjdump (set KOPT_CUOBJDUMP): the candidate's own SASS was "
-                 "not read");
+        snprintf(note, nn, "no cuobjdump (set KOPT_CUOBJDUMP, install the CUDA toolkit, or pip "
+                 "install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm): the candidate's own "
+                 "SASS was not read");
         return;
     }
     /* only the cubins with functions are disassembled (a host-mode .so has cudart's
@@ -302,10 +328,13 @@ void kopt__binary_precision(kopt_ctx *ctx, const char *binary, char *out, size_t
 
 /* What cuobjdump said of the binaries this process read, by file identity (device, inode,
  * size, modification time): a session's candidates that compile to a binary already read
- * (the compile cache's hit) skip the 0.7-1.5 s it takes. Kept in memory only: nothing a
- * candidate could write to. */
+ * (the compile cache's hit) skip the 0.7-1.5 s it takes. A read ahead (kopt optimize's
+ * compiles) is in the table while it runs: an evaluation of that binary waits for it instead
+ * of reading it again. Kept in memory only: nothing a candidate could write to. */
 #define PRECISION_CACHE 64
+enum { SEEN_FREE, SEEN_READING, SEEN_DONE };
 static struct {
+    int state;
     dev_t dev;
     ino_t ino;
     off_t size;
@@ -314,33 +343,79 @@ static struct {
 } precision_seen[PRECISION_CACHE];
 static int precision_next;
 static pthread_mutex_t precision_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t precision_read = PTHREAD_COND_INITIALIZER;   /* a read ended */
 
+/* The entry of this file (any state), or -1; under precision_mu. */
+static int precision_find(const struct stat *st)
+{
+    for (int i = 0; i < PRECISION_CACHE; i++)
+        if (precision_seen[i].state != SEEN_FREE && precision_seen[i].ino == st->st_ino &&
+            precision_seen[i].dev == st->st_dev && precision_seen[i].size == st->st_size &&
+            st->st_ino && precision_seen[i].mtime.tv_sec == st->st_mtim.tv_sec &&
+            precision_seen[i].mtime.tv_nsec == st->st_mtim.tv_nsec)
+            return i;
+    return -1;
+}
+
+/* A new entry for this file in `state` (the oldest replaced, unless it is being read:
+ * then none, -1); under precision_mu. */
+static int precision_add(const struct stat *st, int state)
+{
+    int i = precision_next;
+
+    if (precision_seen[i].state == SEEN_READING)
+        return -1;
+    precision_next = (precision_next + 1) % PRECISION_CACHE;
+    precision_seen[i].state = state;
+    precision_seen[i].dev = st->st_dev;
+    precision_seen[i].ino = st->st_ino;
+    precision_seen[i].size = st->st_size;
+    precision_seen[i].mtime = st->st_mtim;
+    precision_seen[i].out[0] = '\0';
+    return i;
+}
+
+/* What an earlier read found (1, into out), or 0: none, or one that failed. A read under
+ * way is waited for. */
 static int precision_lookup(const struct stat *st, char *out, size_t n)
 {
-    int hit = 0;
+    int i, hit = 0;
 
     pthread_mutex_lock(&precision_mu);
-    for (int i = 0; i < PRECISION_CACHE && !hit; i++)
-        if (precision_seen[i].ino == st->st_ino && precision_seen[i].dev == st->st_dev &&
-            precision_seen[i].size == st->st_size && st->st_ino &&
-            precision_seen[i].mtime.tv_sec == st->st_mtim.tv_sec &&
-            precision_seen[i].mtime.tv_nsec == st->st_mtim.tv_nsec) {
-            snprintf(out, n, "%s", precision_seen[i].out);
-            hit = 1;
-        }
+    while ((i = precision_find(st)) >= 0 && precision_seen[i].state == SEEN_READING)
+        pthread_cond_wait(&precision_read, &precision_mu);
+    if (i >= 0) {
+        snprintf(out, n, "%s", precision_seen[i].out);
+        hit = 1;
+    }
     pthread_mutex_unlock(&precision_mu);
     return hit;
 }
 
-static void precision_remember(const struct stat *st, const char *out)
+/* Whether a read of this file is under way (taken by another thread) or done: 1; else 0. */
+static int precision_known(const struct stat *st)
 {
+    int known;
+
     pthread_mutex_lock(&precision_mu);
-    precision_seen[precision_next].dev = st->st_dev;
-    precision_seen[precision_next].ino = st->st_ino;
-    precision_seen[precision_next].size = st->st_size;
-    precision_seen[precision_next].mtime = st->st_mtim;
-    snprintf(precision_seen[precision_next].out, sizeof(precision_seen[0].out), "%s", out);
-    precision_next = (precision_next + 1) % PRECISION_CACHE;
+    known = precision_find(st) >= 0;
+    pthread_mutex_unlock(&precision_mu);
+    return known;
+}
+
+/* A read ends: `out` remembered (failed: the entry dropped, so that the next reads again). */
+static void precision_remember(const struct stat *st, const char *out, int failed)
+{
+    int i;
+
+    pthread_mutex_lock(&precision_mu);
+    if ((i = precision_find(st)) < 0 && !failed)
+        i = precision_add(st, SEEN_DONE);
+    if (i >= 0) {
+        precision_seen[i].state = failed ? SEEN_FREE : SEEN_DONE;
+        snprintf(precision_seen[i].out, sizeof(precision_seen[0].out), "%s", out);
+    }
+    pthread_cond_broadcast(&precision_read);
     pthread_mutex_unlock(&precision_mu);
 }
 
@@ -351,11 +426,13 @@ static void *precision_thread(void *arg)
 
     if (!ctx) {
         snprintf(j->note, sizeof(j->note), "no memory for cuobjdump's context");
+        if (j->have_stat)
+            precision_remember(&j->st, "", 1);
         return NULL;
     }
     kopt__binary_precision(ctx, j->binary, j->out, sizeof(j->out), j->note, sizeof(j->note));
-    if (!j->note[0] && j->have_stat)
-        precision_remember(&j->st, j->out);
+    if (j->have_stat)
+        precision_remember(&j->st, j->out, j->note[0] != '\0');
     kopt_ctx_free(ctx);
     return NULL;
 }
@@ -365,8 +442,8 @@ void kopt__binary_precision_start(kopt__precision_job *j, const char *binary)
     memset(j, 0, sizeof(*j));
     snprintf(j->binary, sizeof(j->binary), "%s", binary);
     j->have_stat = stat(binary, &j->st) == 0;
-    if (j->have_stat && precision_lookup(&j->st, j->out, sizeof(j->out))) {
-        j->cached = 1;                 /* read before, unchanged since */
+    if (j->have_stat && precision_known(&j->st)) {
+        j->cached = 1;                 /* read before, unchanged since, or being read: _wait */
         return;
     }
     j->started = pthread_create(&j->thread, NULL, precision_thread, j) == 0;
@@ -376,19 +453,60 @@ void kopt__binary_precision_start(kopt__precision_job *j, const char *binary)
 
 void kopt__binary_precision_wait(kopt__precision_job *j)
 {
+    kopt__binary_precision_end(j);
+    if (j->cached && !j->waited) {     /* the read ahead's outcome, or ours if it failed */
+        j->waited = 1;
+        if (!precision_lookup(&j->st, j->out, sizeof(j->out))) {
+            j->cached = 0;
+            precision_thread(j);       /* on this thread */
+        }
+    }
+}
+
+void kopt__binary_precision_end(kopt__precision_job *j)
+{
     if (j->started)
         pthread_join(j->thread, NULL);
     j->started = 0;
 }
 
+/* The read ahead's thread: the job is its own. */
+static void *read_ahead_thread(void *arg)
+{
+    precision_thread(arg);
+    free(arg);
+    return NULL;
+}
+
 void kopt_eval_read_ahead(const kopt_problem *prob, const kopt_compiled *comp)
 {
-    kopt__precision_job j;
+    kopt__precision_job *j;
+    pthread_attr_t attr;
+    int taken = 0;
 
-    if (!prob || !prob->ref_torch || !comp || !comp->host_mode || !comp->binary_path)
+    if (!prob || !prob->ref_torch || !comp || !comp->host_mode || !comp->binary_path ||
+        !(j = calloc(1, sizeof(*j))))
         return;
-    kopt__binary_precision_start(&j, comp->binary_path);   /* remembered unless it failed */
-    kopt__binary_precision_wait(&j);
+    snprintf(j->binary, sizeof(j->binary), "%s", comp->binary_path);
+    if (stat(j->binary, &j->st) == 0) {
+        pthread_mutex_lock(&precision_mu);
+        taken = precision_find(&j->st) < 0 && precision_add(&j->st, SEEN_READING) >= 0;
+        pthread_mutex_unlock(&precision_mu);
+    }
+    j->have_stat = taken;
+    /* in a thread of its own, not waited for: the evaluation that needs it waits (its
+     * _start finds the entry), the compiles ahead do not */
+    if (taken && pthread_attr_init(&attr) == 0) {
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&j->thread, &attr, read_ahead_thread, j) == 0) {
+            pthread_attr_destroy(&attr);
+            return;
+        }
+        pthread_attr_destroy(&attr);
+    }
+    if (taken)
+        precision_remember(&j->st, "", 1);   /* no thread: the evaluation reads it */
+    free(j);
 }
 
 size_t kopt__host_available_bytes(void)

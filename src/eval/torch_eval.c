@@ -804,7 +804,7 @@ kopt_status kopt__eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
 fail:
     set_verdict(r, KOPT_VERDICT_ERROR, "%s", kopt_errmsg(ctx));
 done:
-    kopt__binary_precision_wait(&prec_job);
+    kopt__binary_precision_end(&prec_job);
     kopt__trace_step(trace, "verdict", &ts);
     /* a session's next candidate will want a worker like this one's: start it now, after
      * every timing of this evaluation, so torch imports while the search works */

@@ -30,6 +30,7 @@
  */
 #include "kopt/profile.h"
 #include "kopt/proc.h"
+#include "core/core_int.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -610,36 +611,6 @@ static int is_executable(const char *path)
     return path && stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
 }
 
-/* Where the nvidia-cuda-nvdisasm wheel put it: nvidia/cu13/bin (13.x), nvidia/cuda_nvdisasm/bin
- * (12.x), under any folder of the `nvidia` namespace package. Caller frees; NULL if none. */
-static char *nvdisasm_from_python(kopt_ctx *ctx)
-{
-    static const char *const argv[] = {
-        "python3", "-c",
-        "import os\n"
-        "try:\n"
-        "    import nvidia\n"
-        "    roots = list(nvidia.__path__)\n"
-        "except Exception:\n"
-        "    roots = []\n"
-        "for r in roots:\n"
-        "    for sub in ('cu13', 'cuda_nvdisasm', 'cu12'):\n"
-        "        print(os.path.join(r, sub, 'bin', 'nvdisasm'))\n",
-        NULL};
-    char *output = NULL, *found = NULL, *line, *save = NULL;
-    int code = -1;
-
-    if (kopt_proc_run(ctx, argv, 30, &code, &output) != KOPT_OK || code != 0) {
-        free(output);
-        return NULL;
-    }
-    for (line = strtok_r(output, "\n", &save); line && !found; line = strtok_r(NULL, "\n", &save))
-        if (is_executable(line))
-            found = strdup(line);
-    free(output);
-    return found;
-}
-
 /* $KOPT_NVDISASM, PATH, $CUDA_HOME/bin, /usr/local/cuda/bin, the Python package. */
 static kopt_status find_nvdisasm(kopt_ctx *ctx, char **out)
 {
@@ -652,7 +623,8 @@ static kopt_status find_nvdisasm(kopt_ctx *ctx, char **out)
                                "KOPT_NVDISASM=%s: not an executable file", env);
         return (*out = strdup(env)) ? KOPT_OK : kopt_seterr(ctx, KOPT_E_NOMEM, "nvdisasm");
     }
-    if ((*out = kopt_find_program(NULL, "nvdisasm")) || (*out = nvdisasm_from_python(ctx)))
+    if ((*out = kopt_find_program(NULL, "nvdisasm")) ||
+        (*out = kopt__find_pip_program(ctx, "nvdisasm")))
         return KOPT_OK;
     return kopt_seterr(ctx, KOPT_E_NOT_FOUND,
                        "nvdisasm not found (set KOPT_NVDISASM, put it on PATH, install the CUDA "

@@ -31,7 +31,10 @@ typedef struct live {
     kopt_ceilings ceil;         /* spread: this GPU's */
     pthread_mutex_t mu;         /* spread: guards pending */
     deferred *pending;
+    struct prep *ahead;         /* the compiles ahead still running (live_prepare) */
 } live;
+
+static void prep_join(live *l);
 
 static void deferred_free(deferred *d)
 {
@@ -47,6 +50,7 @@ static void live_close(void *self)
 {
     live *l = self;
 
+    prep_join(l);
     while (l->pending) {
         deferred *d = l->pending;
         l->pending = d->next;
@@ -394,8 +398,10 @@ static kopt_status live_tune(void *self, kopt_ctx *ctx, const char *source, cons
 
 typedef struct prep {
     live *l;
-    const char *const *sources, *const *tags;
-    int n, next, host;
+    char **sources, **tags;     /* owned copies: the search's nodes may move meanwhile */
+    char arch[24];
+    int n, next, host, nthreads;
+    pthread_t th[8];
     pthread_mutex_t lock;
 } prep;
 
@@ -415,7 +421,7 @@ static void *prep_worker(void *arg)
         pthread_mutex_unlock(&p->lock);
         if (i >= p->n || !ctx)
             break;
-        co.arch = p->l->arch;
+        co.arch = p->arch;
         co.cache_dir = p->l->o.eval.cache_dir;
         /* the file evaluate will write and parse, so the compile cache key is the same;
          * host-mode candidates too (nvcc, ~2 s each: a KernelBench ModelNew's kernels),
@@ -433,23 +439,66 @@ static void *prep_worker(void *arg)
     return NULL;
 }
 
+static void prep_free(prep *p)
+{
+    for (int i = 0; i < p->n; i++) {
+        free(p->sources[i]);
+        free(p->tags[i]);
+    }
+    free(p->sources);
+    free(p->tags);
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+}
+
+/* The compiles ahead, ended: before the next ones start and before the evaluator closes. */
+static void prep_join(live *l)
+{
+    prep *p = l->ahead;
+
+    if (!p)
+        return;
+    for (int i = 0; i < p->nthreads; i++)
+        pthread_join(p->th[i], NULL);
+    l->ahead = NULL;
+    prep_free(p);
+}
+
+/* Compile the step's candidates ahead, up to 8 at once, and return at once: an evaluation
+ * starts as soon as its own candidate is compiled (kopt_compile waits for a compile under
+ * way of the same candidate, compile_inflight.c), not when the step's slowest is. */
 static void live_prepare(void *self, kopt_ctx *ctx, const char *const *sources,
                          const char *const *tags, int n)
 {
     live *l = self;
-    const char *host = getenv("KOPT_PREPARE_HOST");
-    prep p = {l, sources, tags, n, 0, !(host && strcmp(host, "0") == 0),
-              PTHREAD_MUTEX_INITIALIZER};
-    pthread_t th[8];
-    int nt = n < 8 ? n : 8, started = 0;
+    const char *host = getenv("KOPT_PREPARE_HOST"), *wait;
+    prep *p;
+    int ok = 1;
 
     (void)ctx;
-    if (!l->arch[0])
+    prep_join(l);
+    if (!l->arch[0] || n <= 0 || !(p = calloc(1, sizeof(*p))))
         return;
-    for (int i = 0; i < nt; i++)
-        started += pthread_create(&th[started], NULL, prep_worker, &p) == 0;
-    for (int i = 0; i < started; i++)
-        pthread_join(th[i], NULL);
+    p->l = l;
+    p->host = !(host && strcmp(host, "0") == 0);
+    snprintf(p->arch, sizeof(p->arch), "%s", l->arch);
+    pthread_mutex_init(&p->lock, NULL);
+    p->sources = calloc((size_t)n, sizeof(char *));
+    p->tags = calloc((size_t)n, sizeof(char *));
+    ok = p->sources && p->tags;
+    for (int i = 0; ok && i < n; i++) {
+        ok = (p->sources[i] = strdup(sources[i])) && (p->tags[i] = strdup(tags[i]));
+        p->n = i + 1;
+    }
+    if (!ok) {
+        prep_free(p);
+        return;
+    }
+    for (int i = 0; i < (n < 8 ? n : 8); i++)
+        p->nthreads += pthread_create(&p->th[p->nthreads], NULL, prep_worker, p) == 0;
+    l->ahead = p;
+    if ((wait = getenv("KOPT_PREPARE_WAIT")) && strcmp(wait, "1") == 0)
+        prep_join(l);                  /* the step waits for its compiles (to compare) */
 }
 
 kopt_status kopt_search_evaluator_live(kopt_search_evaluator *out, kopt_ctx *ctx,

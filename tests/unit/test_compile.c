@@ -16,6 +16,8 @@
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 static kopt_ctx *ctx;
 static char *tmp;          /* problem, candidates and the compile cache */
@@ -798,6 +800,57 @@ static void regression_include_dir_from_threads(void)
     CHECK_EQ_INT(bad, 0);
 }
 
+/* One of test_concurrent_compiles_share_one's threads: the candidate compiled with a
+ * context of its own; returns whether it came from the cache (2: the compile failed). */
+static void *compile_same(void *arg)
+{
+    kopt_compile_opts o = KOPT_COMPILE_OPTS_INIT;
+    kopt_ctx *c2 = kopt_ctx_new();
+    kopt_candidate *c = NULL;
+    kopt_compiled *out = NULL;
+    long r = 2;
+    char *path = kopt_path_join(tmp, "same.cu");
+
+    o.cache_dir = cache;
+    if (c2 && path && kopt_candidate_parse(&c, c2, (const char *)arg, path, prob) == KOPT_OK &&
+        kopt_compile(&out, c2, c, &o) == KOPT_OK)
+        r = out->cache_hit;
+    kopt_compiled_free(out);
+    kopt_candidate_free(c);
+    kopt_ctx_free(c2);
+    free(path);
+    return (void *)r;
+}
+
+/* Threads that compile the same candidate at once (kopt optimize's compiles ahead and the
+ * evaluation that wants one of them): one compiles, the others wait for it and take it
+ * from the cache (compile_inflight.c), not four compiles writing one cached binary. */
+static void test_concurrent_compiles_share_one(void)
+{
+    enum { T = 4 };
+    pthread_t th[T];
+    char *text;
+    long built = 0, cached = 0, failed = 0;
+    kopt_buf b = KOPT_BUF_INIT;
+
+    NEED_NVRTC();
+    kopt_buf_printf(&b, "%s// a key of its own: %ld %d\n", REF_CU, (long)time(NULL), getpid());
+    text = kopt_buf_detach(&b);
+    for (int i = 0; i < T; i++)
+        pthread_create(&th[i], NULL, compile_same, text);
+    for (int i = 0; i < T; i++) {
+        void *r = NULL;
+        pthread_join(th[i], &r);
+        built += (long)r == 0;
+        cached += (long)r == 1;
+        failed += (long)r == 2;
+    }
+    CHECK_EQ_INT(failed, 0);
+    CHECK_EQ_INT(built, 1);
+    CHECK_EQ_INT(cached, T - 1);
+    free(text);
+}
+
 static int ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), m = strlen(suffix);
@@ -1056,6 +1109,7 @@ int main(int argc, char **argv)
         KTEST(regression_ptxas_device_function_overwrites_entry_stack),
         KTEST(regression_compile_device_function_stack),
         KTEST(regression_include_dir_from_threads),
+        KTEST(test_concurrent_compiles_share_one),
     };
     char *ref = NULL;
     int rc = 1;

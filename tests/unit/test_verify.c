@@ -11,6 +11,7 @@
 #include "../../src/eval/eval_int.h"
 #include "../../src/eval/worker_int.h"
 #include "../../src/eval/worker_priv.h"
+#include "../../src/core/core_int.h"
 #include "kopt/proc.h"
 
 #include <math.h>
@@ -377,14 +378,19 @@ static int stand_in_cuobjdump(char *dir, const char *sass, char *tool, char *bin
     snprintf(count, n, "%s/runs", dir);
     f = fopen(tool, "w");
     /* as cuobjdump: -elf lists the sections (a kernel's .text twice, and its relocations),
-     * -sass -fun disassembles the functions named; any other call is recorded as wrong */
+     * -sass -fun disassembles the functions named; any other call is recorded as wrong.
+     * STANDIN_FAIL: the disassembly fails ("fail" recorded first); STANDIN_SLEEP: it takes
+     * that long */
     fprintf(f, "#!/bin/sh\n"
                "if [ \"$1\" = -elf ]; then\n"
                "  printf '  11 PROGBITS .text._Z1kv\\n  12 PROGBITS .text._Z2kxv\\n"
                "  13 REL .rel.text._Z1kv\\n.text._Z1kv\\n'; exit 0\nfi\n"
+               "if [ -n \"$STANDIN_FAIL\" ]; then\n"
+               "  echo fail >> '%s'; sleep \"${STANDIN_SLEEP:-0}\"; exit 3\nfi\n"
+               "sleep \"${STANDIN_SLEEP:-0}\"\n"
                "if [ \"$*\" = \"-sass -fun _Z1kv,_Z2kxv %s\" ]; then echo run >> '%s'\n"
                "else echo \"unexpected: $*\" >> '%s'; fi\n"
-               "echo '  /*0070*/  %s ;'\n", bin, count, count, sass);
+               "echo '  /*0070*/  %s ;'\n", count, bin, count, count, sass);
     fclose(f);
     chmod(tool, 0755);
     f = fopen(bin, "w");              /* a size of its own (the cache keys on it too) */
@@ -507,11 +513,13 @@ done:
 }
 
 /* kopt_eval_read_ahead (kopt optimize's compiles ahead) reads a host-mode candidate's SASS
- * of a PyTorch problem into memory, so that its evaluation finds it there (no cuobjdump
- * run then); nothing for a device-code problem or a device-code candidate. */
+ * of a PyTorch problem into memory in a thread of its own, so that its evaluation finds it
+ * there or waits for it (no second cuobjdump run), and reads it itself when that read
+ * failed; nothing for a device-code problem or a device-code candidate. */
 static void test_read_ahead(void)
 {
     char dir[] = "/tmp/kopt-test-readahead-XXXXXX", tool[1200], bin[1200], count[1200];
+    FILE *f;
     kopt_problem prob;
     kopt_compiled comp;
     kopt__precision_job j;
@@ -533,15 +541,99 @@ static void test_read_ahead(void)
     kopt_eval_read_ahead(&prob, &comp);        /* a device-code candidate: nothing */
     CHECK(access(count, F_OK) != 0);
     comp.host_mode = 1;
-    kopt_eval_read_ahead(&prob, &comp);        /* read once */
-    kopt__binary_precision_start(&j, bin);     /* the evaluation's: from memory */
+    setenv("STANDIN_SLEEP", "1", 1);
+    kopt_eval_read_ahead(&prob, &comp);        /* read once, in a thread: not waited for */
+    CHECK(access(count, F_OK) != 0);           /* returned before the tool answered */
+    kopt__binary_precision_start(&j, bin);     /* the evaluation's: the read under way */
+    CHECK_EQ_INT(j.cached, 1);
+    CHECK_EQ_INT(j.started, 0);
+    kopt__binary_precision_wait(&j);
+    CHECK_EQ_STR(j.out, "fp16");
+    CHECK_EQ_STR(j.note, "");
+    kopt__binary_precision_start(&j, bin);     /* a later one: from memory */
     CHECK_EQ_INT(j.cached, 1);
     kopt__binary_precision_wait(&j);
     CHECK_EQ_STR(j.out, "fp16");
     if (CHECK_EQ_INT(kopt_file_read(ctx, count, &text, &len), KOPT_OK))
         CHECK_EQ_STR(text, "run\n");
     free(text);
+    text = NULL;
+    unlink(count);
+    /* a read ahead that fails while an evaluation waits for it: the evaluation reads */
+    if ((f = fopen(bin, "a"))) {               /* another binary: read again */
+        fputs(", rebuilt", f);
+        fclose(f);
+    }
+    setenv("STANDIN_FAIL", "1", 1);
+    kopt_eval_read_ahead(&prob, &comp);
+    for (int i = 0; i < 200 && access(count, F_OK) != 0; i++)
+        usleep(50000);                          /* its tool started (and sleeps) */
+    unsetenv("STANDIN_FAIL");
+    unsetenv("STANDIN_SLEEP");
+    kopt__binary_precision_start(&j, bin);
+    CHECK_EQ_INT(j.cached, 1);
+    kopt__binary_precision_wait(&j);
+    CHECK_EQ_INT(j.cached, 0);                 /* read by itself after all */
+    CHECK_EQ_STR(j.out, "fp16");
+    CHECK_EQ_STR(j.note, "");
+    if (CHECK_EQ_INT(kopt_file_read(ctx, count, &text, &len), KOPT_OK))
+        CHECK_EQ_STR(text, "fail\nrun\n");
+    free(text);
     stand_in_end(dir, tool, bin, count);
+    kopt_ctx_free(ctx);
+}
+
+/* A tool as an NVIDIA CUDA wheel installs it (kopt__find_pip_program: cuobjdump when neither
+ * $KOPT_CUOBJDUMP, PATH nor the toolkit has it): found in nvidia/cu13/bin of a folder on
+ * python3's path; a name no wheel has, or one with a slash, is not. */
+static void test_find_pip_program(void)
+{
+    char dir[] = "/tmp/kopt-test-pip-XXXXXX", bin[600] = "", tool[700] = "";
+    char *old = NULL, *env = NULL, *found = NULL;
+    const char *pp = getenv("PYTHONPATH");
+    kopt_ctx *ctx = kopt_ctx_new();
+    FILE *f;
+
+    if (!CHECK(mkdtemp(dir) != NULL))
+        goto done;
+    old = pp ? strdup(pp) : NULL;
+    snprintf(bin, sizeof(bin), "%s/nvidia/cu13/bin", dir);
+    snprintf(tool, sizeof(tool), "%s/kopt-pip-probe", bin);
+    CHECK_EQ_INT(kopt_mkdirs(ctx, bin), KOPT_OK);
+    if ((f = fopen(tool, "w"))) {
+        fputs("#!/bin/sh\n", f);
+        fclose(f);
+    }
+    chmod(tool, 0755);
+    /* nvidia without __init__.py: a namespace package, merged with any installed one */
+    if (asprintf(&env, "%s%s%s", dir, pp && pp[0] ? ":" : "", pp ? pp : "") < 0)
+        goto done;
+    setenv("PYTHONPATH", env, 1);
+    found = kopt__find_pip_program(ctx, "kopt-pip-probe");
+    if (!found && system("python3 -c 1 >/dev/null 2>&1") != 0) {
+        KTEST_SKIP("no python3");
+    } else if (CHECK(found != NULL)) {
+        CHECK_EQ_STR(found, tool);
+    }
+    free(found);
+    CHECK(kopt__find_pip_program(ctx, "kopt-no-such-tool") == NULL);
+    CHECK(kopt__find_pip_program(ctx, "cu13/bin/kopt-pip-probe") == NULL);
+    chmod(tool, 0644);                 /* not executable: not it */
+    CHECK(kopt__find_pip_program(ctx, "kopt-pip-probe") == NULL);
+done:
+    if (old)
+        setenv("PYTHONPATH", old, 1);
+    else
+        unsetenv("PYTHONPATH");
+    unlink(tool);
+    rmdir(bin);
+    snprintf(bin, sizeof(bin), "%s/nvidia/cu13", dir);
+    rmdir(bin);
+    snprintf(bin, sizeof(bin), "%s/nvidia", dir);
+    rmdir(bin);
+    rmdir(dir);
+    free(old);
+    free(env);
     kopt_ctx_free(ctx);
 }
 
@@ -672,6 +764,7 @@ int main(int argc, char **argv)
         KTEST(test_sass_precision),
         KTEST(test_binary_precision_read_once),
         KTEST(test_read_ahead),
+        KTEST(test_find_pip_program),
         KTEST(test_binary_precision_of_a_real_object),
         KTEST(test_early_checks_are_the_late_checks),
     };
