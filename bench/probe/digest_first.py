@@ -16,7 +16,7 @@ sys.path.insert(0, "libexec")
 import torch, kopt_torch_worker as kw
 warm, chunk = sys.argv[1] == "1", int(sys.argv[2])
 torch.zeros(1, device="cuda")
-t = time.monotonic(); w = kw.warm_ahead(torch, "cuda:0") if warm else 0.0
+w = kw.warm_ahead(torch, "cuda:0") if warm else 0.0
 t = time.monotonic()
 x = torch.randn(4096, 3072, device="cuda"); torch.cuda.synchronize()
 inputs_ms = (time.monotonic() - t) * 1e3
