@@ -6,7 +6,8 @@
 #   bash bench/optimize_gpus.sh            (OPT_ITERS, default 48; KOPT_BUILD, default build;
 #                                           OPT_OUT, default $OUT/optgpus)
 # Each run gets a fresh store, work folder and compile cache; results go to $OUT/optgpus
-# (each run's log and JSON, summary.txt), a table last. OPT_MONITOR=1 (the default) samples
+# (each run's log and JSON, its evaluations with their traces in LABEL.evaluations.jsonl,
+# summary.txt), a table last. OPT_MONITOR=1 (the default) samples
 # the host while each run goes (vmstat; nvidia-smi: each GPU's utilisation and the processes
 # with a context on it, every 0.5 s) and sums it up: the CPUs' busy share, each GPU's
 # utilisation, how many processes a GPU had at once, and any process on several GPUs.
@@ -98,7 +99,7 @@ print("       search: wall %.1f s, LLM %.1f s, evaluation %.1f s of which compil
       tuple(st.get(k, 0) / 1000 for k in ("wall_ms", "llm_ms", "eval_ms", "prepare_ms")))
 PY
   # where an evaluation's time went (the store's evaluations: wall_ms of each, mean)
-  python3 - "/tmp/optg-$l.db" "$l" <<'PY' | tee -a "$S"
+  python3 - "/tmp/optg-$l.db" "$l" "$O/$l.evaluations.jsonl" <<'PY' | tee -a "$S"
 import json, sqlite3, statistics as st, sys
 try:
     rows = sqlite3.connect(sys.argv[1]).execute("SELECT result_json FROM evaluations").fetchall()
@@ -122,7 +123,10 @@ res = [json.loads(r[0]) for r in rows if r[0]]
 print("       candidate workers started ahead: %d of %d" %
       (sum(1 for j in res if j.get("worker_ahead")), len(res)))
 # inside the workers: their own traces (the PyTorch worker's steps), mean ms per evaluation
-# (median in brackets: a mean that is a few slow ones shows there)
+# (median in brackets: a mean that is a few slow ones shows there); steps named ahead_* ran
+# in a worker started ahead before its job came, off the evaluation's path: said apart
+def mean_median(v):
+    return "%.0f (%.0f)" % (sum(v) / len(rows), st.median(v + [0] * (len(rows) - len(v))))
 for who in ("candidate", "reference", "compile"):
     steps = {}
     for r in rows:
@@ -130,10 +134,20 @@ for who in ("candidate", "reference", "compile"):
         for k, v in (t.get(who) or {}).items():
             if isinstance(v, (int, float)):
                 steps.setdefault(k, []).append(v)
+    during = sorted(((k, v) for k, v in steps.items() if not k.startswith("ahead_")),
+                    key=lambda kv: -sum(kv[1]))
+    before = sorted((k, v) for k, v in steps.items() if k.startswith("ahead_"))
     if steps:
-        print("       %s worker, mean ms: %s" % (who, ", ".join(
-            "%s %.0f (%.0f)" % (k, sum(v) / len(rows), st.median(v + [0] * (len(rows) - len(v))))
-            for k, v in sorted(steps.items(), key=lambda kv: -sum(kv[1]))[:12])))
+        print("       %s worker, mean ms: %s%s" % (who, ", ".join(
+            "%s %s" % (k, mean_median(v)) for k, v in during[:12]),
+            "; before its job: " + ", ".join("%s %s" % (k, mean_median(v)) for k, v in before)
+            if before else ""))
+# every evaluation's traces and times, one JSON line each, for a closer look later
+with open(sys.argv[3], "w") as f:
+    for j in res:
+        row = {k: j.get(k) for k in ("verdict", "worker_ahead", "wall_ms", "trace")}
+        row["device_uuid"] = (j.get("device") or {}).get("uuid")
+        f.write(json.dumps(row) + "\n")
 PY
 }
 run g1 0

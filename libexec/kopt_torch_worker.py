@@ -793,22 +793,44 @@ def round_seed():
     return int.from_bytes(os.urandom(8), "little") >> 1
 
 
-def tensor_digest(torch, v):
+def tensor_digest(torch, v, chunk=1 << 22):
     """A position-weighted checksum of a tensor's bytes, computed where the tensor is (no
-    copy of a 6 GB input to the host), in chunks: any change to any byte changes it but for
-    a 2^-64-ish coincidence of the weighted sums."""
+    copy of a 6 GB input to the host), in chunks of `chunk` words (each chunk's int64
+    temporaries, 32 MB, are reused from torch's cache by the next): any change to any byte
+    changes it but for a 2^-64-ish coincidence of the weighted sums. Every process must use
+    the same chunk: the digest depends on it."""
     b = v.detach().contiguous().reshape(-1).view(torch.uint8)
     n = b.numel()
     if n % 4 == 0 and n:          # 32-bit words: a quarter of the elements to weigh
         b = b.view(torch.int32)
     total = torch.zeros((), dtype=torch.int64, device=b.device)
-    chunk = 1 << 25
     for start in range(0, b.numel(), chunk):   # int64 arithmetic wraps: the sums mod 2^64
         c = b[start:start + chunk].to(torch.int64)
         pos = torch.arange(start, start + c.numel(), device=c.device, dtype=torch.int64)
         w = (pos % 1000003) * 2654435761 + 1
         total = total * 1315423911 + (c * w).sum() + c.sum()
     return "%016x-%d" % (int(total.item()) & 0xffffffffffffffff, n)
+
+
+def warm_ahead(torch, dev):
+    """In a worker started ahead, once its CUDA context is made: torch's kernels that an
+    evaluation's first calls would otherwise load (CUDA loads a kernel's module at its
+    first launch) while the evaluation waits, loaded now, while the parent still works:
+    those of the input digests and of the inputs' random factories. Nothing here depends
+    on the job or the candidate; a failure only leaves the loading to the evaluation.
+    CUPTI is not started here: the census starts it after the timed runs, never before.
+    Returns the milliseconds it took."""
+    t0 = time.monotonic()
+    try:
+        x = torch.randn(1024, device=dev)
+        torch.rand(1024, device=dev)
+        tensor_digest(torch, x)
+        tensor_digest(torch, x[:3].to(torch.float16))  # an odd byte count: the byte path
+        if str(dev).startswith("cuda"):
+            torch.cuda.synchronize()
+    except Exception:
+        pass
+    return (time.monotonic() - t0) * 1e3
 
 
 def classify(e, subject):
@@ -835,18 +857,23 @@ def worker_main():
     w = None
     job = None
     try:
-        ahead = [a for a in sys.argv if a.startswith("--ahead")]
+        ahead = [a for a in sys.argv if a.startswith("--ahead=")]
+        warmed = None
         if ahead:   # started before its job (a session's next candidate): torch's import, the
             import torch  # noqa: F401  slow part of the start, while the parent works,
             dev = local_device(ahead[0].partition("=")[2])  # and the context of "--ahead=cuda:N"
             if dev.startswith("cuda") and torch.cuda.is_available():
                 torch.cuda.set_device(torch.device(dev))
                 torch.zeros(1, device=dev)
+                if os.environ.get("KOPT_WORKER_WARM", "1") != "0":
+                    warmed = warm_ahead(torch, dev)
         line = sys.stdin.readline()
         if not line:                # the session ended before a job came
             return 0
         job = json.loads(line)
         w = Worker()
+        if warmed is not None:   # done before the job came: not part of the evaluation's time
+            w.trace["ahead_warm"] = warmed
         stop = threading.Event()
         beat = threading.Thread(target=w.heartbeat, args=("loading", stop), daemon=True)
         beat.start()

@@ -73,4 +73,40 @@ kz.preload()
 check(kz.fork_poisoned() is None, "after the zygote's imports a forked child may use CUDA")
 import torch.utils.cpp_extension  # noqa: E402,F401   what the zygote must not import
 check(kz.fork_poisoned() is not None, "the self-check sees a fork poisoned by an import")
+
+# the input digests (tensor_digest): the same bytes the same digest, any byte changed another,
+# in every chunk (chunk=5 words: a 64-word tensor has 13 chunks) and on the byte path
+g = torch.Generator().manual_seed(7)
+x = torch.randn(8, 8, generator=g)
+d = kw.tensor_digest(torch, x, chunk=5)
+check(d == kw.tensor_digest(torch, x.clone(), chunk=5), "a digest: the same bytes, the same")
+changed = []
+for i in range(x.numel()):
+    y = x.clone().reshape(-1)
+    y.view(torch.uint8)[4 * i + (i % 4)] ^= 1
+    changed.append(kw.tensor_digest(torch, y.reshape(8, 8), chunk=5) != d)
+check(all(changed), "a digest: one bit changed in any word of any chunk changes it (%d of %d)"
+      % (sum(changed), len(changed)))
+h = x.reshape(-1)[:7].to(torch.float16)          # 14 bytes: the byte path
+k = h.clone()
+k.view(torch.uint8)[13] ^= 0x80
+check(kw.tensor_digest(torch, h, chunk=3) != kw.tensor_digest(torch, k, chunk=3),
+      "a digest of an odd byte count: its last byte changed changes it")
+check(kw.tensor_digest(torch, x) == kw.tensor_digest(torch, x.clone()) and
+      kw.tensor_digest(torch, x) != d, "the default chunk: the same bytes the same digest")
+
+# a worker started ahead warms torch's kernels (warm_ahead): its time, and a failure is not
+# the evaluation's
+ms = kw.warm_ahead(torch, "cpu")
+check(isinstance(ms, float) and ms >= 0, "warm_ahead on the CPU: %r ms" % ms)
+
+
+class Broken:   # a torch whose first kernel fails
+    float16 = torch.float16
+
+    def randn(self, *a, **k):
+        raise RuntimeError("CUDA error: out of memory")
+
+
+check(isinstance(kw.warm_ahead(Broken(), "cuda:0"), float), "warm_ahead: a failure is left alone")
 sys.exit(1 if failed else 0)
