@@ -169,6 +169,18 @@ static inline int ktest_main(int argc, char **argv, const ktest_case *cases, int
     return failed ? 1 : 0;
 }
 
+/* ---- the environment ---------------------------------------------------------------- */
+
+/* Put variable `name` back as it was: `saved` is the copy of its value a test made before
+ * changing it (NULL: it was not set). */
+static inline void ktest_restore_env(const char *name, const char *saved)
+{
+    if (saved)
+        setenv(name, saved, 1);
+    else
+        unsetenv(name);
+}
+
 /* ---- temporary files ---------------------------------------------------------------- */
 
 /* A fresh folder under $TMPDIR (or /tmp): caller frees the string and removes the

@@ -371,10 +371,7 @@ static void test_profile_program(void)
     kopt_problem_free(prob);
     free(py);
     kopt_run_close(run);
-    if (was)
-        setenv("KOPT_TORCH_DEVICE", was, 1);
-    else
-        unsetenv("KOPT_TORCH_DEVICE");
+    ktest_restore_env("KOPT_TORCH_DEVICE", was);
     free(was);
 }
 

@@ -749,10 +749,7 @@ static void test_from_cubin_with_stand_in(void)
     CHECK_STR_CONTAINS(kopt_errmsg(ctx), "/nonexistent/k.cubin");
     CHECK_EQ_INT(kopt_sass_from_cubin(NULL, ctx, cubin), KOPT_E_INVALID);
 cleanup:
-    if (saved_copy)
-        setenv("KOPT_NVDISASM", saved_copy, 1);
-    else
-        unsetenv("KOPT_NVDISASM");
+    ktest_restore_env("KOPT_NVDISASM", saved_copy);
     free(saved_copy);
     free(tool);
 }

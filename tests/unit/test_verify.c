@@ -621,10 +621,7 @@ static void test_find_pip_program(void)
     chmod(tool, 0644);                 /* not executable: not it */
     CHECK(kopt__find_pip_program(ctx, "kopt-pip-probe") == NULL);
 done:
-    if (old)
-        setenv("PYTHONPATH", old, 1);
-    else
-        unsetenv("PYTHONPATH");
+    ktest_restore_env("PYTHONPATH", old);
     unlink(tool);
     rmdir(bin);
     snprintf(bin, sizeof(bin), "%s/nvidia/cu13", dir);
