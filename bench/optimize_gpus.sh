@@ -4,7 +4,8 @@
 # scripted model answering a kernel no node has at every expansion (KOPT_SCRIPT_FRESH=1), so
 # that every expansion is evaluated. From the repo root with a build carried:
 #   bash bench/optimize_gpus.sh            (OPT_ITERS, default 48; KOPT_BUILD, default build;
-#                                           OPT_OUT, default $OUT/optgpus)
+#                                           OPT_OUT, default $OUT/optgpus; OPT_ARGS: more
+#                                           options of kopt optimize, e.g. --overlap)
 # Each run gets a fresh store, work folder and compile cache; results go to $OUT/optgpus
 # (each run's log and JSON, its evaluations with their traces in LABEL.evaluations.jsonl,
 # summary.txt), a table last. OPT_MONITOR=1 (the default) samples
@@ -78,7 +79,7 @@ run() { # label gpus
     timeout 600 "$K" optimize tests/optimize/kb_tanh/problem \
     --llm "command:python3 tests/optimize/scripted_llm.py $L" \
     --iterations "$ITERS" --no-profile --gpus "$g" --workdir /tmp/optg-$l.w \
-    --db /tmp/optg-$l.db --json > "$O/$l.json" 2> "$O/$l.log"
+    --db /tmp/optg-$l.db --json ${OPT_ARGS:-} > "$O/$l.json" 2> "$O/$l.log"
   local rc=$?
   w=$(python3 -c "import time; print('%.1f' % (time.time() - $t))")
   mon_stop "$l"
