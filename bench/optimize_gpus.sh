@@ -8,7 +8,7 @@
 #                                           options of kopt optimize, e.g. --overlap)
 # Each run gets a fresh store, work folder and compile cache; results go to $OUT/optgpus
 # (each run's log and JSON, its evaluations with their traces in LABEL.evaluations.jsonl,
-# summary.txt), a table last. OPT_MONITOR=1 (the default) samples
+# its store LABEL.db (the nodes' times: opt_nodes.updated_at), summary.txt), a table last. OPT_MONITOR=1 (the default) samples
 # the host while each run goes (vmstat; nvidia-smi: each GPU's utilisation and the processes
 # with a context on it, every 0.5 s) and sums it up: the CPUs' busy share, each GPU's
 # utilisation, how many processes a GPU had at once, and any process on several GPUs.
@@ -83,6 +83,7 @@ run() { # label gpus
   local rc=$?
   w=$(python3 -c "import time; print('%.1f' % (time.time() - $t))")
   mon_stop "$l"
+  cp "/tmp/optg-$l.db" "$O/$l.db" 2>/dev/null
   python3 - "$O/$l.json" "$w" "$ITERS" "$l" "$rc" <<'PY' | tee -a "$S"
 import collections, json, sys
 w, iters, label, rc = float(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
