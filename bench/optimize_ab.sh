@@ -3,6 +3,7 @@
 # twice: 1 GPU and every GPU each time), to time a change that has a switch back, e.g.
 #   bash bench/optimize_ab.sh KOPT_PREPARE_WAIT=1     (the step waits for its compiles ahead)
 #   bash bench/optimize_ab.sh KOPT_PIN_WORKERS=0      (workers see every GPU)
+#   bash bench/optimize_ab.sh OPT_ARGS=--overlap      (the next step asked meanwhile)
 # From the repo root with a build carried (KOPT_BUILD, OPT_ITERS as optimize_gpus.sh);
 # results in $OUT/optab/{with,without}/, both summaries last.
 set -u

@@ -4,10 +4,11 @@
 # scripted model answering a kernel no node has at every expansion (KOPT_SCRIPT_FRESH=1), so
 # that every expansion is evaluated. From the repo root with a build carried:
 #   bash bench/optimize_gpus.sh            (OPT_ITERS, default 48; KOPT_BUILD, default build;
-#                                           OPT_OUT, default $OUT/optgpus)
+#                                           OPT_OUT, default $OUT/optgpus; OPT_ARGS: more
+#                                           options of kopt optimize, e.g. --overlap)
 # Each run gets a fresh store, work folder and compile cache; results go to $OUT/optgpus
 # (each run's log and JSON, its evaluations with their traces in LABEL.evaluations.jsonl,
-# summary.txt), a table last. OPT_MONITOR=1 (the default) samples
+# its store LABEL.db (the nodes' times: opt_nodes.updated_at), summary.txt), a table last. OPT_MONITOR=1 (the default) samples
 # the host while each run goes (vmstat; nvidia-smi: each GPU's utilisation and the processes
 # with a context on it, every 0.5 s) and sums it up: the CPUs' busy share, each GPU's
 # utilisation, how many processes a GPU had at once, and any process on several GPUs.
@@ -78,10 +79,11 @@ run() { # label gpus
     timeout 600 "$K" optimize tests/optimize/kb_tanh/problem \
     --llm "command:python3 tests/optimize/scripted_llm.py $L" \
     --iterations "$ITERS" --no-profile --gpus "$g" --workdir /tmp/optg-$l.w \
-    --db /tmp/optg-$l.db --json > "$O/$l.json" 2> "$O/$l.log"
+    --db /tmp/optg-$l.db --json ${OPT_ARGS:-} > "$O/$l.json" 2> "$O/$l.log"
   local rc=$?
   w=$(python3 -c "import time; print('%.1f' % (time.time() - $t))")
   mon_stop "$l"
+  cp "/tmp/optg-$l.db" "$O/$l.db" 2>/dev/null
   python3 - "$O/$l.json" "$w" "$ITERS" "$l" "$rc" <<'PY' | tee -a "$S"
 import collections, json, sys
 w, iters, label, rc = float(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]

@@ -68,6 +68,10 @@ static void help(FILE *f)
         "  --rounds              grow in rounds: a step's repairs and expansion, then every\n"
         "                        pending node evaluated (as --propose/--evaluate do; kept with\n"
         "                        the tree; a replay of such a tree grown before it: give it)\n"
+        "  --overlap             ask the model for the next step while this step's\n"
+        "                        candidates are evaluated, and compile them meanwhile: each\n"
+        "                        step is planned without the outcomes of the one before it\n"
+        "                        (kept with the tree; docs/optimize.md, \"Overlap\")\n"
         "  --llm manual          prompts written as files in the run's folder, replies read\n"
         "                        from there (NAME.prompt.md -> NAME.reply.md)\n"
         "  --workdir DIR         the run's folder (kopt-optimize/RUN)\n"
@@ -89,7 +93,7 @@ enum {
     O_PRUNE_M, O_PRUNE_EPS, O_DEBUG, O_BEAM, O_OBJECTIVE, O_ENERGY_S, O_NO_TOOLS, O_NO_MEMORY,
     O_NO_TUNE, O_TUNE_BUDGET, O_TUNE_AFTER, O_NO_PROFILE, O_RESUME, O_PROPOSE, O_EVALUATE, O_REPLAY,
     O_WORKDIR, O_PROMPTS, O_MAX_REPLY, O_EVALUATOR, O_FAKE_REF, O_MAX_WALL, O_OUT, O_DB, O_JSON, O_HELP,
-    O_START, O_CUTE, O_NO_CUTE, O_MAX_SEARCHES, O_GPUS, O_SERVER, O_ROUNDS
+    O_START, O_CUTE, O_NO_CUTE, O_MAX_SEARCHES, O_GPUS, O_SERVER, O_ROUNDS, O_OVERLAP
 };
 
 /* A number option into `then` (which sees it as v); a bad value ends the command. */
@@ -159,6 +163,7 @@ int cmd_optimize(int argc, char **argv)
         {"evaluate", no_argument, NULL, O_EVALUATE},
         {"replay", required_argument, NULL, O_REPLAY},
         {"rounds", no_argument, NULL, O_ROUNDS},
+        {"overlap", no_argument, NULL, O_OVERLAP},
         {"workdir", required_argument, NULL, O_WORKDIR},
         {"prompts", required_argument, NULL, O_PROMPTS},
         {"max-reply-tokens", required_argument, NULL, O_MAX_REPLY},
@@ -241,6 +246,7 @@ int cmd_optimize(int argc, char **argv)
         case O_EVALUATE: evaluate_only = 1; break;
         case O_REPLAY: replay = atoll(optarg); break;
         case O_ROUNDS: so.rounds = 1; break;
+        case O_OVERLAP: so.overlap = 1; break;
         case O_WORKDIR: workdir = optarg; break;
         case O_PROMPTS: so.prompts_dir = optarg; break;
         case O_MAX_REPLY: NUM("max-reply-tokens", 16, so.max_tokens = (int)v); break;

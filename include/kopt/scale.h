@@ -127,6 +127,13 @@ kopt_scale_slot *kopt_scale_pool_slot(kopt_scale_pool *p, int i);   /* borrowed 
  * with jobs left; a slot's error status stops the batch and is returned. */
 kopt_status kopt_scale_pool_run(kopt_scale_pool *p, kopt_ctx *ctx, const kopt_scale_job *jobs,
                                 int n, const kopt_scale_hooks *hooks);
+/* The same, and once the jobs are handed to the slots, meanwhile(user) on the caller's thread
+ * before any outcome is handed over (outcomes that arrive meanwhile wait for it to return):
+ * the caller's own work beside the batch's (kopt optimize --overlap asks the model). */
+kopt_status kopt_scale_pool_run_meanwhile(kopt_scale_pool *p, kopt_ctx *ctx,
+                                          const kopt_scale_job *jobs, int n,
+                                          const kopt_scale_hooks *hooks,
+                                          void (*meanwhile)(void *user), void *user);
 /* Per-slot counts since the pool was made (out has room for kopt_scale_pool_size). */
 void kopt_scale_pool_stats(const kopt_scale_pool *p, kopt_scale_slot_stats *out);
 /* 1 when the slots measure on different device models or clocks (names them in buf). */

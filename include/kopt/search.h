@@ -214,6 +214,8 @@ typedef struct kopt_search_node {
     int plan_children, repair_depth;
     int closed;
     char closed_reason[160];
+    int step;                   /* stored: the step (one asking of the model) that made it; 0:
+                                 * the root, a start node, or a tree stored before steps were */
 } kopt_search_node;
 
 typedef void (*kopt_search_progress_fn)(void *user, const char *line);
@@ -268,10 +270,14 @@ typedef struct kopt_search_opts {
      * a replay grows it the same way); 0: a repair is evaluated (and repaired again) before
      * the next expansion */
     int rounds;
+    /* overlap (docs/optimize.md, "Overlap"): a step's model requests and compiles run while
+     * the step before is evaluated, so each step is planned without the outcomes of the one
+     * before it (a lag of one step, the same on a resume and a replay; stored with the tree) */
+    int overlap;
 } kopt_search_opts;
 #define KOPT_SEARCH_OPTS_INIT {1, KOPT_SEARCH_MCTS, 10, 0, 1.0, 1.0, 0.5, 0.25, 1, 3, 0.02, 2, \
     2, KOPT_TUNE_TIME, 0, 0, 0, 0, 16, 2, 0, 0.0, NULL, NULL, 0.8, 0.1, 8192, NULL, NULL, NULL, \
-    0, 0, NULL, NULL, 0, NULL, NULL, 0, 0}
+    0, 0, NULL, NULL, 0, NULL, NULL, 0, 0, 0}
 /* The most expansions a step selects (and evaluations at once). */
 #define KOPT_SEARCH_MAX_WIDTH 64
 /* The searches per node a kopt_search_opts gives (max_searches resolved). */

@@ -215,6 +215,14 @@ static void wait_done(kopt_scale_pool *p)
 kopt_status kopt_scale_pool_run(kopt_scale_pool *p, kopt_ctx *ctx, const kopt_scale_job *jobs,
                                 int n, const kopt_scale_hooks *hooks)
 {
+    return kopt_scale_pool_run_meanwhile(p, ctx, jobs, n, hooks, NULL, NULL);
+}
+
+kopt_status kopt_scale_pool_run_meanwhile(kopt_scale_pool *p, kopt_ctx *ctx,
+                                          const kopt_scale_job *jobs, int n,
+                                          const kopt_scale_hooks *hooks,
+                                          void (*meanwhile)(void *user), void *user)
+{
     int delivered = 0, drained = 0;
     kopt_status rc = KOPT_OK;
 
@@ -244,6 +252,11 @@ kopt_status kopt_scale_pool_run(kopt_scale_pool *p, kopt_ctx *ctx, const kopt_sc
     p->stopping = 0;
     p->err = KOPT_OK;
     pthread_cond_broadcast(&p->work_cv);
+    if (meanwhile) {   /* the slots are at work: the caller's own work, then the outcomes */
+        pthread_mutex_unlock(&p->mu);
+        meanwhile(user);
+        pthread_mutex_lock(&p->mu);
+    }
     for (;;) {
         while (drained < p->nfinished) {           /* hand outcomes over, on this thread */
             int j = p->finished[drained++];

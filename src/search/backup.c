@@ -187,7 +187,7 @@ void kopt__search_prepare(kopt_search *s, kopt_ctx *ctx, kopt_search_evaluator *
             src[n++] = s->nodes[i].source;
         }
     s->prepared = s->n;
-    if (n > 1)
+    if (n > 1 || (n == 1 && s->o.overlap))   /* one alone: unless a step is evaluated now */
         ev->prepare(ev->self, ctx, src, tags, n);
     t0 = kopt_now_ms() - t0;           /* a part of the evaluation time */
     s->st.eval_ms += t0;

@@ -29,9 +29,11 @@ typedef struct live {
     char workdir[4096];
     char arch[24];              /* what the session compiles for (known after the first) */
     kopt_ceilings ceil;         /* spread: this GPU's */
-    pthread_mutex_t mu;         /* spread: guards pending */
+    pthread_mutex_t mu;         /* spread: guards pending and arch (--overlap compiles ahead
+                                 * on the search's thread while this GPU's thread evaluates) */
     deferred *pending;
-    struct prep *ahead;         /* the compiles ahead still running (live_prepare) */
+    struct prep *ahead;         /* the compiles ahead (live_prepare), newest first; those
+                                 * finished are joined at the next prepare, all at close */
 } live;
 
 static void prep_join(live *l);
@@ -330,8 +332,11 @@ static kopt_status live_evaluate(void *self, kopt_ctx *ctx, const char *source, 
         goto out;
     from_result(out, r, source);
     where_of(l, r, out);
-    if (r->arch[0])
+    if (r->arch[0]) {
+        pthread_mutex_lock(&l->mu);
         snprintf(l->arch, sizeof(l->arch), "%s", r->arch);
+        pthread_mutex_unlock(&l->mu);
+    }
     if (r->verdict == KOPT_VERDICT_OK && !l->o.no_profile)
         profile(l, ctx, c, r, out, l->o.spread ? &p : NULL);
     else if (r->verdict == KOPT_VERDICT_OK)
@@ -397,10 +402,12 @@ static kopt_status live_tune(void *self, kopt_ctx *ctx, const char *source, cons
 /* ---- compiling ahead, in parallel ---------------------------------------------------------- */
 
 typedef struct prep {
+    struct prep *next_prep;     /* the one started before */
     live *l;
     char **sources, **tags;     /* owned copies: the search's nodes may move meanwhile */
     char arch[24];
     int n, next, host, nthreads;
+    int finished;               /* threads that ended (under lock) */
     pthread_t th[8];
     pthread_mutex_t lock;
 } prep;
@@ -436,6 +443,9 @@ static void *prep_worker(void *arg)
         kopt_candidate_free(c);
     }
     kopt_ctx_free(ctx);
+    pthread_mutex_lock(&p->lock);
+    p->finished++;
+    pthread_mutex_unlock(&p->lock);
     return NULL;
 }
 
@@ -451,17 +461,38 @@ static void prep_free(prep *p)
     free(p);
 }
 
-/* The compiles ahead, ended: before the next ones start and before the evaluator closes. */
+static int prep_done(prep *p)
+{
+    int done;
+
+    pthread_mutex_lock(&p->lock);
+    done = p->finished == p->nthreads;
+    pthread_mutex_unlock(&p->lock);
+    return done;
+}
+
+/* The compiles ahead, joined: all of them (`all`: before the evaluator closes), else those
+ * that have finished (a step's may still run while the next step's start: --overlap). */
+static void prep_reap(live *l, int all)
+{
+    prep **at = &l->ahead;
+
+    while (*at) {
+        prep *p = *at;
+        if (!all && !prep_done(p)) {
+            at = &p->next_prep;
+            continue;
+        }
+        for (int i = 0; i < p->nthreads; i++)
+            pthread_join(p->th[i], NULL);
+        *at = p->next_prep;
+        prep_free(p);
+    }
+}
+
 static void prep_join(live *l)
 {
-    prep *p = l->ahead;
-
-    if (!p)
-        return;
-    for (int i = 0; i < p->nthreads; i++)
-        pthread_join(p->th[i], NULL);
-    l->ahead = NULL;
-    prep_free(p);
+    prep_reap(l, 1);
 }
 
 /* Compile the step's candidates ahead, up to 8 at once, and return at once: an evaluation
@@ -475,13 +506,18 @@ static void live_prepare(void *self, kopt_ctx *ctx, const char *const *sources,
     prep *p;
     int ok = 1;
 
+    char arch[24];
+
     (void)ctx;
-    prep_join(l);
-    if (!l->arch[0] || n <= 0 || !(p = calloc(1, sizeof(*p))))
+    prep_reap(l, 0);
+    pthread_mutex_lock(&l->mu);
+    snprintf(arch, sizeof(arch), "%s", l->arch);
+    pthread_mutex_unlock(&l->mu);
+    if (!arch[0] || n <= 0 || !(p = calloc(1, sizeof(*p))))
         return;
     p->l = l;
     p->host = !(host && strcmp(host, "0") == 0);
-    snprintf(p->arch, sizeof(p->arch), "%s", l->arch);
+    snprintf(p->arch, sizeof(p->arch), "%s", arch);
     pthread_mutex_init(&p->lock, NULL);
     p->sources = calloc((size_t)n, sizeof(char *));
     p->tags = calloc((size_t)n, sizeof(char *));
@@ -494,8 +530,11 @@ static void live_prepare(void *self, kopt_ctx *ctx, const char *const *sources,
         prep_free(p);
         return;
     }
+    pthread_mutex_lock(&p->lock);   /* nthreads is read by prep_done */
     for (int i = 0; i < (n < 8 ? n : 8); i++)
         p->nthreads += pthread_create(&p->th[p->nthreads], NULL, prep_worker, p) == 0;
+    pthread_mutex_unlock(&p->lock);
+    p->next_prep = l->ahead;
     l->ahead = p;
     if ((wait = getenv("KOPT_PREPARE_WAIT")) && strcmp(wait, "1") == 0)
         prep_join(l);                  /* the step waits for its compiles (to compare) */

@@ -68,7 +68,8 @@ static void member_done(void *user, int index, const kopt_tune_outcome *o)
 }
 
 static kopt_status run_batch(spread *sp, kopt_ctx *ctx, const kopt_search_job *jobs, int n,
-                             kopt_search_done_fn done, void *user, int only_slot)
+                             kopt_search_done_fn done, void *user, int only_slot,
+                             void (*meanwhile)(void *), void *mw_user)
 {
     kopt_scale_job *sj = calloc((size_t)n, sizeof(*sj));
     kopt_scale_hooks h;
@@ -91,7 +92,7 @@ static kopt_status run_batch(spread *sp, kopt_ctx *ctx, const kopt_search_job *j
     h.user = sp;
     h.done = member_done;
     h.only_slot = only_slot;
-    rc = kopt_scale_pool_run(sp->pool, ctx, sj, n, &h);
+    rc = kopt_scale_pool_run_meanwhile(sp->pool, ctx, sj, n, &h, meanwhile, mw_user);
     if (rc == KOPT_OK)
         rc = sp->rc;
 out:
@@ -109,7 +110,19 @@ out:
 static kopt_status spread_many(void *self, kopt_ctx *ctx, const kopt_search_job *jobs, int n,
                                kopt_search_done_fn done, void *user)
 {
-    return n > 0 ? run_batch(self, ctx, jobs, n, done, user, -1) : KOPT_OK;
+    return n > 0 ? run_batch(self, ctx, jobs, n, done, user, -1, NULL, NULL) : KOPT_OK;
+}
+
+kopt_status kopt__search_spread_many(kopt_search_evaluator *ev, kopt_ctx *ctx,
+                                     const kopt_search_job *jobs, int n,
+                                     kopt_search_done_fn done, void *user,
+                                     void (*meanwhile)(void *), void *mw_user)
+{
+    if (ev->evaluate_many == spread_many && n > 0)
+        return run_batch(ev->self, ctx, jobs, n, done, user, -1, meanwhile, mw_user);
+    if (meanwhile)
+        meanwhile(mw_user);
+    return ev->evaluate_many(ev->self, ctx, jobs, n, done, user);
 }
 
 typedef struct one {
@@ -137,7 +150,7 @@ static kopt_status spread_evaluate(void *self, kopt_ctx *ctx, const char *source
     memset(out, 0, sizeof(*out));
     /* alone (the reference, a start kernel): on the first GPU, whose evaluator compiles
      * ahead for the others */
-    if ((rc = run_batch(self, ctx, &job, 1, one_done, &o, 0)) == KOPT_OK && !o.got)
+    if ((rc = run_batch(self, ctx, &job, 1, one_done, &o, 0, NULL, NULL)) == KOPT_OK && !o.got)
         rc = kopt_seterr(ctx, KOPT_E_ERROR, "%s: no outcome", tag);
     return rc;
 }

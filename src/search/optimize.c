@@ -16,7 +16,7 @@
 char *kopt_search_opts_json(const kopt_search_opts *o)
 {
     json_t *j = json_pack("{s:s,s:i,s:i,s:f,s:f,s:f,s:f,s:i,s:i,s:f,s:i,s:i,s:s,s:b,s:b,s:b,"
-                          "s:i,s:i,s:i,s:i,s:i,s:b}",
+                          "s:i,s:i,s:i,s:i,s:i,s:b,s:b}",
         "search", kopt_search_policy_name(o->policy), "iterations", o->iterations,
         "proposals", o->proposals, "uct_c", o->uct_c, "widen_c", o->widen_c,
         "widen_alpha", o->widen_alpha, "top_quantile", o->top_quantile,
@@ -25,7 +25,7 @@ char *kopt_search_opts_json(const kopt_search_opts *o)
         "objective", kopt_run_tune_objective_name(o->objective), "no_tools", o->no_tools,
         "no_memory", o->no_memory, "no_tune", o->no_tune, "tune_budget", o->tune_budget,
         "tune_after", o->tune_after, "cute", o->cute, "max_searches", o->max_searches,
-        "width", o->width > 1 ? o->width : 1, "rounds", o->rounds);
+        "width", o->width > 1 ? o->width : 1, "rounds", o->rounds, "overlap", o->overlap);
     char *t = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     return t;
@@ -81,6 +81,7 @@ void kopt_search_opts_load(kopt_search_opts *o, const char *text, int keep_itera
     get_int(j, "max_searches", &o->max_searches);
     get_int(j, "width", &o->width);
     get_bool(j, "rounds", &o->rounds);
+    get_bool(j, "overlap", &o->overlap);
     json_decref(j);
 }
 
@@ -176,7 +177,9 @@ static char *tree_options(const kopt_optimize *op)
  * list take MS + i * MS2, so that a test sees outcomes arrive apart), spread over them. */
 static kopt_status open_spread(kopt_optimize *op, kopt_ctx *ctx)
 {
-    const int n = op->o.ngpus;
+    /* --overlap on one GPU: spread over it alone, whose thread evaluates while this one asks */
+    const int n = op->o.ngpus > 0 ? op->o.ngpus : 1, *gpus = op->o.ngpus > 0 ? op->o.gpus
+                                                                             : &op->o.live.eval.device;
     const double ms = kopt_scale_standin_env();
     const char *stagger_env = getenv("KOPT_SCALE_STANDIN_STAGGER");
     const double stagger = stagger_env ? strtod(stagger_env, NULL) : 0.0;
@@ -193,13 +196,13 @@ static kopt_status open_spread(kopt_optimize *op, kopt_ctx *ctx)
     }
     if (!standin && n > 1) {   /* every GPU's ceilings at once; the evaluators find them */
         kopt_ceilings *c = calloc((size_t)n, sizeof(*c));
-        if (c && kopt_run_ceilings_many(op->run, ctx, op->o.gpus, n, c) != KOPT_OK)
+        if (c && kopt_run_ceilings_many(op->run, ctx, gpus, n, c) != KOPT_OK)
             kopt_log(ctx, KOPT_LOG_INFO, "optimize: the GPUs' ceilings at once: %s",
                      kopt_errmsg(ctx));
         free(c);
     }
     for (i = 0; i < n && rc == KOPT_OK; i++) {
-        const int dev = op->o.gpus[i];
+        const int dev = gpus[i];
         char model[64];
         kopt_device_info info;
         where[i].known = 1;
@@ -282,7 +285,12 @@ kopt_status kopt_optimize_open(kopt_optimize **out, kopt_ctx *ctx, const kopt_op
                                           &stored_problem, &stored_opts)) != KOPT_OK)
             goto fail;
         op->o.search.width = 1;   /* a tree stored before the width was: the plain search */
+        op->o.search.overlap = 0; /* as the tree began (so that it grows as it would have) */
         kopt_search_opts_load(&op->o.search, stored_opts, o->keep_iterations);
+        if (o->resume && o->search.overlap && !op->o.search.overlap)
+            kopt_log(ctx, KOPT_LOG_WARN, "tree %lld began without --overlap and goes on "
+                     "without it (each step sees the outcomes of the one before)",
+                     (long long)o->resume);
         if (o->resume && o->ngpus > 0 && o->ngpus != op->o.search.width)
             kopt_log(ctx, KOPT_LOG_WARN, "tree %lld searches %d wide, as it began (its width "
                      "is kept so that it grows as it would have); its evaluations go to the "
@@ -327,6 +335,21 @@ kopt_status kopt_optimize_open(kopt_optimize **out, kopt_ctx *ctx, const kopt_op
      * the caller's rounds (kopt optimize --rounds) are kept too */
     if (o->propose_only || o->evaluate_only || o->search.rounds)
         op->o.search.rounds = 1;
+    /* the model is asked while candidates are evaluated, in this invocation: a tree that
+     * grows so is not driven by steps of files or of propose and evaluate (its replay would
+     * not grow it as they did) */
+    if (op->o.search.overlap && (o->manual || o->propose_only || o->evaluate_only)) {
+        const char *with = o->manual ? "manual replies (--llm manual)" :
+                           o->propose_only ? "--propose" : "--evaluate";
+        if (o->resume)
+            rc = kopt_seterr(ctx, KOPT_E_INVALID, "optimize: tree %lld grows with --overlap (the "
+                             "next step asked while this one is evaluated, in one invocation): "
+                             "not with %s", (long long)o->resume, with);
+        else
+            rc = kopt_seterr(ctx, KOPT_E_INVALID, "optimize: --overlap asks the next step while "
+                             "this one is evaluated, in one invocation: not with %s", with);
+        goto fail;
+    }
     opts_text = tree_options(op);
     if ((rc = kopt_store_opt_tree_put(store, ctx, op->tree_id, op->prob->hash, op->prob->path,
                                       opts_text)) != KOPT_OK ||
@@ -358,7 +381,8 @@ kopt_status kopt_optimize_open(kopt_optimize **out, kopt_ctx *ctx, const kopt_op
     if (!o->propose_only && !o->create_only) {
         if (o->replay)
             rc = kopt_search_evaluator_replay(&op->ev, ctx, store, o->replay);
-        else if (o->ngpus > 0)
+        else if (o->ngpus > 0 || (op->o.search.overlap && strcmp(op->evaluator, "live") == 0 &&
+                                  !(op->o.live.eval.server && op->o.live.eval.server[0])))
             rc = open_spread(op, ctx);
         else if (strcmp(op->evaluator, "fake") == 0)
             rc = kopt_search_evaluator_fake(&op->ev, ctx, op->fake_ref_ms);

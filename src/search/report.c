@@ -85,6 +85,7 @@ char *kopt_search_json(const kopt_search *s)
     json_object_set_new(o, "objective",
                         json_string(kopt_run_tune_objective_name(s->o.objective)));
     json_object_set_new(o, "width", json_integer(s->o.width > 1 ? s->o.width : 1));
+    json_object_set_new(o, "overlap", json_boolean(s->o.overlap));
     json_object_set_new(o, "gpus", gpus_json(s));
     for (int i = 0; i < s->n; i++) {
         const kopt_search_node *n = &s->nodes[i];

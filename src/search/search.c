@@ -185,6 +185,96 @@ static int manual_outstanding(kopt_ctx *ctx, const char *dir)
     return n > 0;
 }
 
+static int max_step(const kopt_search *s)
+{
+    int m = 0;
+    for (int i = 0; i < s->n; i++)
+        m = s->nodes[i].step > m ? s->nodes[i].step : m;
+    return m;
+}
+
+enum { ASK_STOP = -1, ASK_NONE = 0, ASK_ASKED = 1 };
+
+/* One step of asking (its nodes are of a new step): the repairs of what failed (then, unless
+ * in rounds, nothing more), else the templatizer if due and up to the width in expansions.
+ * ASK_ASKED; ASK_NONE: nothing to ask, the loop ends (stop_reason set; `quiet`, while a
+ * step is evaluated: not set, the loop asks again once it is); ASK_STOP: the loop ends
+ * (waiting for manual replies; stop_reason set). */
+static int ask_step(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm, int *steps,
+                    int *proposed, int quiet)
+{
+    int r, e, np, picks[KOPT_SEARCH_MAX_WIDTH];
+    char what[160];
+
+    s->step = max_step(s) + 1;
+    if ((r = kopt__search_repair(s, ctx, llm)) != 0) {
+        if (r < 0)
+            return ASK_STOP;
+        (*steps)++;
+        progress(s, llm, "repairs asked");
+        if (!s->o.propose_only && !s->o.rounds)
+            return ASK_ASKED;
+    }
+    if ((e = expansions(s)) >= s->o.iterations) {
+        if (!quiet)
+            snprintf(s->st.stop_reason, sizeof(s->st.stop_reason), "%d iterations done",
+                     s->o.iterations);
+        return ASK_NONE;
+    }
+    e++;
+    /* a step: the templatizer first if it is due, then up to the width in expansions,
+     * within the iterations left (one, and either, for the plain search) */
+    if ((r = kopt__search_templatize(s, ctx, llm, e)) < 0)
+        return ASK_STOP;
+    np = kopt__search_select_many(s, picks, min_int(s->st.width - r,
+                                                    s->o.iterations - (e - 1) - r));
+    if (np == 0 && r == 0) {
+        if (!quiet)
+            snprintf(s->st.stop_reason, sizeof(s->st.stop_reason), "no node left to "
+                     "expand (all closed or failed)");
+        return ASK_NONE;
+    }
+    if (np > 0 && kopt__search_expand(s, ctx, llm, picks, np, e + r) < 0)
+        return ASK_STOP;
+    (*steps)++;
+    *proposed = 1;
+    if (r + np > 1)
+        snprintf(what, sizeof(what), "expansions %d-%d", e, e + r + np - 1);
+    else
+        snprintf(what, sizeof(what), "expansion %d", e);
+    progress(s, llm, what);
+    return ASK_ASKED;
+}
+
+/* --overlap: the next step asked while a step is evaluated (run by the batch meanwhile). */
+typedef struct overlap_ask {
+    kopt_search *s;
+    kopt_ctx *ctx;
+    kopt_llm_client *llm;
+    kopt_search_evaluator *ev;
+    int *steps, *proposed;
+    int result;
+} overlap_ask;
+
+static void ask_meanwhile(void *user)
+{
+    overlap_ask *a = user;
+
+    a->result = ask_step(a->s, a->ctx, a->llm, a->steps, a->proposed, 1);
+    kopt__search_prepare(a->s, a->ctx, a->ev);   /* its compiles start now too */
+}
+
+/* 1 when the next step may be asked while a batch is evaluated (--overlap): every pending
+ * node is of the batch's step and is evaluated with it (kopt__search_batch_step), and the
+ * loop would ask next (the model may be asked, not in files, the root is correct,
+ * expansions are left). */
+static int may_overlap(const kopt_search *s, int can_ask, int one_step)
+{
+    return s->o.overlap && can_ask && one_step && !s->o.propose_only && !s->o.manual_dir &&
+           s->nodes[0].state == KOPT_SEARCH_DONE && s->nodes[0].ok &&
+           expansions(s) < s->o.iterations;
+}
+
 kopt_status kopt_search_go(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm,
                            kopt_search_evaluator *ev)
 {
@@ -197,7 +287,7 @@ kopt_status kopt_search_go(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm,
     s->st.width = width_of(s);
     kopt__search_derive(s);
     for (;;) {
-        int pend = -1, st = stopped(s, llm), r, e, np, picks[KOPT_SEARCH_MAX_WIDTH];
+        int pend = -1, st = stopped(s, llm), r;
         if (st == 1)
             break;
         if (st == 2)
@@ -206,11 +296,18 @@ kopt_status kopt_search_go(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm,
             if (s->nodes[i].state == KOPT_SEARCH_PENDING)
                 pend = i;
         if (ev && pend >= 0) {
-            int batch[KOPT_SEARCH_MAX_WIDTH], nb;
+            int batch[KOPT_SEARCH_MAX_WIDTH], nb, one_step = 0, ask;
+            overlap_ask oa = {s, ctx, llm, ev, &steps, &proposed, ASK_NONE};
             kopt__search_prepare(s, ctx, ev);
-            nb = kopt__search_batch(s, pend, batch);
-            if ((rc = nb > 1 ? kopt__search_evaluate_batch(s, ctx, ev, batch, nb)
-                             : kopt__search_evaluate(s, ctx, ev, pend)) != KOPT_OK)
+            nb = s->o.overlap ? kopt__search_batch_step(s, pend, batch, &one_step)
+                              : kopt__search_batch(s, pend, batch);
+            ask = may_overlap(s, can_ask && st == 0, one_step);
+            if ((rc = nb > 1 || ask ? kopt__search_evaluate_batch(s, ctx, ev, batch, nb,
+                                                                  ask ? ask_meanwhile : NULL,
+                                                                  &oa)
+                                    : kopt__search_evaluate(s, ctx, ev, pend)) != KOPT_OK)
+                break;
+            if (oa.result == ASK_STOP)
                 break;
             for (int b = 0; b < nb; b++) {   /* in node order, as they were backed up */
                 const kopt_search_node *n = &s->nodes[batch[b]];
@@ -268,40 +365,8 @@ kopt_status kopt_search_go(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm,
                      npend);
             break;
         }
-        if ((r = kopt__search_repair(s, ctx, llm)) != 0) {
-            if (r < 0)
-                break;
-            steps++;
-            progress(s, llm, "repairs asked");
-            if (!s->o.propose_only && !s->o.rounds)
-                continue;
-        }
-        if ((e = expansions(s)) >= s->o.iterations) {
-            snprintf(s->st.stop_reason, sizeof(s->st.stop_reason), "%d iterations done",
-                     s->o.iterations);
+        if ((r = ask_step(s, ctx, llm, &steps, &proposed, 0)) != ASK_ASKED)
             break;
-        }
-        e++;
-        /* a step: the templatizer first if it is due, then up to the width in expansions,
-         * within the iterations left (one, and either, for the plain search) */
-        if ((r = kopt__search_templatize(s, ctx, llm, e)) < 0)
-            break;
-        np = kopt__search_select_many(s, picks, min_int(s->st.width - r,
-                                                        s->o.iterations - (e - 1) - r));
-        if (np == 0 && r == 0) {
-            snprintf(s->st.stop_reason, sizeof(s->st.stop_reason), "no node left to "
-                     "expand (all closed or failed)");
-            break;
-        }
-        if (np > 0 && kopt__search_expand(s, ctx, llm, picks, np, e + r) < 0)
-            break;
-        steps++;
-        proposed = 1;
-        if (r + np > 1)
-            snprintf(what, sizeof(what), "expansions %d-%d", e, e + r + np - 1);
-        else
-            snprintf(what, sizeof(what), "expansion %d", e);
-        progress(s, llm, what);
     }
     if (s->st.waiting)
         snprintf(s->st.stop_reason, sizeof(s->st.stop_reason), "waiting for %d manual "

@@ -91,6 +91,7 @@ struct kopt_search {
     int n, cap;
     int best;                   /* index; -1 none */
     int prepared;               /* nodes below this index were handed to ev->prepare */
+    int step;                   /* the step nodes made now belong to (kopt_search_node.step) */
     kopt_search_stats st;
     double t_start;
     kopt__search_tool tool;
@@ -149,10 +150,27 @@ int kopt__search_select_many(kopt_search *s, int *picks, int want);
 /* The pending nodes to evaluate together, `first` (the lowest pending) first, into
  * out[] (room for KOPT_SEARCH_MAX_WIDTH); how many (1: evaluate `first` alone). */
 int kopt__search_batch(const kopt_search *s, int first, int *out);
+/* --overlap: the pending nodes of `first`'s step (the oldest pending), evaluated together
+ * over the width's GPUs (`first` alone as kopt__search_batch would have it: the root, a tune,
+ * a twin); how many. *one_step: they are not alone and every pending node is of their step
+ * (the next step may be asked while they are evaluated). */
+int kopt__search_batch_step(const kopt_search *s, int first, int *out, int *one_step);
 /* Evaluate nodes ids[0..n) at once (ev->evaluate_many, else one by one): each stored as its
- * outcome arrives, then all backed up in node order. */
+ * outcome arrives, then all backed up in node order. meanwhile (may be NULL): run once on
+ * this thread while they are evaluated, before any outcome is taken into the tree (after the
+ * evaluations where they run on this thread); not run when the evaluation fails. */
 kopt_status kopt__search_evaluate_batch(kopt_search *s, kopt_ctx *ctx, kopt_search_evaluator *ev,
-                                        const int *ids, int n);
+                                        const int *ids, int n, void (*meanwhile)(void *),
+                                        void *mw_user);
+
+/* eval_spread.c */
+/* ev->evaluate_many(jobs, n, done, user); the spread evaluator (kopt optimize --gpus) runs
+ * meanwhile(mw_user) on this thread once its GPUs have the jobs, before any outcome is handed
+ * over; any other evaluator runs it first. */
+kopt_status kopt__search_spread_many(kopt_search_evaluator *ev, kopt_ctx *ctx,
+                                     const kopt_search_job *jobs, int n,
+                                     kopt_search_done_fn done, void *user,
+                                     void (*meanwhile)(void *), void *mw_user);
 
 /* backup.c: evaluating one node, backing it up */
 /* Node i takes the outcome of an evaluated node with the same source; 1 when it did. */

@@ -94,6 +94,7 @@ kopt_search_node *kopt__search_add(kopt_search *s)
     n = &s->nodes[s->n];
     memset(n, 0, sizeof(*n));
     n->id = s->n++;
+    n->step = s->step;
     n->parent = -1;
     n->verdict = KOPT_VERDICT_ERROR;
     return n;
@@ -137,6 +138,8 @@ json_t *kopt__search_node_to_json(const kopt_search_node *n)
     json_object_set_new(o, "kind", json_string(n->kind));
     json_object_set_new(o, "expansion", json_integer(n->expansion));
     json_object_set_new(o, "proposal", json_integer(n->proposal));
+    if (n->step > 0)
+        json_object_set_new(o, "step", json_integer(n->step));
     set_str(p, "text", n->plan.text);
     set_str(p, "kind", n->plan.kind);
     set_str(p, "tool", n->plan.tool);
@@ -203,6 +206,7 @@ int kopt__search_node_from_json(kopt_search_node *n, const json_t *o)
     get_str(o, "kind", n->kind, sizeof(n->kind));
     n->expansion = (int)json_integer_value(json_object_get(o, "expansion"));
     n->proposal = (int)json_integer_value(json_object_get(o, "proposal"));
+    n->step = (int)json_integer_value(json_object_get(o, "step"));
     get_str(p, "text", n->plan.text, sizeof(n->plan.text));
     get_str(p, "kind", n->plan.kind, sizeof(n->plan.kind));
     get_str(p, "tool", n->plan.tool, sizeof(n->plan.tool));

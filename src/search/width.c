@@ -52,12 +52,55 @@ int kopt__search_batch(const kopt_search *s, int first, int *out)
     return n;
 }
 
+int kopt__search_batch_step(const kopt_search *s, int first, int *out, int *one_step)
+{
+    const int step = s->nodes[first].step;
+    int n = 0;
+
+    *one_step = 1;
+    for (int i = 0; i < s->n; i++)
+        if (s->nodes[i].state == KOPT_SEARCH_PENDING && s->nodes[i].step != step)
+            *one_step = 0;
+    out[n++] = first;
+    if (first == 0 || is_tune(&s->nodes[first]) || has_twin(s, first)) {
+        *one_step = 0;   /* alone, on this thread: nothing is asked meanwhile */
+        return 1;
+    }
+    for (int i = first + 1; i < s->n && n < KOPT_SEARCH_MAX_WIDTH; i++) {
+        const kopt_search_node *c = &s->nodes[i];
+        int dup = 0;
+        if (c->state != KOPT_SEARCH_PENDING || c->step != step || is_tune(c) || has_twin(s, i))
+            continue;
+        for (int k = 0; k < n; k++)
+            dup |= strcmp(s->nodes[out[k]].hash, c->hash) == 0;
+        if (!dup)
+            out[n++] = i;
+    }
+    return n;
+}
+
 typedef struct batch {
     kopt_search *s;
     kopt_ctx *ctx;
     const int *jobs_ids;          /* the node of each job */
     kopt_status rc;
+    void (*meanwhile)(void *);    /* run once, before the first outcome is taken (or NULL) */
+    void *mw_user;
+    double mw_ms;                 /* its time (not the evaluation's) */
 } batch;
+
+static void run_meanwhile(void *user)
+{
+    batch *b = user;
+    void (*fn)(void *) = b->meanwhile;
+    double t0 = kopt_now_ms();
+
+    if (!fn)
+        return;
+    b->meanwhile = NULL;
+    fn(b->mw_user);
+    b->mw_ms += kopt_now_ms() - t0;
+}
 
 /* An outcome arrived (on the search's thread): into its node, and stored at once. */
 static void arrived(void *user, int index, kopt_search_outcome *out)
@@ -65,6 +108,7 @@ static void arrived(void *user, int index, kopt_search_outcome *out)
     batch *b = user;
     kopt_status rc;
 
+    run_meanwhile(b);   /* the tree as it was before the batch, for what runs meanwhile */
     kopt__search_apply(b->s, b->jobs_ids[index], out);
     if ((rc = kopt__search_save(b->s, b->ctx, b->jobs_ids[index])) != KOPT_OK &&
         b->rc == KOPT_OK)
@@ -72,16 +116,18 @@ static void arrived(void *user, int index, kopt_search_outcome *out)
 }
 
 kopt_status kopt__search_evaluate_batch(kopt_search *s, kopt_ctx *ctx, kopt_search_evaluator *ev,
-                                        const int *ids, int n)
+                                        const int *ids, int n, void (*meanwhile)(void *),
+                                        void *mw_user)
 {
     kopt_search_job jobs[KOPT_SEARCH_MAX_WIDTH];
     char tags[KOPT_SEARCH_MAX_WIDTH][16];
     int jobs_ids[KOPT_SEARCH_MAX_WIDTH], nj = 0;
-    batch b = {s, ctx, jobs_ids, KOPT_OK};
+    batch b = {s, ctx, jobs_ids, KOPT_OK, meanwhile, mw_user, 0.0};
     double t0 = kopt_now_ms();
     kopt_status rc = KOPT_OK;
 
     if (!ev->evaluate_many) {   /* one evaluator (a replay): one by one, the same tree */
+        run_meanwhile(&b);
         for (int i = 0; i < n && rc == KOPT_OK; i++)
             rc = kopt__search_evaluate(s, ctx, ev, ids[i]);
         return rc;
@@ -94,13 +140,14 @@ kopt_status kopt__search_evaluate_batch(kopt_search *s, kopt_ctx *ctx, kopt_sear
         jobs[nj].tag = tags[nj];
         jobs_ids[nj++] = ids[i];
     }
-    if (nj > 0)
-        rc = ev->evaluate_many(ev->self, ctx, jobs, nj, arrived, &b);
-    s->st.eval_ms += kopt_now_ms() - t0;
+    if (nj > 0)   /* the spread evaluator runs meanwhile as its GPUs start; others, first */
+        rc = kopt__search_spread_many(ev, ctx, jobs, nj, arrived, &b, run_meanwhile, &b);
+    s->st.eval_ms += kopt_now_ms() - t0 - b.mw_ms;
     if (rc == KOPT_OK)
         rc = b.rc;
     if (rc != KOPT_OK)   /* what arrived stays stored, to be backed up by a resume */
         return rc;
+    run_meanwhile(&b);   /* nothing was left to evaluate */
     /* the backup, in node order, with the search-memory rows: stored together (a kill in
      * it leaves the outcomes arrived, to be backed up by a resume as here) */
     if ((rc = kopt__search_group_begin(s, ctx)) != KOPT_OK)

@@ -22,7 +22,12 @@ KOPT_SCRIPT_LINEAGE=1: every kernel the coder or debugger writes ends with a com
 a wide search, where twins would otherwise leave GPUs idle). KOPT_SCRIPT_FRESH=1: every
 kernel the coder or debugger writes also ends with a mark of its own, so that every
 expansion has a kernel to evaluate (bench/optimize_gpus.sh: expansions per minute on
-several GPUs); not deterministic, so not for the resume tests.
+several GPUs); not deterministic, so not for the resume tests; KOPT_SCRIPT_FRESH=prompt marks
+it with a hash of the request instead: a kernel of its own wherever the prompt differs, and
+the same again for the same tree (the --overlap resume test). KOPT_SCRIPT_LOG=PATH: each
+request appends "ask ROLE PID" to PATH when it comes and "answered ROLE PID" before its
+reply (one write each, O_APPEND: the stand-in GPUs' log may be the same file, which shows
+the tests of --overlap whether the model was asked while candidates were evaluated).
 """
 import hashlib
 import json
@@ -74,11 +79,14 @@ def fenced(src, prose=True):
     return head + "```cuda\n" + src + "```\n" + ("\nIt follows the plan.\n" if prose else "")
 
 
-def lineage(src, parent):
+def lineage(src, parent, text=""):
     """src with the mark of the kernel it came from (KOPT_SCRIPT_LINEAGE=1) and one of its
-    own (KOPT_SCRIPT_FRESH=1), else src."""
-    if os.environ.get("KOPT_SCRIPT_FRESH") == "1":
+    own (KOPT_SCRIPT_FRESH=1: random; =prompt: a hash of the whole request), else src."""
+    fresh = os.environ.get("KOPT_SCRIPT_FRESH")
+    if fresh == "1":
         src = src.rstrip("\n") + "\n// fresh: %s\n" % uuid.uuid4().hex[:12]
+    elif fresh == "prompt":
+        src = src.rstrip("\n") + "\n// fresh: %s\n" % hashlib.sha1(text.encode()).hexdigest()[:12]
     if os.environ.get("KOPT_SCRIPT_LINEAGE") != "1":
         return src
     return src.rstrip("\n") + "\n// lineage: %s\n" % hashlib.sha1(parent.encode()).hexdigest()[:12]
@@ -119,8 +127,8 @@ def answer(d, role, text):
         parent = m.group(1) if m else ""
         if nxt is None:
             cur_src = load(d, "template.cu" if cur.endswith("t") else "%s.cu" % cur) or ""
-            return fenced(lineage(vary(cur_src, j + 1), parent))
-        out = lineage(nxt if j == 1 else vary(nxt, j), parent)
+            return fenced(lineage(vary(cur_src, j + 1), parent, text))
+        out = lineage(nxt if j == 1 else vary(nxt, j), parent, text)
         if k == 1 and j == 1 and m:
             # stage 2 as a grounded edit: the whole current kernel replaced
             return ("<<<<<<< SEARCH\n" + m.group(1) + "\n=======\n" + out.rstrip("\n") +
@@ -131,11 +139,19 @@ def answer(d, role, text):
         failed = m.group(1) + "\n" if m else ""
         fix = marker(failed, "fix")
         src = load(d, fix) if fix else None
-        return fenced(lineage(src, failed) if src is not None else failed, prose=False)
+        return fenced(lineage(src, failed, text) if src is not None else failed, prose=False)
     if role == "templatizer":
         t = load(d, "template.cu")
         return fenced(t) if t else "I cannot make a template of this kernel."
     return "unknown role"
+
+
+def log_line(what, role):
+    path = os.environ.get("KOPT_SCRIPT_LOG")
+    if path:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.write(fd, ("%s %s %d\n" % (what, role or "-", os.getpid())).encode())
+        os.close(fd)
 
 
 def main():
@@ -156,11 +172,13 @@ def main():
         print(n)
         return
     req = json.load(sys.stdin)
+    log_line("ask", req.get("role", ""))
     delay = float(os.environ.get("KOPT_SCRIPT_SLEEP", "0") or 0)
     if delay:
         time.sleep(delay)
     text = "\n".join(m["content"] for m in req.get("messages", []))
     out = answer(d, req.get("role", ""), text)
+    log_line("answered", req.get("role", ""))
     print(json.dumps({"text": out, "finish_reason": "stop", "model": "scripted",
                       "usage": {"prompt_tokens": len(text) // 4, "completion_tokens": len(out) // 4}}))
 

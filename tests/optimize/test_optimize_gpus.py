@@ -12,7 +12,12 @@ step differ, the best is the plain search's best, --replay rebuilds the tree; (c
 while 2 of 4 outcomes had arrived, then again with 2 in flight, then --resume: the same
 tree as an uninterrupted run, nothing evaluated twice, nothing lost (every evaluation that
 started and never ended is done later, the search memory is whole); (d) bad --gpus values
-are usage errors that say what is wrong.
+are usage errors that say what is wrong; (e) --overlap: the model is asked while a step's
+candidates are evaluated (asks between a stand-in's start and done; never without it), the
+tree is the same whatever the GPUs' delays and on one GPU with or without a thread of its
+own, --replay rebuilds it, a kill -9 while the next step is being asked and again while two
+steps are pending, then --resume, gives the uninterrupted tree; --overlap with manual
+replies, --propose or --evaluate is refused, and a resumed tree keeps what it began with.
 
 Usage: python3 test_optimize_gpus.py KOPT   (exit 1 on a failure)
 """
@@ -285,11 +290,180 @@ def test_bad_values():
         print("skipped: the case of --gpus all on a machine with no GPU (%d GPU(s) here)" % count)
 
 
+# ---- (e) --overlap ------------------------------------------------------------------------------
+
+def asks_in_flight(path):
+    """(requests made while a stand-in evaluation was in flight, all requests) in a log that
+    holds the stand-ins' lines and the scripted model's (KOPT_SCRIPT_LOG)."""
+    n = during = asks = 0
+    for line in open(path) if os.path.exists(path) else []:
+        w = line.split()
+        if w and w[0] == "start":
+            n += 1
+        elif w and w[0] == "done":
+            n -= 1
+        elif w and w[0] == "ask":
+            asks += 1
+            during += n > 0
+    return during, asks
+
+
+def pending_steps(db):
+    """The steps of the pending nodes of tree 1, a set."""
+    try:
+        got = rows(db, "SELECT node_json FROM opt_nodes WHERE tree_id = 1 AND state = 'pending'")
+    except Exception:       # the store being written: read again
+        return set()
+    return set(json.loads(r[0]).get("step", 0) for r in got)
+
+
+def kill_when(proc, cond):
+    deadline = time.time() + 60
+    while time.time() < deadline and proc.poll() is None:
+        if cond():
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            return 1
+        time.sleep(0.01)
+    proc.kill()
+    proc.wait()
+    return 0
+
+
+def test_overlap():
+    args = [PROBLEM, "--evaluator", "fake", "--llm", LLM, "--iterations", "8"]
+    log = os.path.join(TMP, "overlap.log")
+    p, ov = kopt(db_path("overlap"), *args, "--gpus", "0,1", "--overlap", "--json",
+                 env={"KOPT_SCALE_STANDIN": "400", "KOPT_SCALE_STANDIN_LOG": log,
+                      "KOPT_SCRIPT_LOG": log})
+    during, asks = asks_in_flight(log)
+    check(p.returncode == 0 and ov.get("overlap") is True and ov["stats"]["pending"] == 0 and
+          during >= 3, "--overlap on 2 stand-ins: %d of %d model requests made while "
+          "candidates were evaluated%s" % (during, asks, "" if p.returncode == 0 else
+                                           "; " + p.stderr.strip()[-300:]))
+    plog = os.path.join(TMP, "plain-overlap.log")
+    p, plain = kopt(db_path("plain-overlap"), *args, "--gpus", "0,1", "--json",
+                    env={"KOPT_SCALE_STANDIN": "100", "KOPT_SCALE_STANDIN_LOG": plog,
+                         "KOPT_SCRIPT_LOG": plog})
+    during0, asks0 = asks_in_flight(plog)
+    check(p.returncode == 0 and plain.get("overlap") is False and asks0 > 0 and during0 == 0,
+          "without --overlap no request is made while candidates are evaluated (%d of %d)" %
+          (during0, asks0))
+    check(ov.get("signature") != plain.get("signature"),
+          "--overlap grows another tree than the plain search (steps planned one step behind)")
+    p, fast = kopt(db_path("overlap-0"), *args, "--gpus", "0,1", "--overlap", "--json",
+                   env={"KOPT_SCALE_STANDIN": "0"})
+    check(p.returncode == 0 and fast.get("signature") == ov.get("signature"),
+          "--overlap: the same tree with stand-ins of 0 ms as of 400 ms")
+    p, rep = kopt(db_path("overlap"), "--replay", str(ov.get("tree_id")), "--json")
+    check(p.returncode == 0 and rep.get("signature") == ov.get("signature") and
+          rep.get("overlap") is True, "--replay of an --overlap tree rebuilds it (one by one)")
+    # one GPU: its own thread evaluates while this one asks, or (no --gpus, the scripted
+    # evaluator) everything on this thread, the ask first: the same tree
+    log1 = os.path.join(TMP, "overlap1.log")
+    p, one = kopt(db_path("overlap-1"), *args, "--gpus", "0", "--overlap", "--json",
+                  env={"KOPT_SCALE_STANDIN": "300", "KOPT_SCALE_STANDIN_LOG": log1,
+                       "KOPT_SCRIPT_LOG": log1})
+    p2, seq = kopt(db_path("overlap-seq"), *args, "--overlap", "--json")
+    during1, asks1 = asks_in_flight(log1)
+    check(p.returncode == 0 and p2.returncode == 0 and one.get("signature") ==
+          seq.get("signature") and one.get("width") == 1 and during1 >= 3,
+          "--overlap on one GPU: the same tree as on the search's thread alone, %d of %d "
+          "requests made while a candidate was evaluated" % (during1, asks1))
+    # kill -9 while the next step is being asked (one step pending, a request under way),
+    # then while two steps are pending; --resume: the uninterrupted tree
+    db, klog = db_path("overlap-killed"), os.path.join(TMP, "overlap-killed.log")
+    # kernels marked by their prompt: fewer twins, so steps with kernels of their own are
+    # pending at once; still the same tree for the same search
+    fresh = {"KOPT_SCRIPT_FRESH": "prompt"}
+    env = env_of(dict(fresh, KOPT_SCALE_STANDIN="700", KOPT_SCALE_STANDIN_LOG=klog,
+                      KOPT_SCRIPT_LOG=klog, KOPT_SCRIPT_SLEEP="0.15"))
+    kargs = ["--evaluator", "fake", "--llm", LLM, "--iterations", "14", "--gpus", "0,1"]
+    p, whole = kopt(db_path("overlap-whole"), PROBLEM, "--overlap", *kargs, "--json",
+                    env=dict(fresh, KOPT_SCALE_STANDIN="0"))
+
+    def asking():
+        lines = open(klog).read().split("\n") if os.path.exists(klog) else []
+        last_start = max((i for i, l in enumerate(lines) if l.startswith("start")), default=-1)
+        return (last_start >= 0 and any(l.startswith("ask") for l in lines[last_start:]) and
+                len(pending_steps(db)) == 1 and asks_in_flight(klog)[0] > 0)
+
+    def two_steps():
+        # two steps pending, once the newer step's expansions are stored (its last part: a
+        # kill inside a step's asking, between the templatizer's node and the expansions,
+        # diverges without --overlap too) and hold a kernel of their own (not a twin, which
+        # takes its outcome without an evaluation)
+        try:
+            nodes = [json.loads(r[0]) for r in rows(db, "SELECT node_json FROM opt_nodes "
+                                                        "WHERE tree_id = 1")]
+        except Exception:
+            return False
+        ps = set(j.get("step", 0) for j in nodes if j.get("state") == "pending")
+        hashes = collections.Counter(j.get("hash") for j in nodes)
+        return len(ps) >= 2 and any(j.get("step") == max(ps) and j["kind"] == "plan" and
+                                    hashes[j.get("hash")] == 1 for j in nodes)
+
+    kills = []
+    for i, cond in enumerate((asking, two_steps)):
+        cmd = [KOPT, "optimize", "--db", db] + (["--resume", "1"] if i else
+                                                [PROBLEM, "--overlap"]) + kargs
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                env=env, cwd=TMP)
+        kills.append(kill_when(proc, cond))
+    check(kills == [1, 1], "--overlap: killed while a step was asked, then with two steps "
+          "pending, the older being evaluated (%s)" % kills)
+    at_kill = [json.loads(r[0]) for r in rows(db, "SELECT node_json FROM opt_nodes WHERE "
+                                                  "tree_id = 1 AND state = 'pending'")]
+    steps = sorted(set(j.get("step", 0) for j in at_kill))
+    older = set("n%d" % j["id"] for j in at_kill if j.get("step") == steps[0] and
+                not j.get("arrived") and j["kind"] != "tune")
+    newer = set("n%d" % j["id"] for j in at_kill if j.get("step") == steps[-1] and
+                j["kind"] == "plan")
+    rlog = os.path.join(TMP, "overlap-resumed.log")
+    # GPU 1 takes 8 times as long as GPU 0: GPU 0 would start a newer node before GPU 1 is
+    # done with the older step, were they one batch
+    p, res = kopt(db, "--resume", "1", *kargs, "--json",
+                  env=dict(fresh, KOPT_SCALE_STANDIN="50", KOPT_SCALE_STANDIN_STAGGER="350",
+                           KOPT_SCALE_STANDIN_LOG=rlog))
+    done = collections.Counter(e[3] for e in log_events(klog) + log_events(rlog)
+                               if e[0] == "done")
+    check(p.returncode == 0 and res.get("signature") == whole.get("signature") and
+          res.get("overlap") is True and done and max(done.values()) == 1,
+          "--overlap: kill -9 twice + --resume (no --overlap given): the uninterrupted tree, "
+          "nothing evaluated twice (%d nodes)" % len(res.get("nodes", [])))
+    ev = log_events(rlog)
+    last_old = max((i for i, e in enumerate(ev) if e[0] == "done" and e[2] in older), default=-1)
+    first_new = min((i for i, e in enumerate(ev) if e[0] == "start" and e[2] in newer),
+                    default=len(ev))
+    check(older and newer and 0 <= last_old < first_new < len(ev),
+          "--overlap resumed with steps %s pending: the older step's %d evaluations end before "
+          "the newer step's %d begin, as in the uninterrupted search" %
+          (steps, len(older), len(newer)))
+    # what --overlap does not go with
+    for extra, want in ((["--llm", "manual"], "not with manual replies"),
+                        (["--propose"], "not with --propose")):
+        a = [PROBLEM, "--evaluator", "fake", "--overlap"] + (extra if "manual" in extra else
+                                                             ["--llm", LLM] + extra)
+        p, _ = kopt(db_path("overlap-bad"), *a)
+        check(p.returncode != 0 and want in p.stderr, "--overlap %s: refused, saying %r (%s)"
+              % (" ".join(extra), want, p.stderr.strip()[-160:]))
+    p, _ = kopt(db, "--resume", "1", "--evaluate", "--evaluator", "fake")
+    check(p.returncode != 0 and "tree 1 grows with --overlap" in p.stderr and
+          "not with --evaluate" in p.stderr, "--evaluate on an --overlap tree: refused (%s)"
+          % p.stderr.strip()[-160:])
+    p, _ = kopt(db_path("plain-overlap"), "--resume", "1", "--overlap", *kargs[:-2],
+                "--iterations", "9")
+    check(p.returncode == 0 and "began without --overlap" in p.stderr,
+          "--resume --overlap of a plain tree: it goes on as it began, with a warning (%s)"
+          % p.stderr.strip()[-200:])
+
+
 def all_tests():
     test_one_gpu()
     test_four()
     test_kill_resume()
     test_bad_values()
+    test_overlap()
 
 
 def main():

@@ -176,6 +176,65 @@ static void test_first_free(void)
     kopt_scale_pool_free(p);
 }
 
+/* kopt_scale_pool_run_meanwhile: the caller's work runs on its thread while the slots
+ * evaluate, and no outcome is handed over before it returns (--overlap asks the model so). */
+typedef struct mw {
+    kopt_scale_pool *p;
+    collect *c;
+    pthread_t caller;
+    int calls, on_caller, done_before, done_after, evaluated_meanwhile;
+} mw;
+
+static void meanwhile(void *user)
+{
+    mw *m = user;
+    kopt_scale_slot_stats st[2];
+    struct timespec ts = {0, 300 * 1000000L};   /* the 2 x 2 stand-in jobs take 2 x 20 ms */
+
+    m->calls++;
+    m->on_caller += pthread_equal(pthread_self(), m->caller) != 0;
+    m->done_before = m->c->done;
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+    kopt_scale_pool_stats(m->p, st);
+    m->evaluated_meanwhile = st[0].jobs + st[1].jobs;
+    m->done_after = m->c->done;
+}
+
+static void test_meanwhile(void)
+{
+    const double ms[2] = {20, 20};
+    kopt_scale_pool *p = standin_pool(ms, 2);
+    kopt_scale_job jobs[4];
+    collect c;
+    kopt_scale_hooks h = hooks_for(&c);
+    mw m;
+
+    memset(&c, 0, sizeof(c));
+    memset(&m, 0, sizeof(m));
+    make_jobs(jobs, 4);
+    CHECK(p != NULL);
+    if (!p)
+        return;
+    m.p = p;
+    m.c = &c;
+    m.caller = pthread_self();
+    CHECK_EQ_INT(kopt_scale_pool_run_meanwhile(p, ctx, jobs, 4, &h, meanwhile, &m), KOPT_OK);
+    CHECK_EQ_INT(m.calls, 1);
+    CHECK_EQ_INT(m.on_caller, 1);
+    CHECK_EQ_INT(m.done_before, 0);
+    CHECK_EQ_INT(m.done_after, 0);           /* outcomes wait for it */
+    CHECK_EQ_INT(m.evaluated_meanwhile, 4);  /* while the slots worked */
+    CHECK_EQ_INT(c.done, 4);
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ_INT(c.count[i], 1);
+    /* no jobs: nothing runs, meanwhile neither (the caller does its work itself) */
+    m.calls = 0;
+    CHECK_EQ_INT(kopt_scale_pool_run_meanwhile(p, ctx, jobs, 0, &h, meanwhile, &m), KOPT_OK);
+    CHECK_EQ_INT(m.calls, 0);
+    kopt_scale_pool_free(p);
+}
+
 /* A slot lost on its second job: that job is done once, elsewhere; the slot takes no more. */
 static void test_lost_requeue(void)
 {
@@ -441,6 +500,7 @@ int main(int argc, char **argv)
     static const ktest_case cases[] = {
         KTEST(test_devices_parse),
         KTEST(test_first_free),
+        KTEST(test_meanwhile),
         KTEST(test_lost_requeue),
         KTEST(test_all_lost),
         KTEST(test_stop),
