@@ -203,7 +203,7 @@ enum { ASK_STOP = -1, ASK_NONE = 0, ASK_ASKED = 1 };
 static int ask_step(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm, int *steps,
                     int *proposed, int quiet)
 {
-    int r, e, np, picks[KOPT_SEARCH_MAX_WIDTH];
+    int r, e, np, wait, picks[KOPT_SEARCH_MAX_WIDTH];
     char what[160];
 
     s->step = max_step(s) + 1;
@@ -234,7 +234,12 @@ static int ask_step(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm, int *st
                      "expand (all closed or failed)");
         return ASK_NONE;
     }
-    if (np > 0 && kopt__search_expand(s, ctx, llm, picks, np, e + r) < 0)
+    wait = np > 0 && kopt__search_expand(s, ctx, llm, picks, np, e + r) < 0;
+    /* the templatizer's node, when the expansions did not store it (none, or waiting for
+     * manual replies: kept as it was asked) */
+    if (kopt__search_store_held(s, ctx) != KOPT_OK)
+        kopt_log(ctx, KOPT_LOG_WARN, "a templatizer's node not stored: %s", kopt_errmsg(ctx));
+    if (wait)
         return ASK_STOP;
     (*steps)++;
     *proposed = 1;
