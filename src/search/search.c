@@ -3,7 +3,8 @@
  * repair what failed (repair.c), else select nodes (select.c) and expand them with the
  * planner and the coder, or the templatizer (expand.c). A search of width W selects up to W
  * expansions a step, made to differ by virtual visits, and evaluates up to W pending nodes
- * at once. Every decision follows from the tree as stored, so a killed search goes on where
+ * at once. With --overlap the next step is asked while a step is evaluated (one step
+ * behind). Every decision follows from the tree as stored, so a killed search goes on where
  * it stopped. The top of the folder's call order (search_int.h); the file runs from the
  * open and close to the loop and its stop conditions. */
 #include "search_int.h"

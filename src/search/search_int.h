@@ -10,7 +10,8 @@
  *   repair.c       the debugger on failed nodes
  *   expand.c       planner, coder, templatizer; a child from a code reply
  *   select.c       selection policies (one node, or W with virtual visits)
- *   width.c        the batch of a wide step: W pending nodes over W GPUs at once
+ *   width.c        the batch of a wide step: W pending nodes over W GPUs at once (with
+ *                  --overlap: a step's, the next step asked meanwhile)
  *   backup.c       one node evaluated, its outcome stored and backed up; twins; prepare
  *   prompts.c      the variables of the prompts, templates rendered
  *   ask.c          conversations with the roles (LLM or manual files)

@@ -6,8 +6,10 @@
  * rewards, visits, search memory) in node order, so the tree does not depend on which GPU
  * finished first. A resume finds the same batch (the same pending nodes), evaluates only
  * what had not arrived and backs up the whole batch in node order, as the killed search
- * would have. Called by the loop (search.c); calls backup.c and tree.c (search_int.h draws
- * the folder's call order). */
+ * would have. With --overlap a batch is a step's pending nodes (docs/optimize.md,
+ * "Overlap"), and the loop's asking of the next step runs meanwhile, before any outcome is
+ * taken into the tree. Called by the loop (search.c); calls backup.c, eval_spread.c and
+ * tree.c (search_int.h draws the folder's call order). */
 #include "search_int.h"
 
 #include <stdio.h>
