@@ -183,15 +183,29 @@ def test_four():
 
 # ---- (c) kill -9 mid-batch, --resume ------------------------------------------------------------
 
+def kill_when(proc, cond, settle=0.0):
+    """SIGKILL proc once cond() holds (`settle` seconds later); 1 when killed so, 0 when
+    proc ended or a minute passed first (then it is killed anyway)."""
+    deadline = time.time() + 60
+    while time.time() < deadline and proc.poll() is None:
+        if cond():
+            time.sleep(settle)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            return 1
+        time.sleep(0.01)
+    proc.kill()
+    proc.wait()
+    return 0
+
+
 def wait_and_kill(proc, log, skip, want):
     """SIGKILL proc once the log (past its first `skip` lines) shows its current batch in
     state `want`: "arrived" (4 started since the GPUs were last idle, 2 of them done, 2 in
     flight) or "flight" (2 or more in flight, none of them done yet). 1 when killed so."""
-    deadline = time.time() + 60
-    while time.time() < deadline and proc.poll() is None:
-        ev = log_events(log)[skip:]
+    def in_state():
         n, started, ended = 0, 0, 0
-        for what, _, _, _ in ev:
+        for what, _, _, _ in log_events(log)[skip:]:
             if what == "start":
                 if n == 0:
                     started = ended = 0
@@ -200,16 +214,9 @@ def wait_and_kill(proc, log, skip, want):
             else:
                 n -= 1
                 ended += 1
-        if (want == "arrived" and started == 4 and ended == 2 and n == 2) or \
-           (want == "flight" and n >= 2 and ended == 0):
-            time.sleep(0.05)
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
-            return 1
-        time.sleep(0.01)
-    proc.kill()
-    proc.wait()
-    return 0
+        return (want == "arrived" and started == 4 and ended == 2 and n == 2) or \
+               (want == "flight" and n >= 2 and ended == 0)
+    return kill_when(proc, in_state, settle=0.05)
 
 
 def test_kill_resume():
@@ -317,19 +324,6 @@ def pending_steps(db):
     except Exception:       # the store being written: read again
         return set()
     return set(json.loads(r[0]).get("step", 0) for r in got)
-
-
-def kill_when(proc, cond):
-    deadline = time.time() + 60
-    while time.time() < deadline and proc.poll() is None:
-        if cond():
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
-            return 1
-        time.sleep(0.01)
-    proc.kill()
-    proc.wait()
-    return 0
 
 
 def test_overlap():
