@@ -53,7 +53,9 @@ static void help(FILE *f)
         "                    tree in the store) and evaluate its best kernel as the\n"
         "                    candidate (the reference itself when nothing beat it)\n"
         "  --iterations N    each search's expansions (4); --optimize-wall S: each\n"
-        "                    problem's wall-time budget in seconds (none)\n"
+        "                    problem's wall-time budget in seconds (none); --overlap:\n"
+        "                    each search asks its next step while a step is evaluated\n"
+        "                    (kopt optimize --overlap)\n"
         "  --llm SPEC        the model (and the other --llm-* options of kopt llm);\n"
         "                    --evaluator live|fake, --fake-ref-ms MS as for kopt optimize\n"
         "  --resume SUITE    continue a stored suite (its id is printed first): problems\n"
@@ -108,6 +110,7 @@ int cmd_bench(int argc, char **argv)
         {"no-compile", no_argument, NULL, 'C'}, {"resume", required_argument, NULL, 'R'},
         {"optimize", no_argument, NULL, 'O'}, {"iterations", required_argument, NULL, 'I'},
         {"optimize-wall", required_argument, NULL, 'W'},
+        {"overlap", no_argument, NULL, 'V'},
         {"evaluator", required_argument, NULL, 'E'},
         {"fake-ref-ms", required_argument, NULL, 'F'},
         CLI_EVAL_LONG_OPTIONS, CLI_LLM_LONG_OPTIONS,
@@ -159,6 +162,7 @@ int cmd_bench(int argc, char **argv)
         case 'W': bo.max_wall_s = strtod(optarg, &end);
             if (*end || bo.max_wall_s < 0) goto bad_value;
             break;
+        case 'V': bo.overlap = 1; break;
         case 'E': bo.evaluator = optarg;
             if (strcmp(optarg, "live") && strcmp(optarg, "fake")) goto bad_value;
             break;

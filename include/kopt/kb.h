@@ -230,6 +230,8 @@ typedef struct kopt_kb_bench_opts {
                                   * current problem, with what was done stored; NULL: none */
     FILE *text;                  /* kopt bench's text here: the head, each row as it
                                   * finishes, the metrics (NULL: none) */
+    int overlap;                 /* optimize: each search asks its next step while a step is
+                                  * evaluated (kopt optimize --overlap) */
 } kopt_kb_bench_opts;
 void kopt_kb_bench_opts_default(kopt_kb_bench_opts *o);
 

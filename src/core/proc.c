@@ -170,7 +170,7 @@ char *kopt__find_pip_program(kopt_ctx *ctx, const char *name)
         "    roots = []\n"
         "for r in roots:\n"
         "    for sub in ('cu13', 'cuda_' + name, 'cu12'):\n"
-        "        print(os.path.join(r, sub, 'bin', name))\n",
+        "        print(os.path.join(r, sub, 'bin'))\n",
         name, NULL};
     char *output = NULL, *found = NULL, *line, *save = NULL;
     int code = -1;
@@ -180,11 +180,9 @@ char *kopt__find_pip_program(kopt_ctx *ctx, const char *name)
         free(output);
         return NULL;
     }
-    for (line = strtok_r(output, "\n", &save); line && !found; line = strtok_r(NULL, "\n", &save)) {
-        struct stat st;
-        if (stat(line, &st) == 0 && S_ISREG(st.st_mode) && access(line, X_OK) == 0)
-            found = strdup(line);
-    }
+    /* the folders where NVIDIA's wheels put their programs, in order */
+    for (line = strtok_r(output, "\n", &save); line && !found; line = strtok_r(NULL, "\n", &save))
+        found = exec_at(line, name);
     free(output);
     return found;
 }

@@ -64,6 +64,7 @@ static kopt_status optimize_one(kopt_ctx *ctx, const kopt_kb_bench_opts *o,
     oo.search.iterations = o->iterations;
     oo.search.max_wall_s = o->max_wall_s;
     oo.search.stop = o->stop;
+    oo.search.overlap = o->overlap;
     oo.live.eval = *eo;
     oo.live.energy_s = 0.0;
     oo.db_path = o->db_path;

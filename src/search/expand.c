@@ -83,7 +83,19 @@ kopt_status kopt__search_add_child(kopt_search *s, kopt_ctx *ctx, int parent, co
         kopt_sha256_hex(src, strlen(src), n->hash);
         kopt__search_reuse(s, id);
     }
+    if (s->holding) {   /* stored with its step's expansions (kopt__search_store_held) */
+        s->held = id;
+        return KOPT_OK;
+    }
     return kopt__search_save(s, ctx, id);
+}
+
+kopt_status kopt__search_store_held(kopt_search *s, kopt_ctx *ctx)
+{
+    int id = s->held;
+
+    s->held = 0;
+    return id > 0 ? kopt__search_save(s, ctx, id) : KOPT_OK;
 }
 
 /* The templatizer on the best node, once per node. 1 done, 0 not wanted, -1 waiting. */
@@ -111,7 +123,10 @@ int kopt__search_templatize(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm,
         memset(&plan, 0, sizeof(plan));
         snprintf(plan.text, sizeof(plan.text), "templatize n%d and tune its params", b);
         snprintf(plan.kind, sizeof(plan.kind), "tune");
+        s->holding = 1;   /* a step's templatizer and expansions are stored together: a kill
+                           * between them would leave a step a resume does not ask again */
         kopt__search_add_child(s, ctx, b, "tune", e, 0, &plan, s->nodes[b].source, &a, 1);
+        s->holding = 0;
     }
     kopt__search_ask_clear(&a, 1);
     kopt__search_derive(s);
@@ -183,6 +198,8 @@ int kopt__search_expand(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm, con
         /* the expansion's children stored together: a kill -9 between two of them would
          * leave an expansion that a resume counts as done with a proposal missing */
         kopt_status rc = kopt__search_group_begin(s, ctx), crc;
+        if (rc == KOPT_OK)
+            rc = kopt__search_store_held(s, ctx);   /* the step's templatizer node */
         for (int q = 0; q < n; q++) {
             crc = kopt__search_add_child(s, ctx, vs[q / k], "plan", e + q / k, q % k + 1,
                                          &plans[q], s->nodes[vs[q / k]].source, &ca[q], 0);

@@ -3,7 +3,8 @@
  * repair what failed (repair.c), else select nodes (select.c) and expand them with the
  * planner and the coder, or the templatizer (expand.c). A search of width W selects up to W
  * expansions a step, made to differ by virtual visits, and evaluates up to W pending nodes
- * at once. Every decision follows from the tree as stored, so a killed search goes on where
+ * at once. With --overlap the next step is asked while a step is evaluated (one step
+ * behind). Every decision follows from the tree as stored, so a killed search goes on where
  * it stopped. The top of the folder's call order (search_int.h); the file runs from the
  * open and close to the loop and its stop conditions. */
 #include "search_int.h"
@@ -203,7 +204,7 @@ enum { ASK_STOP = -1, ASK_NONE = 0, ASK_ASKED = 1 };
 static int ask_step(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm, int *steps,
                     int *proposed, int quiet)
 {
-    int r, e, np, picks[KOPT_SEARCH_MAX_WIDTH];
+    int r, e, np, wait, picks[KOPT_SEARCH_MAX_WIDTH];
     char what[160];
 
     s->step = max_step(s) + 1;
@@ -234,7 +235,12 @@ static int ask_step(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm, int *st
                      "expand (all closed or failed)");
         return ASK_NONE;
     }
-    if (np > 0 && kopt__search_expand(s, ctx, llm, picks, np, e + r) < 0)
+    wait = np > 0 && kopt__search_expand(s, ctx, llm, picks, np, e + r) < 0;
+    /* the templatizer's node, when the expansions did not store it (none, or waiting for
+     * manual replies: kept as it was asked) */
+    if (kopt__search_store_held(s, ctx) != KOPT_OK)
+        kopt_log(ctx, KOPT_LOG_WARN, "a templatizer's node not stored: %s", kopt_errmsg(ctx));
+    if (wait)
         return ASK_STOP;
     (*steps)++;
     *proposed = 1;

@@ -10,7 +10,8 @@
  *   repair.c       the debugger on failed nodes
  *   expand.c       planner, coder, templatizer; a child from a code reply
  *   select.c       selection policies (one node, or W with virtual visits)
- *   width.c        the batch of a wide step: W pending nodes over W GPUs at once
+ *   width.c        the batch of a wide step: W pending nodes over W GPUs at once (with
+ *                  --overlap: a step's, the next step asked meanwhile)
  *   backup.c       one node evaluated, its outcome stored and backed up; twins; prepare
  *   prompts.c      the variables of the prompts, templates rendered
  *   ask.c          conversations with the roles (LLM or manual files)
@@ -92,6 +93,8 @@ struct kopt_search {
     int best;                   /* index; -1 none */
     int prepared;               /* nodes below this index were handed to ev->prepare */
     int step;                   /* the step nodes made now belong to (kopt_search_node.step) */
+    int holding, held;          /* the templatizer's node is held (not stored) until its
+                                 * step's expansions are, and stored with them (0: none) */
     kopt_search_stats st;
     double t_start;
     kopt__search_tool tool;
@@ -136,7 +139,10 @@ kopt_status kopt__search_add_child(kopt_search *s, kopt_ctx *ctx, int parent, co
                                    int expansion, int proposal, const kopt_agent_plan *plan,
                                    const char *base, const kopt__search_ask *a,
                                    int want_template);
-/* The templatizer on the best node, once per node. 1 done, 0 not wanted, -1 waiting. */
+/* Store the templatizer's node held back for its step's expansions (none: nothing). */
+kopt_status kopt__search_store_held(kopt_search *s, kopt_ctx *ctx);
+/* The templatizer on the best node, once per node (its node held until the step's
+ * expansions are stored, with them). 1 done, 0 not wanted, -1 waiting. */
 int kopt__search_templatize(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm, int e);
 /* Planner then coder for s->o.proposals children of each node vs[0..m) (expansions e,
  * e + 1, ...). 1 done, -1 waiting. */

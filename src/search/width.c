@@ -6,8 +6,10 @@
  * rewards, visits, search memory) in node order, so the tree does not depend on which GPU
  * finished first. A resume finds the same batch (the same pending nodes), evaluates only
  * what had not arrived and backs up the whole batch in node order, as the killed search
- * would have. Called by the loop (search.c); calls backup.c and tree.c (search_int.h draws
- * the folder's call order). */
+ * would have. With --overlap a batch is a step's pending nodes (docs/optimize.md,
+ * "Overlap"), and the loop's asking of the next step runs meanwhile, before any outcome is
+ * taken into the tree. Called by the loop (search.c); calls backup.c, eval_spread.c and
+ * tree.c (search_int.h draws the folder's call order). */
 #include "search_int.h"
 
 #include <stdio.h>
@@ -30,46 +32,26 @@ static int is_tune(const kopt_search_node *n)
     return strcmp(n->kind, "tune") == 0;
 }
 
-int kopt__search_batch(const kopt_search *s, int first, int *out)
+/* Evaluated alone: the root (nothing is searched unless it runs), a tune (a tuning run of
+ * its own, on the search's thread), a node that takes a twin's outcome. */
+static int alone(const kopt_search *s, int first)
 {
-    int w = s->o.width > KOPT_SEARCH_MAX_WIDTH ? KOPT_SEARCH_MAX_WIDTH : s->o.width, n = 0;
-
-    out[n++] = first;
-    /* alone: the root (nothing is searched unless it runs), a tune (a tuning run of its
-     * own, on the search's thread), a node that takes a twin's outcome */
-    if (w <= 1 || first == 0 || is_tune(&s->nodes[first]) || has_twin(s, first))
-        return 1;
-    for (int i = first + 1; i < s->n && n < w; i++) {
-        const kopt_search_node *c = &s->nodes[i];
-        int dup = 0;
-        if (c->state != KOPT_SEARCH_PENDING || is_tune(c) || has_twin(s, i))
-            continue;
-        for (int k = 0; k < n; k++)   /* a twin in the batch waits, then takes its outcome */
-            dup |= strcmp(s->nodes[out[k]].hash, c->hash) == 0;
-        if (!dup)
-            out[n++] = i;
-    }
-    return n;
+    return first == 0 || is_tune(&s->nodes[first]) || has_twin(s, first);
 }
 
-int kopt__search_batch_step(const kopt_search *s, int first, int *out, int *one_step)
+/* `first`, then the pending nodes after it (of `step`; any when step < 0) up to `limit`,
+ * leaving out tunes, twins of evaluated nodes and twins in the batch (they wait, then take
+ * its outcome). */
+static int gather(const kopt_search *s, int first, int *out, int limit, int step)
 {
-    const int step = s->nodes[first].step;
     int n = 0;
 
-    *one_step = 1;
-    for (int i = 0; i < s->n; i++)
-        if (s->nodes[i].state == KOPT_SEARCH_PENDING && s->nodes[i].step != step)
-            *one_step = 0;
     out[n++] = first;
-    if (first == 0 || is_tune(&s->nodes[first]) || has_twin(s, first)) {
-        *one_step = 0;   /* alone, on this thread: nothing is asked meanwhile */
-        return 1;
-    }
-    for (int i = first + 1; i < s->n && n < KOPT_SEARCH_MAX_WIDTH; i++) {
+    for (int i = first + 1; i < s->n && n < limit; i++) {
         const kopt_search_node *c = &s->nodes[i];
         int dup = 0;
-        if (c->state != KOPT_SEARCH_PENDING || c->step != step || is_tune(c) || has_twin(s, i))
+        if (c->state != KOPT_SEARCH_PENDING || (step >= 0 && c->step != step) || is_tune(c) ||
+            has_twin(s, i))
             continue;
         for (int k = 0; k < n; k++)
             dup |= strcmp(s->nodes[out[k]].hash, c->hash) == 0;
@@ -77,6 +59,26 @@ int kopt__search_batch_step(const kopt_search *s, int first, int *out, int *one_
             out[n++] = i;
     }
     return n;
+}
+
+int kopt__search_batch(const kopt_search *s, int first, int *out)
+{
+    int w = s->o.width > KOPT_SEARCH_MAX_WIDTH ? KOPT_SEARCH_MAX_WIDTH : s->o.width;
+
+    out[0] = first;
+    return w <= 1 || alone(s, first) ? 1 : gather(s, first, out, w, -1);
+}
+
+int kopt__search_batch_step(const kopt_search *s, int first, int *out, int *one_step)
+{
+    const int step = s->nodes[first].step;
+
+    *one_step = !alone(s, first);   /* alone, on this thread: nothing is asked meanwhile */
+    for (int i = 0; i < s->n; i++)
+        if (s->nodes[i].state == KOPT_SEARCH_PENDING && s->nodes[i].step != step)
+            *one_step = 0;
+    out[0] = first;
+    return alone(s, first) ? 1 : gather(s, first, out, KOPT_SEARCH_MAX_WIDTH, step);
 }
 
 typedef struct batch {

@@ -366,6 +366,22 @@ for r in d["rows"]:
   ok "bench --optimize: a tree per problem, its best kernel the row's candidate; resumed without a model"
 else bad "bench --optimize" "exit $rc/$rc2 $(tail -5 "$D/o") $(head -3 "$D/e")"; fi
 }
+s_optimize_overlap() {
+(cd "$D" && KOPT_PROMPTS=$REPO/prompts "$K" bench "$WORK/s3" $OPT --iterations 2 --overlap --llm "$LLM" --json) > "$D/o.json" 2> "$D/e"; rc=$?
+if [ $rc = 0 ] && python3 - "$D/o.json" "$KOPT_DB" <<'PY'
+import json, sqlite3, sys
+d = json.load(open(sys.argv[1]))
+db = sqlite3.connect(sys.argv[2])
+trees = [r["optimize"]["tree"] for r in d["rows"]]
+assert len(trees) == 3, d["rows"]
+for t in trees:
+    o = json.loads(db.execute("SELECT options_json FROM opt_trees WHERE tree_id = ?",
+                              (t,)).fetchone()[0])
+    assert o.get("overlap") is True and o["iterations"] == 2, o
+PY
+then ok "bench --optimize --overlap: each problem's tree grows with --overlap (stored with it)"
+else bad "bench --optimize --overlap" "exit $rc $(tail -3 "$D/e")"; fi
+}
 s_optimize0() {
 (cd "$D" && KOPT_PROMPTS=$REPO/prompts "$K" bench "$WORK/s3" $OPT --iterations 0 --llm "$LLM") > "$D/o" 2>&1; rc=$?
 if [ $rc = 0 ] && has "$D/o" "^t1 .* OK" && has "$D/o" "3 problem(s), 3 correct"; then
@@ -476,11 +492,11 @@ mkdir -p "$WORK/log"
 t_all=$SECONDS
 # the imports (the problems the other steps read), then the rest, the longest first
 run_jobs "$JOBS" step import import_kb3 import_kbs import_json literal errors
-run_jobs "$JOBS" step bench optimize shape_bench shape_nocheck optimize0 eval_good eval_native \
-  eval_wrong eval_mutates shape_a shape_a_nocheck shape_b help
+run_jobs "$JOBS" step bench optimize shape_bench shape_nocheck optimize0 optimize_overlap \
+  eval_good eval_native eval_wrong eval_mutates shape_a shape_a_nocheck shape_b help
 report import import_json literal errors eval_good eval_wrong eval_mutates eval_native \
-  import_kb3 bench optimize optimize0 import_kbs shape_a shape_a_nocheck shape_b shape_bench \
-  shape_nocheck help
+  import_kb3 bench optimize optimize0 optimize_overlap import_kbs shape_a shape_a_nocheck \
+  shape_b shape_bench shape_nocheck help
 echo "      $((SECONDS - t_all)) s for the steps after the stub import ($JOBS at a time)"
 
 echo "ktest: $passed passed, $failed failed"

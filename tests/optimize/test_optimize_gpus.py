@@ -17,7 +17,9 @@ candidates are evaluated (asks between a stand-in's start and done; never withou
 tree is the same whatever the GPUs' delays and on one GPU with or without a thread of its
 own, --replay rebuilds it, a kill -9 while the next step is being asked and again while two
 steps are pending, then --resume, gives the uninterrupted tree; --overlap with manual
-replies, --propose or --evaluate is refused, and a resumed tree keeps what it began with.
+replies, --propose or --evaluate is refused, and a resumed tree keeps what it began with; a
+kill right after a templatizer's node is written, in a step that also expands, resumes to
+the uninterrupted tree (the step is stored whole).
 
 Usage: python3 test_optimize_gpus.py KOPT   (exit 1 on a failure)
 """
@@ -352,6 +354,24 @@ def test_overlap():
     p, rep = kopt(db_path("overlap"), "--replay", str(ov.get("tree_id")), "--json")
     check(p.returncode == 0 and rep.get("signature") == ov.get("signature") and
           rep.get("overlap") is True, "--replay of an --overlap tree rebuilds it (one by one)")
+    # kill -9 right after the templatizer's node is written in a step that also expands
+    # (KOPT_TEST_KILL_AFTER_SAVE): the step is stored whole or not at all, so the resume
+    # asks it again and grows the uninterrupted tree
+    steps_of = collections.defaultdict(set)
+    for n in fast.get("nodes", []):
+        steps_of[n.get("step")].add(n["kind"])
+    tune = [n["id"] for n in fast.get("nodes", []) if n["kind"] == "tune" and
+            "plan" in steps_of[n.get("step")]]
+    dbt = db_path("overlap-kill-tune")
+    p, _ = kopt(dbt, *args, "--gpus", "0,1", "--overlap",
+                env={"KOPT_SCALE_STANDIN": "0", "KOPT_TEST_KILL_AFTER_SAVE": str(tune[0])}
+                if tune else {})
+    p2, rt = kopt(dbt, "--resume", "1", "--evaluator", "fake", "--llm", LLM, "--gpus", "0,1",
+                  "--json", env={"KOPT_SCALE_STANDIN": "0"})
+    check(tune and p.returncode == -signal.SIGKILL and p2.returncode == 0 and
+          rt.get("signature") == fast.get("signature"), "--overlap: kill -9 once the "
+          "templatizer's node n%s is written, in a step with expansions, then --resume: the "
+          "uninterrupted tree" % (tune[0] if tune else "?"))
     # one GPU: its own thread evaluates while this one asks, or (no --gpus, the scripted
     # evaluator) everything on this thread, the ask first: the same tree
     log1 = os.path.join(TMP, "overlap1.log")
