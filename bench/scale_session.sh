@@ -22,7 +22,9 @@
 # run's log and JSON, summary.txt, and a short table printed last. Each run is bounded;
 # the whole session stays under 8 minutes on an H100 (SCALE_BUDGET, default 48, scales it).
 # SCALE_SHORT=1 leaves out the plain-path run (1gpu) and GPU 1 alone (gpu1); SCALE_NS="4"
-# runs only those GPU counts (default "2 4 8"). The speed-up
+# runs only those GPU counts (default "2 4 8"). SCALE_CPUS=LIST (taskset -c's list, e.g.
+# 0-95) holds every run, its compile helpers and workers to those CPUs: a host with fewer
+# CPUs per GPU (kopt's default compile threads follow them). The speed-up
 # is of the tuning run (kopt tune's elapsed_s); that of the whole process (kopt's start,
 # the ceilings, the final check of the winner included) is printed beside it.
 set -u
@@ -49,7 +51,13 @@ NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 # a dry run of this script without a GPU: KOPT_SCALE_STANDIN=MS (CPU stand-ins) and
 # SCALE_FAKE_GPUS=N (how many to pretend)
 [ -n "${KOPT_SCALE_STANDIN:-}" ] && NGPU=${SCALE_FAKE_GPUS:-1}
-say "== env: $(nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,driver_version --format=csv,noheader 2>/dev/null | head -1 || true); $NGPU GPU(s); $(nproc) CPUs; budget $BUDGET"
+HOLD=()
+if [ -n "${SCALE_CPUS:-}" ]; then
+  command -v taskset > /dev/null || { echo "SCALE_CPUS: no taskset on this machine" >&2; exit 2; }
+  taskset -c "$SCALE_CPUS" true 2> /dev/null || { echo "SCALE_CPUS=$SCALE_CPUS: not a CPU list taskset takes on this machine" >&2; exit 2; }
+  HOLD=(taskset -c "$SCALE_CPUS")
+fi
+say "== env: $(nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,driver_version --format=csv,noheader 2>/dev/null | head -1 || true); $NGPU GPU(s); $(nproc) CPUs${SCALE_CPUS:+, runs held to $("${HOLD[@]}" nproc) (CPUs $SCALE_CPUS)}; budget $BUDGET"
 if [ "$NGPU" = 0 ]; then
   say "skipped: no GPU"
   row all - - - - - "skipped: no GPU"
@@ -77,7 +85,7 @@ tune() {
   nvidia-smi --query-gpu=index,utilization.gpu --format=csv,noheader,nounits -lms 200 \
       > "$O/$label.util" 2> /dev/null & local smi=$!
   local t=$(date +%s.%N)
-  timeout "$secs" "${pre[@]}" "$K" tune "$PROB" "$TMPL" "${TUNE_ARGS[@]}" --db "$W/$label.db" \
+  timeout "$secs" "${pre[@]}" "${HOLD[@]}" "$K" tune "$PROB" "$TMPL" "${TUNE_ARGS[@]}" --db "$W/$label.db" \
       ${CT:+--compile-threads "$CT"} "$@" > "$O/$label.json" 2> "$O/$label.log"
   RC=$?
   kill "$smi" 2> /dev/null; wait "$smi" 2> /dev/null
