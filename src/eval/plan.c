@@ -40,6 +40,12 @@ void kopt__trace_step(json_t *trace, const char *step, double *t)
 /* The trace as text. Its WHO_at objects ([start, end] per step, on the monotonic clock)
  * become offsets from trace["at_base_ms"] (an integer: the earliest start, whole ms), which
  * the 6 digits that durations are written with can hold. */
+static int is_at(const char *who, const json_t *at)   /* a WHO_at object */
+{
+    size_t n = strlen(who);
+    return n > 3 && strcmp(who + n - 3, "_at") == 0 && json_is_object(at);
+}
+
 char *kopt__trace_dump(json_t *trace)
 {
     const char *who, *step;
@@ -47,8 +53,7 @@ char *kopt__trace_dump(json_t *trace)
     double base = -1;
 
     json_object_foreach(trace, who, at) {
-        size_t n = strlen(who);
-        if (n < 3 || strcmp(who + n - 3, "_at") != 0 || !json_is_object(at))
+        if (!is_at(who, at))
             continue;
         json_object_foreach(at, step, se) {
             double a = json_number_value(json_array_get(se, 0));
@@ -59,8 +64,7 @@ char *kopt__trace_dump(json_t *trace)
     if (base >= 0) {
         base = floor(base);
         json_object_foreach(trace, who, at) {
-            size_t n = strlen(who);
-            if (n < 3 || strcmp(who + n - 3, "_at") != 0 || !json_is_object(at))
+            if (!is_at(who, at))
                 continue;
             json_object_foreach(at, step, se)
                 for (size_t i = 0; i < 2 && json_array_size(se) == 2; i++)
