@@ -22,12 +22,13 @@ for f in sys.argv[1:]:
     try: d = json.load(open(f))
     except Exception as e: print(f, "unreadable", e); continue
     w = d.get("wall_ms", {}); r = w.get("reference_setup_steps") or {}; c = w.get("candidate_setup_steps") or {}
-    fmt = lambda s: " ".join("%s=%.0f" % (k, v) for k, v in s.items() if v)
+    fmt = lambda s: " ".join("%s=%.0f" % (k, v) for k, v in s.items() if isinstance(v, (int, float)) and v)
     print("%-28s %-3s total=%.0f compile=%.0f verify=%.0f time=%.0f compare=%.0f | ref[%s] | cand[%s]" % (
         f.split("/")[-1], d.get("verdict"), w.get("total", 0), w.get("compile", 0), w.get("verify", 0),
         w.get("time", 0), w.get("compare") or 0, fmt(r), fmt(c)))
     for who, st in (d.get("trace") or {}).items():
-        print("   trace %-10s %s" % (who, fmt(st)))
+        if not who.endswith("_at"):   # WHO_at: when each step ran, not how long
+            print("   trace %-10s %s" % (who, fmt(st)))
 PY
 }
 for sec in ${*:-env evalcost}; do

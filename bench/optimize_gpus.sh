@@ -104,7 +104,8 @@ PY
   python3 - "/tmp/optg-$l.db" "$l" "$O/$l.evaluations.jsonl" <<'PY' | tee -a "$S"
 import json, sqlite3, statistics as st, sys
 try:
-    rows = sqlite3.connect(sys.argv[1]).execute("SELECT result_json FROM evaluations").fetchall()
+    rows = sqlite3.connect(sys.argv[1]).execute(
+        "SELECT result_json, device_index FROM evaluations ORDER BY id").fetchall()
 except Exception as e:
     print("       no evaluations read (%s)" % e); sys.exit(0)
 walls = [json.loads(r[0]).get("wall_ms") or {} for r in rows if r[0]]
@@ -121,7 +122,7 @@ for r in rows:
 print("       steps, mean ms: %s" % ", ".join("%s %.0f" % (k, sum(v) / len(rows)) for k, v in
       sorted(steps.items(), key=lambda kv: -sum(kv[1]))[:10]))
 # how many candidates found a worker started ahead for them (torch imported, context made)
-res = [json.loads(r[0]) for r in rows if r[0]]
+res = [dict(json.loads(r[0]), device_index=r[1]) for r in rows if r[0]]
 print("       candidate workers started ahead: %d of %d" %
       (sum(1 for j in res if j.get("worker_ahead")), len(res)))
 # inside the workers: their own traces (the PyTorch worker's steps), mean ms per evaluation
@@ -147,7 +148,7 @@ for who in ("candidate", "reference", "compile"):
 # every evaluation's traces and times, one JSON line each, for a closer look later
 with open(sys.argv[3], "w") as f:
     for j in res:
-        row = {k: j.get(k) for k in ("verdict", "worker_ahead", "wall_ms", "trace")}
+        row = {k: j.get(k) for k in ("verdict", "worker_ahead", "wall_ms", "trace", "device_index")}
         row["device_uuid"] = (j.get("device") or {}).get("uuid")
         f.write(json.dumps(row) + "\n")
 PY

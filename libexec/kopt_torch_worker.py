@@ -133,16 +133,21 @@ class Worker:
         self.lock = threading.Lock()
         self.phase = 0
         self.trace = {}
+        self.at = {}             # step -> [first start, last end], CLOCK_MONOTONIC ms (trace_at)
         self.sandbox = None
         self.clock = None        # libkopt's clock (kopt_torch_timing.LibClock), or None:
         self.clock_error = ""    # why not
         self.guard = None        # the tamper check, once the candidate is about to load
 
     def step(self, name, t0):
-        """Add the wall time since t0 (time.monotonic()) to step `name` of the trace (ms);
+        """Add the wall time since t0 (time.monotonic()) to step `name` of the trace (ms),
+        and keep when it ran (trace_at: its first start and last end on the monotonic clock,
+        the parent's kopt_now_ms, so steps of workers on several GPUs can be lined up);
         returns now, the next step's start."""
         now = time.monotonic()
         self.trace[name] = self.trace.get(name, 0.0) + (now - t0) * 1e3
+        self.at[name] = [self.at[name][0] if name in self.at else round(t0 * 1e3, 3),
+                         round(now * 1e3, 3)]
         return now
 
     def emit(self, obj):
@@ -859,19 +864,25 @@ def worker_main():
     try:
         ahead = [a for a in sys.argv if a.startswith("--ahead=")]
         warmed = None
+        ahead_at = {}   # when the worker started ahead made its context and warmed (trace_at)
         if ahead:   # started before its job (a session's next candidate): torch's import, the
             import torch  # noqa: F401  slow part of the start, while the parent works,
             dev = local_device(ahead[0].partition("=")[2])  # and the context of "--ahead=cuda:N"
             if dev.startswith("cuda") and torch.cuda.is_available():
+                t0 = time.monotonic()
                 torch.cuda.set_device(torch.device(dev))
                 torch.zeros(1, device=dev)
+                t1 = time.monotonic()
+                ahead_at["ahead_context"] = [round(t0 * 1e3, 3), round(t1 * 1e3, 3)]
                 if os.environ.get("KOPT_WORKER_WARM", "1") != "0":
                     warmed = warm_ahead(torch, dev)
+                    ahead_at["ahead_warm"] = [round(t1 * 1e3, 3), round(time.monotonic() * 1e3, 3)]
         line = sys.stdin.readline()
         if not line:                # the session ended before a job came
             return 0
         job = json.loads(line)
         w = Worker()
+        w.at.update(ahead_at)
         if warmed is not None:   # done before the job came: not part of the evaluation's time
             w.trace["ahead_warm"] = warmed
         stop = threading.Event()
@@ -888,11 +899,12 @@ def worker_main():
         if job.get("program_profile"):   # kopt profile: the program's kernels, no checks
             import kopt_torch_program
             w.emit({"event": "result", "device": info, "phases": [], "kernels": [],
-                    "program": kopt_torch_program.record(w, job), "trace": w.trace})
+                    "program": kopt_torch_program.record(w, job), "trace": w.trace,
+                    "trace_at": w.at})
             return 0
         phases = w.run(job)
         ev = {"event": "result", "device": info, "phases": phases, "kernels": [],
-              "trace": w.trace}
+              "trace": w.trace, "trace_at": w.at}
         if w.sandbox and w.sandbox.report is not None:
             ev["sandbox"] = w.sandbox.report
         w.emit(ev)

@@ -517,7 +517,7 @@ done:
     kopt__worker_proc_release(cand_proc);
     kopt__trace_step(trace, "cleanup", &ts);
     r->total_ms = kopt_now_ms() - t0;
-    r->trace = json_dumps(trace, JSON_COMPACT | JSON_REAL_PRECISION(6));
+    r->trace = kopt__trace_dump(trace);
     json_decref(trace);
     if (serve && S->cand && !served) {  /* ended, or left waiting for a "go" it never got */
         kopt__worker_proc_free(S->cand);

@@ -73,8 +73,11 @@ typedef struct phase_plan {
                                 * slots, trial 0's kept for the repeat */
 } phase_plan;
 
-/* Add the wall time from *t to now to step `step` of the parent's trace; *t becomes now. */
+/* Add the wall time from *t to now to step `step` of the parent's trace, and when it ran to
+ * trace["parent_at"]; *t becomes now. */
 void kopt__trace_step(json_t *trace, const char *step, double *t);
+/* The trace as text, its WHO_at objects as offsets from "at_base_ms" (free()). */
+char *kopt__trace_dump(json_t *trace);
 /* Bytes of one run's outputs: the compared tensors in order, back to back. */
 size_t kopt__slot_bytes(const kopt_bound *b);
 /* Offset of `run`'s outputs (trial; n = the repeat of trial 0; n+1 = the last timed run). */

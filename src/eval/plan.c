@@ -11,22 +11,69 @@
 #include "worker_int.h"
 
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-/* Add the wall time from *t to now to step `step` of the parent's trace; *t becomes now. */
+/* Add the wall time from *t to now to step `step` of the parent's trace, and keep when it
+ * ran in trace["parent_at"] ([first start, last end], kopt_now_ms: the monotonic clock the
+ * workers' trace_at uses too); *t becomes now. */
 void kopt__trace_step(json_t *trace, const char *step, double *t)
 {
     double now = kopt_now_ms();
-    json_t *parent = json_object_get(trace, "parent"), *v;
+    json_t *parent = json_object_get(trace, "parent"), *at = json_object_get(trace, "parent_at");
+    json_t *v, *was;
 
     if (!parent)
         json_object_set_new(trace, "parent", parent = json_object());
+    if (!at)
+        json_object_set_new(trace, "parent_at", at = json_object());
     v = json_object_get(parent, step);
     json_object_set_new(parent, step, json_real(now - *t + (v ? json_number_value(v) : 0)));
+    was = json_array_get(json_object_get(at, step), 0);
+    json_object_set_new(at, step, json_pack("[ff]", was ? json_number_value(was) : *t, now));
     *t = now;
+}
+
+/* The trace as text. Its WHO_at objects ([start, end] per step, on the monotonic clock)
+ * become offsets from trace["at_base_ms"] (an integer: the earliest start, whole ms), which
+ * the 6 digits that durations are written with can hold. */
+static int is_at(const char *who, const json_t *at)   /* a WHO_at object */
+{
+    size_t n = strlen(who);
+    return n > 3 && strcmp(who + n - 3, "_at") == 0 && json_is_object(at);
+}
+
+char *kopt__trace_dump(json_t *trace)
+{
+    const char *who, *step;
+    json_t *at, *se;
+    double base = -1;
+
+    json_object_foreach(trace, who, at) {
+        if (!is_at(who, at))
+            continue;
+        json_object_foreach(at, step, se) {
+            double a = json_number_value(json_array_get(se, 0));
+            if (json_array_size(se) == 2 && (base < 0 || a < base))
+                base = a;
+        }
+    }
+    if (base >= 0) {
+        base = floor(base);
+        json_object_foreach(trace, who, at) {
+            if (!is_at(who, at))
+                continue;
+            json_object_foreach(at, step, se)
+                for (size_t i = 0; i < 2 && json_array_size(se) == 2; i++)
+                    json_array_set_new(se, i, json_real(json_number_value(json_array_get(se, i)) -
+                                                        base));
+        }
+        json_object_set_new(trace, "at_base_ms", json_integer((json_int_t)base));
+    }
+    return json_dumps(trace, JSON_COMPACT | JSON_REAL_PRECISION(6));
 }
 
 /* Bytes of one run's outputs: the compared tensors in order, back to back, as the worker's

@@ -178,6 +178,21 @@ static int ahead_cap(void)
     return n < 1 ? (env && env[0] ? 1 : 2) : n > KOPT_AHEAD_MAX ? KOPT_AHEAD_MAX : n;
 }
 
+/* A worker's trace (its steps' ms) as trace[who], and its trace_at (when each step ran) as
+ * trace[who + "_at"]. */
+static void worker_trace(json_t *trace, const kopt__worker_run *run, const char *who)
+{
+    char key[64];
+
+    if (!run->result)
+        return;
+    if (json_object_get(run->result, "trace"))
+        json_object_set(trace, who, json_object_get(run->result, "trace"));
+    snprintf(key, sizeof(key), "%s_at", who);
+    if (json_is_object(json_object_get(run->result, "trace_at")))
+        json_object_set(trace, key, json_object_get(run->result, "trace_at"));
+}
+
 /* The session's next candidates' workers, started ahead (torch imports, then the CUDA
  * context is made, meanwhile) where missing: S->ahead_want of them, so that back to back
  * the next one was started evaluations ago. */
@@ -812,14 +827,11 @@ done:
         fill_ahead(ctx, S, cand_subject, prob, phases, nphases, cand, comp, &o, script);
         kopt__trace_step(trace, "start_next_worker", &ts);
     }
-    /* the workers' own steps (their clocks: they overlap the parent's waits) */
-    if (refp->result && json_object_get(refp->result, "trace"))
-        json_object_set(trace, r->ref_reused ? "reference_first_run" : "reference",
-                        json_object_get(refp->result, "trace"));
-    if (cand_run.result && json_object_get(cand_run.result, "trace"))
-        json_object_set(trace, "candidate", json_object_get(cand_run.result, "trace"));
-    if (cmp_run.result && json_object_get(cmp_run.result, "trace"))
-        json_object_set(trace, "compile", json_object_get(cmp_run.result, "trace"));
+    /* the workers' own steps (their clocks: they overlap the parent's waits), and when each
+     * ran (WHO_at: [start, end] on the monotonic clock, as the parent's parent_at) */
+    worker_trace(trace, refp, r->ref_reused ? "reference_first_run" : "reference");
+    worker_trace(trace, &cand_run, "candidate");
+    worker_trace(trace, &cmp_run, "compile");
     for (int p = 0; p < 2; p++) {
         kopt_bound_free(phases[p].ref);
         kopt_bound_free(phases[p].cand);
@@ -843,7 +855,7 @@ done:
     }
     kopt__trace_step(trace, "cleanup", &ts);
     r->total_ms = ts - t0;        /* the parent's steps sum to it */
-    r->trace = json_dumps(trace, JSON_COMPACT | JSON_REAL_PRECISION(6));
+    r->trace = kopt__trace_dump(trace);
     json_decref(trace);
     *out = r;
     return KOPT_OK;

@@ -249,6 +249,17 @@ for s in ("workers_ready", "reference_run", "candidate_run", "compare"):
 for w in ("reference", "candidate"):   # and each worker, from import torch to the checked call
     for s in ("import_torch", "trial_run", "output_transfer", "timed_runs", "checked_call"):
         assert t[w].get(s, -1) >= 0, (w, t[w])
+pa = t["parent_at"]   # when each step ran: one monotonic clock for the parent and its workers, from at_base_ms
+assert isinstance(t["at_base_ms"], int) and min(a for a, b in pa.values()) >= 0, t["at_base_ms"]
+assert set(pa) == set(t["parent"]) and all(a <= b for a, b in pa.values()), (pa, t["parent"])
+span = max(b for a, b in pa.values()) - min(a for a, b in pa.values())
+assert abs(span - d["wall_ms"]["total"]) < 1, (span, d["wall_ms"]["total"])
+for w in ("reference", "candidate"):
+    assert set(t[w + "_at"]) == set(k for k in t[w] if not k.startswith("ahead_")) | \
+        set(k for k in t[w + "_at"] if k.startswith("ahead_")), (w, t[w + "_at"], t[w])
+cc, run = t["candidate_at"]["checked_call"], pa["candidate_run"]
+assert abs(cc[1] - cc[0] - t["candidate"]["checked_call"]) < 0.01, (cc, t["candidate"])
+assert run[0] <= cc[0] <= cc[1] <= run[1], ("the checked call outside the candidate run", cc, run)
 ' "$D/o.json"; then ok "eval: a correct ModelNew on the CPU (sizes overridden), timed by libkopt's clock, every step traced"; else bad "eval good" "exit $rc $(cat "$D/e") $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["message"], d["wall_ms"], d["pytorch"].get("timer"))' "$D/o.json" 2>&1)"; fi
 }
 s_eval_wrong() {
