@@ -883,10 +883,12 @@ class HostGate:
             self.fd = None      # no gate: contexts are made at once, as without it
 
     def measuring(self, on):
-        """Hold the gate shared (on) or let it go: a measured run."""
+        """Hold the gate shared (on) or let it go: a measured run. Never waits: where the
+        file is held alone (a worker's test of it, or a candidate holding it on purpose),
+        the run goes on without the gate."""
         if self.fd is not None:
             try:
-                fcntl.flock(self.fd, fcntl.LOCK_SH if on else fcntl.LOCK_UN)
+                fcntl.flock(self.fd, (fcntl.LOCK_SH | fcntl.LOCK_NB) if on else fcntl.LOCK_UN)
             except OSError:
                 pass
 

@@ -137,6 +137,13 @@ t = threading.Thread(target=lambda: (waiter.wait_quiet(), done.set()), daemon=Tr
 t.start()
 check(done.wait(10), "the wait ends at its limit while a measured run still holds the gate")
 holder.measuring(False)
+import fcntl  # noqa: E402
+fcntl.flock(holder.fd, fcntl.LOCK_EX)   # held alone (as a candidate could): runs do not wait
+both = threading.Thread(target=other.measuring, args=(True,), daemon=True)
+both.start()
+both.join(5)
+check(not both.is_alive(), "a measured run never waits, even on a gate held alone")
+fcntl.flock(holder.fd, fcntl.LOCK_UN)
 os.environ["KOPT_GATE"] = "off"
 check(kw.HostGate().fd is None, "KOPT_GATE=off: no gate")
 os.environ["KOPT_GATE"] = os.path.join(gate_file, "not-a-folder", "gate")
