@@ -26,6 +26,7 @@ before it first runs: docs/kernelbench.md, "The sandbox", says what runs before 
 """
 import ctypes
 import errno
+import fcntl
 import hashlib
 import importlib.util
 import inspect
@@ -858,9 +859,63 @@ def classify(e, subject):
     return WorkerError("harness", msg)
 
 
+class HostGate:
+    """One file per user and host that every kopt worker on the host shares, so that a worker
+    started ahead makes its CUDA context while no worker is in its measured run (issue 29:
+    on 4 GPUs, contexts made on other GPUs slowed a candidate's census 22 -> 108 ms, its
+    digests and trial runs too, since the driver makes contexts under a lock other calls
+    wait on). A measured run holds the file shared; a worker started ahead waits, up to
+    $KOPT_GATE_WAIT_MS (default 1500), until it could hold it alone, then makes its context.
+    Nothing ever waits on a context: the gate only moves the ahead workers' contexts into the
+    gaps between measured runs. $KOPT_GATE names the file, or "off"."""
+
+    def __init__(self):
+        self.fd = None
+        path = os.environ.get("KOPT_GATE", "")
+        if path == "off":
+            return
+        if not path:
+            base = "/dev/shm" if os.path.isdir("/dev/shm") else "/tmp"
+            path = os.path.join(base, "kopt-gpu-gate-%d" % os.getuid())
+        try:
+            self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError:
+            self.fd = None      # no gate: contexts are made at once, as without it
+
+    def measuring(self, on):
+        """Hold the gate shared (on) or let it go: a measured run. Never waits: where the
+        file is held alone (a worker's test of it, or a candidate holding it on purpose),
+        the run goes on without the gate."""
+        if self.fd is not None:
+            try:
+                fcntl.flock(self.fd, (fcntl.LOCK_SH | fcntl.LOCK_NB) if on else fcntl.LOCK_UN)
+            except OSError:
+                pass
+
+    def wait_quiet(self):
+        """Wait until no worker on the host is in a measured run (or the wait's limit)."""
+        if self.fd is None:
+            return
+        try:
+            limit = float(os.environ.get("KOPT_GATE_WAIT_MS", "1500")) / 1e3
+        except ValueError:
+            limit = 1.5
+        end = time.monotonic() + limit
+        while True:
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(self.fd, fcntl.LOCK_UN)
+                return
+            except OSError:
+                if time.monotonic() >= end:
+                    return
+                time.sleep(0.002)
+
+
 def worker_main():
     w = None
     job = None
+    gate = HostGate()
     try:
         ahead = [a for a in sys.argv if a.startswith("--ahead=")]
         warmed = None
@@ -869,7 +924,10 @@ def worker_main():
             import torch  # noqa: F401  slow part of the start, while the parent works,
             dev = local_device(ahead[0].partition("=")[2])  # and the context of "--ahead=cuda:N"
             if dev.startswith("cuda") and torch.cuda.is_available():
+                tg = time.monotonic()
+                gate.wait_quiet()
                 t0 = time.monotonic()
+                ahead_at["ahead_gate"] = [round(tg * 1e3, 3), round(t0 * 1e3, 3)]
                 torch.cuda.set_device(torch.device(dev))
                 torch.zeros(1, device=dev)
                 t1 = time.monotonic()
@@ -902,7 +960,11 @@ def worker_main():
                     "program": kopt_torch_program.record(w, job), "trace": w.trace,
                     "trace_at": w.at})
             return 0
-        phases = w.run(job)
+        gate.measuring(True)
+        try:
+            phases = w.run(job)
+        finally:
+            gate.measuring(False)
         ev = {"event": "result", "device": info, "phases": phases, "kernels": [],
               "trace": w.trace, "trace_at": w.at}
         if w.sandbox and w.sandbox.report is not None:

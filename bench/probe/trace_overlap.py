@@ -76,6 +76,11 @@ def main(paths):
             print("  %-14s" % step + "".join(
                 "%18s" % ("%.1f (n=%d)" % (statistics.median(v), len(v)) if v else "-")
                 for v in groups.values()))
+        gate = [x[4] - x[3] for x in iv if x[2] == "ahead_gate"]
+        if gate:   # a worker started ahead waited for no measured run on the host (HostGate)
+            print("  ahead workers' wait at the host gate: median %.1f ms, max %.1f ms, "
+                  "%d of %d waited > 1 ms" % (statistics.median(gate), max(gate),
+                                             sum(g > 1 for g in gate), len(gate)))
 
 
 if __name__ == "__main__":

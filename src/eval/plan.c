@@ -37,9 +37,10 @@ void kopt__trace_step(json_t *trace, const char *step, double *t)
     *t = now;
 }
 
-/* The trace as text. Its WHO_at objects ([start, end] per step, on the monotonic clock)
- * become offsets from trace["at_base_ms"] (an integer: the earliest start, whole ms), which
- * the 6 digits that durations are written with can hold. */
+/* The trace as text, its numbers with 9 significant digits. Its WHO_at objects ([start,
+ * end] per step, on the monotonic clock) become offsets from trace["at_base_ms"] (an
+ * integer: the earliest start, whole ms): 1 us apart up to 1000 s after it, where a clock
+ * reading would keep only whole ms. */
 static int is_at(const char *who, const json_t *at)   /* a WHO_at object */
 {
     size_t n = strlen(who);
@@ -73,7 +74,7 @@ char *kopt__trace_dump(json_t *trace)
         }
         json_object_set_new(trace, "at_base_ms", json_integer((json_int_t)base));
     }
-    return json_dumps(trace, JSON_COMPACT | JSON_REAL_PRECISION(6));
+    return json_dumps(trace, JSON_COMPACT | JSON_REAL_PRECISION(9));
 }
 
 /* Bytes of one run's outputs: the compared tensors in order, back to back, as the worker's

@@ -109,4 +109,47 @@ class Broken:   # a torch whose first kernel fails
 
 
 check(isinstance(kw.warm_ahead(Broken(), "cuda:0"), float), "warm_ahead: a failure is left alone")
+
+# the host gate (HostGate): a worker started ahead waits to make its context while another
+# worker on the host is in its measured run, up to its limit; measured runs never wait
+import tempfile, threading  # noqa: E402
+gate_file = os.path.join(tempfile.mkdtemp(), "gate")
+os.environ["KOPT_GATE"] = gate_file
+os.environ["KOPT_GATE_WAIT_MS"] = "20000"
+holder, other, waiter = kw.HostGate(), kw.HostGate(), kw.HostGate()
+check(holder.fd is not None and os.path.exists(gate_file), "the gate file is made where KOPT_GATE says")
+holder.measuring(True)
+both = threading.Thread(target=other.measuring, args=(True,), daemon=True)
+both.start()
+both.join(5)
+check(not both.is_alive(), "two measured runs hold the gate at once")
+other.measuring(False)
+done = threading.Event()
+t = threading.Thread(target=lambda: (waiter.wait_quiet(), done.set()), daemon=True)
+t.start()
+check(not done.wait(0.3), "a worker started ahead waits while a measured run holds the gate")
+holder.measuring(False)
+check(done.wait(5), "and goes on once the measured run let it go")
+os.environ["KOPT_GATE_WAIT_MS"] = "50"
+holder.measuring(True)
+done.clear()
+t = threading.Thread(target=lambda: (waiter.wait_quiet(), done.set()), daemon=True)
+t.start()
+check(done.wait(10), "the wait ends at its limit while a measured run still holds the gate")
+holder.measuring(False)
+import fcntl  # noqa: E402
+fcntl.flock(holder.fd, fcntl.LOCK_EX)   # held alone (as a candidate could): runs do not wait
+both = threading.Thread(target=other.measuring, args=(True,), daemon=True)
+both.start()
+both.join(5)
+check(not both.is_alive(), "a measured run never waits, even on a gate held alone")
+fcntl.flock(holder.fd, fcntl.LOCK_UN)
+os.environ["KOPT_GATE"] = "off"
+check(kw.HostGate().fd is None, "KOPT_GATE=off: no gate")
+os.environ["KOPT_GATE"] = os.path.join(gate_file, "not-a-folder", "gate")
+g = kw.HostGate()
+check(g.fd is None, "a gate file that cannot be made: no gate")
+g.wait_quiet()
+g.measuring(True)
+del os.environ["KOPT_GATE"], os.environ["KOPT_GATE_WAIT_MS"]
 sys.exit(1 if failed else 0)
