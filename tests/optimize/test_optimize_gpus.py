@@ -147,6 +147,13 @@ def test_four():
           all(i < root_done for i in warm_at),
           "4 stand-ins: GPUs 1-3 get ready once each while the root is evaluated on GPU 0 "
           "(warm %s, root done at line %d)" % ([(e[0], e[1]) for e in warm], root_done))
+    log0 = os.path.join(TMP, "four-nowarm.log")
+    p0, doc0 = kopt(db_path("four-nowarm"), *args, "--gpus", "0,1,2,3", "--json",
+                    env={"KOPT_SCALE_STANDIN": "20", "KOPT_SCALE_STANDIN_LOG": log0,
+                         "KOPT_OPTIMIZE_WARM": "0"})
+    check(p0.returncode == 0 and not log_events(log0, warm=True) and log_events(log0) and
+          doc0.get("signature") == doc.get("signature"),
+          "KOPT_OPTIMIZE_WARM=0: no GPU gets ready ahead, the same tree")
     check(sorted(set(e[1] for e in ends)) == [0, 1, 2, 3],
           "4 stand-ins: every GPU evaluated (%s)" % sorted(set(e[1] for e in ends)))
     n_ev = len(evaluated(doc))
