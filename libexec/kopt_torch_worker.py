@@ -34,6 +34,7 @@ import json
 import mmap
 import os
 import re
+import select
 import shutil
 import sys
 import threading
@@ -865,9 +866,9 @@ class HostGate:
     on 4 GPUs, contexts made on other GPUs slowed a candidate's census 22 -> 108 ms, its
     digests and trial runs too, since the driver makes contexts under a lock other calls
     wait on). A measured run holds the file shared; a worker started ahead waits, up to
-    $KOPT_GATE_WAIT_MS (default 1500), until it could hold it alone, then makes its context.
-    Nothing ever waits on a context: the gate only moves the ahead workers' contexts into the
-    gaps between measured runs. $KOPT_GATE names the file, or "off"."""
+    $KOPT_GATE_WAIT_MS (default 1500), until it could hold it alone, or until its job comes,
+    then makes its context. Nothing ever waits on the gate: it only moves the ahead workers'
+    contexts into the gaps between measured runs. $KOPT_GATE names the file, or "off"."""
 
     def __init__(self):
         self.fd = None
@@ -892,8 +893,10 @@ class HostGate:
             except OSError:
                 pass
 
-    def wait_quiet(self):
-        """Wait until no worker on the host is in a measured run (or the wait's limit)."""
+    def wait_quiet(self, job_fd=None):
+        """Wait until no worker on the host is in a measured run, the wait's limit, or (job_fd)
+        until the worker's job is there to read: an evaluation waiting for this worker must
+        not wait for the gate too. Nothing is read from job_fd."""
         if self.fd is None:
             return
         try:
@@ -909,7 +912,10 @@ class HostGate:
             except OSError:
                 if time.monotonic() >= end:
                     return
-                time.sleep(0.002)
+                if job_fd is None:
+                    time.sleep(0.002)
+                elif select.select([job_fd], [], [], 0.002)[0]:
+                    return      # the job came (or the parent went away): no more waiting
 
 
 def worker_main():
@@ -925,7 +931,7 @@ def worker_main():
             dev = local_device(ahead[0].partition("=")[2])  # and the context of "--ahead=cuda:N"
             if dev.startswith("cuda") and torch.cuda.is_available():
                 tg = time.monotonic()
-                gate.wait_quiet()
+                gate.wait_quiet(job_fd=sys.stdin.fileno())
                 t0 = time.monotonic()
                 ahead_at["ahead_gate"] = [round(tg * 1e3, 3), round(t0 * 1e3, 3)]
                 torch.cuda.set_device(torch.device(dev))
