@@ -5,7 +5,8 @@
 # that every expansion is evaluated. From the repo root with a build carried:
 #   bash bench/optimize_gpus.sh            (OPT_ITERS, default 48; KOPT_BUILD, default build;
 #                                           OPT_OUT, default $OUT/optgpus; OPT_ARGS: more
-#                                           options of kopt optimize, e.g. --overlap)
+#                                           options of kopt optimize, e.g. --overlap;
+#                                           OPT_RUNS: the GPU counts run, default "1,N")
 # Each run gets a fresh store, work folder and compile cache; results go to $OUT/optgpus
 # (each run's log and JSON, its evaluations with their traces in LABEL.evaluations.jsonl,
 # its store LABEL.db (the nodes' times: opt_nodes.updated_at), summary.txt), a table last. OPT_MONITOR=1 (the default) samples
@@ -153,8 +154,9 @@ with open(sys.argv[3], "w") as f:
         f.write(json.dumps(row) + "\n")
 PY
 }
-run g1 0
-[ "$NG" -gt 1 ] && run g$NG "$(seq -s, 0 $((NG - 1)))"
+RUNS=",${OPT_RUNS:-1,$NG},"   # which GPU counts run: 1 and every GPU, or OPT_RUNS=$NG alone
+case "$RUNS" in *,1,*) run g1 0 ;; esac
+[ "$NG" -gt 1 ] && case "$RUNS" in *,$NG,*) run g$NG "$(seq -s, 0 $((NG - 1)))" ;; esac
 python3 - "$S" <<'PY'
 import re, sys
 rows = {m.group(1): float(m.group(2)) for m in (re.match(r"(g\d+) .* ([0-9.]+) expansions/min", l) for l in open(sys.argv[1])) if m}

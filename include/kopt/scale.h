@@ -105,6 +105,8 @@ typedef struct kopt_scale_hooks {
     void (*done)(void *user, int index, const kopt_tune_outcome *out);
     volatile sig_atomic_t *stop;   /* set: jobs not yet started are not started */
     int only_slot;            /* >= 0: every job on this slot (re-timing finalists) */
+    const int *slot_of;       /* (may be NULL) slot_of[j] >= 0: job j on that slot only (a
+                               * GPU's own work: getting it ready); < 0: on any */
 } kopt_scale_hooks;
 
 typedef struct kopt_scale_slot_stats {

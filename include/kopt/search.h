@@ -117,6 +117,11 @@ typedef struct kopt_search_evaluator {
      * evaluate returned on another one (the live evaluator of one GPU among several stores
      * the result and its profile through the run here: the run is not thread-safe). */
     kopt_status (*commit)(void *self, kopt_ctx *ctx, const char *tag, kopt_search_outcome *out);
+    /* (optional) get ready for candidates on this evaluator's GPU, nothing stored (the live
+     * evaluator of one GPU among several evaluates the problem's reference once, the result
+     * dropped, so its reference run is cached and its workers are started). May run on
+     * another thread, as evaluate. An error leaves the evaluator as it was. */
+    kopt_status (*warm)(void *self, kopt_ctx *ctx);
 } kopt_search_evaluator;
 void kopt_search_evaluator_close(kopt_search_evaluator *ev);   /* NULL-safe */
 
@@ -164,8 +169,9 @@ kopt_status kopt_search_evaluator_standin(kopt_search_evaluator *out, kopt_ctx *
 /* Evaluations spread over several evaluators, one per GPU (each used by one thread of a
  * scale pool, kopt/scale.h): evaluate_many hands each job to the first free one and each
  * outcome back (after the evaluator's commit) on the caller's thread, with where[i] as its
- * GPU when the evaluator did not say; evaluate is a batch of one; tune and prepare go to
- * evs[0] on the caller's thread. Takes evs[0..n) (closed with it, also on failure). */
+ * GPU when the evaluator did not say; evaluate is a batch of one, on evs[0] (the first time, the
+ * root: every other evaluator warms meanwhile, see `warm`); tune and prepare go to evs[0] on
+ * the caller's thread. Takes evs[0..n) (closed with it, also on failure). */
 kopt_status kopt_search_evaluator_spread(kopt_search_evaluator *out, kopt_ctx *ctx,
                                          kopt_search_evaluator *evs,
                                          const kopt_tune_where *where, int n);

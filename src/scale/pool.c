@@ -59,7 +59,30 @@ static int take(kopt_scale_pool *p, const slot_rec *r)
         return -1;
     if (p->hooks->only_slot >= 0 && p->hooks->only_slot != r->index)
         return -1;
+    if (p->hooks->slot_of) {   /* the first queued job this slot may run, the order kept */
+        for (int i = p->head; i < p->tail; i++) {
+            const int j = p->queue[i], s = p->hooks->slot_of[j];
+            if (s < 0 || s == r->index) {
+                memmove(&p->queue[p->head + 1], &p->queue[p->head],
+                        (size_t)(i - p->head) * sizeof(*p->queue));
+                p->head++;
+                return j;
+            }
+        }
+        return -1;
+    }
     return p->queue[p->head++];
+}
+
+/* A queued job bound to a slot that was lost (it would wait for ever): that slot, or -1. */
+static int bound_to_lost(const kopt_scale_pool *p)
+{
+    for (int i = p->head; p->hooks->slot_of && i < p->tail; i++) {
+        const int s = p->hooks->slot_of[p->queue[i]];
+        if (s >= 0 && p->slots[s]->lost)
+            return s;
+    }
+    return -1;
 }
 
 static void *slot_main(void *arg)
@@ -232,6 +255,10 @@ kopt_status kopt_scale_pool_run_meanwhile(kopt_scale_pool *p, kopt_ctx *ctx,
         return kopt_seterr(ctx, KOPT_E_INVALID, "scale pool: no pool or no done hook");
     if (hooks->only_slot >= p->nslots)
         return kopt_seterr(ctx, KOPT_E_INVALID, "scale pool: no slot %d", hooks->only_slot);
+    for (int i = 0; hooks->slot_of && i < n; i++)
+        if (hooks->slot_of[i] >= p->nslots)
+            return kopt_seterr(ctx, KOPT_E_INVALID, "scale pool: job %d is for slot %d of %d",
+                               i, hooks->slot_of[i], p->nslots);
     p->queue = malloc((size_t)(n + KOPT_SCALE_MAX_SLOTS) * sizeof(*p->queue));
     p->state = calloc((size_t)n, 1);
     p->outs = calloc((size_t)n, sizeof(*p->outs));
@@ -281,6 +308,11 @@ kopt_status kopt_scale_pool_run_meanwhile(kopt_scale_pool *p, kopt_ctx *ctx,
             p->inflight == 0) {
             rc = kopt_seterr(ctx, KOPT_E_NO_DEVICE, "scale: slot %d was lost",
                              hooks->only_slot);
+            break;
+        }
+        if (p->alive > 0 && p->inflight == 0 && bound_to_lost(p) >= 0) {
+            rc = kopt_seterr(ctx, KOPT_E_NO_DEVICE, "scale: slot %d, which a job was for, "
+                             "was lost", bound_to_lost(p));
             break;
         }
         wait_done(p);

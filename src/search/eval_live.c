@@ -351,6 +351,29 @@ out:
     return rc;
 }
 
+/* Spread: this GPU gets ready beside the root's evaluation on another one. The reference is
+ * evaluated once as a candidate, the result dropped (neither profiled nor stored), so the
+ * session keeps its reference run and starts its workers for the next candidate now. */
+static kopt_status live_warm(void *self, kopt_ctx *ctx)
+{
+    live *l = self;
+    kopt_candidate *c = NULL;
+    kopt_eval_result *r = NULL;
+    kopt_status rc;
+
+    if (!l->session)
+        return kopt_seterr(ctx, KOPT_E_INVALID, "GPU %d: no evaluation session to warm",
+                           l->o.eval.device);
+    if ((rc = kopt_candidate_from_reference(&c, ctx, l->prob)) == KOPT_OK &&
+        (rc = kopt_run_session_eval_detached(l->session, ctx, c, &r)) == KOPT_OK &&
+        r->verdict != KOPT_VERDICT_OK)
+        rc = kopt_seterr(ctx, KOPT_E_ERROR, "GPU %d: the reference evaluated as %s: %s",
+                         l->o.eval.device, kopt_verdict_name(r->verdict), r->message);
+    kopt_eval_result_free(r);
+    kopt_candidate_free(c);
+    return rc;
+}
+
 static kopt_status live_tune(void *self, kopt_ctx *ctx, const char *source, const char *tag,
                              int budget, kopt_search_outcome *out)
 {
@@ -582,5 +605,6 @@ kopt_status kopt_search_evaluator_live(kopt_search_evaluator *out, kopt_ctx *ctx
     out->close = live_close;
     out->prepare = live_prepare;
     out->commit = l->o.spread ? live_commit : NULL;
+    out->warm = l->o.spread ? live_warm : NULL;
     return KOPT_OK;
 }

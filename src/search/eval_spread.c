@@ -3,8 +3,10 @@
  * thread of its own, so it keeps its own long-lived evaluation session; a batch's jobs go to
  * the first free slot, and each outcome comes back on the caller's thread, after the
  * evaluator's commit (where the live one stores it through the run), as it arrives. A single
- * evaluation runs on the first GPU; tunes and compiling ahead go to the first GPU's
- * evaluator on the caller's thread. */
+ * evaluation runs on the first GPU, and the first one (the root) has every other GPU
+ * get ready meanwhile (its evaluator's warm: a PyTorch problem's reference run and workers),
+ * so no GPU pays for that in the first steps; tunes and compiling ahead go to the first
+ * GPU's evaluator on the caller's thread. */
 #include "search_int.h"
 
 #include <stdio.h>
@@ -32,7 +34,16 @@ struct spread {
     void *user;
     kopt_ctx *ctx;                /* the caller's */
     kopt_status rc;               /* the first commit that failed */
+    int warmed;                   /* the others were asked to get ready (once) */
+    double warm_ms[KOPT_SCALE_MAX_SLOTS];      /* each slot's warm, for the log */
+    char warm_err[KOPT_SCALE_MAX_SLOTS][160];  /* "" ready */
 };
+
+/* A job of a batch that only gets its slot ready (see spread_evaluate). */
+static int is_warm(const kopt_search_job *job)
+{
+    return job->source == NULL;
+}
 
 /* On a slot's thread: job `point` of the batch with this slot's evaluator. */
 static kopt_status member_eval(void *user, kopt_ctx *ctx, const kopt_scale_job *job,
@@ -48,6 +59,13 @@ static kopt_status member_eval(void *user, kopt_ctx *ctx, const kopt_scale_job *
     out->state = KOPT_TUNE_OK;
     out->where = sp->where[m->index];
     sp->slot_of[j] = m->index;
+    if (is_warm(&sp->jobs[j])) {   /* not ready is no failure: its first evaluation pays */
+        const double t0 = kopt_now_ms();
+        if (ev->warm(ev->self, ctx) != KOPT_OK)
+            snprintf(sp->warm_err[m->index], sizeof(sp->warm_err[0]), "%s", kopt_errmsg(ctx));
+        sp->warm_ms[m->index] = kopt_now_ms() - t0;
+        return KOPT_OK;
+    }
     return ev->evaluate(ev->self, ctx, sp->jobs[j].source, sp->jobs[j].tag, &sp->outs[j]);
 }
 
@@ -59,6 +77,17 @@ static void member_done(void *user, int index, const kopt_tune_outcome *o)
     kopt_search_evaluator *ev = &sp->evs[sp->slot_of[index]];
     kopt_status rc;
 
+    if (is_warm(&sp->jobs[index])) {
+        const int s = sp->slot_of[index];
+        if (sp->warm_err[s][0])
+            kopt_log(sp->ctx, KOPT_LOG_INFO, "optimize: GPU %d not made ready ahead (%.0f ms): "
+                     "%s", sp->where[s].device, sp->warm_ms[s], sp->warm_err[s]);
+        else
+            kopt_log(sp->ctx, KOPT_LOG_INFO, "optimize: GPU %d made ready beside the root "
+                     "(its reference evaluated, result dropped) in %.0f ms",
+                     sp->where[s].device, sp->warm_ms[s]);
+        return;
+    }
     if (ev->commit && (rc = ev->commit(ev->self, sp->ctx, sp->jobs[index].tag, out)) !=
                           KOPT_OK && sp->rc == KOPT_OK)
         sp->rc = rc;
@@ -68,7 +97,7 @@ static void member_done(void *user, int index, const kopt_tune_outcome *o)
 }
 
 static kopt_status run_batch(spread *sp, kopt_ctx *ctx, const kopt_search_job *jobs, int n,
-                             kopt_search_done_fn done, void *user, int only_slot,
+                             kopt_search_done_fn done, void *user, const int *slot_of,
                              void (*meanwhile)(void *), void *mw_user)
 {
     kopt_scale_job *sj = calloc((size_t)n, sizeof(*sj));
@@ -91,7 +120,8 @@ static kopt_status run_batch(spread *sp, kopt_ctx *ctx, const kopt_search_job *j
     memset(&h, 0, sizeof(h));
     h.user = sp;
     h.done = member_done;
-    h.only_slot = only_slot;
+    h.only_slot = -1;
+    h.slot_of = slot_of;
     rc = kopt_scale_pool_run_meanwhile(sp->pool, ctx, sj, n, &h, meanwhile, mw_user);
     if (rc == KOPT_OK)
         rc = sp->rc;
@@ -110,7 +140,7 @@ out:
 static kopt_status spread_many(void *self, kopt_ctx *ctx, const kopt_search_job *jobs, int n,
                                kopt_search_done_fn done, void *user)
 {
-    return n > 0 ? run_batch(self, ctx, jobs, n, done, user, -1, NULL, NULL) : KOPT_OK;
+    return n > 0 ? run_batch(self, ctx, jobs, n, done, user, NULL, NULL, NULL) : KOPT_OK;
 }
 
 kopt_status kopt__search_spread_many(kopt_search_evaluator *ev, kopt_ctx *ctx,
@@ -119,7 +149,7 @@ kopt_status kopt__search_spread_many(kopt_search_evaluator *ev, kopt_ctx *ctx,
                                      void (*meanwhile)(void *), void *mw_user)
 {
     if (ev->evaluate_many == spread_many && n > 0)
-        return run_batch(ev->self, ctx, jobs, n, done, user, -1, meanwhile, mw_user);
+        return run_batch(ev->self, ctx, jobs, n, done, user, NULL, meanwhile, mw_user);
     if (meanwhile)
         meanwhile(mw_user);
     return ev->evaluate_many(ev->self, ctx, jobs, n, done, user);
@@ -143,14 +173,29 @@ static void one_done(void *user, int index, kopt_search_outcome *out)
 static kopt_status spread_evaluate(void *self, kopt_ctx *ctx, const char *source,
                                    const char *tag, kopt_search_outcome *out)
 {
-    kopt_search_job job = {source, tag};
+    spread *sp = self;
+    kopt_search_job jobs[KOPT_SCALE_MAX_SLOTS];
+    int slot_of[KOPT_SCALE_MAX_SLOTS], n = 1;
     one o = {out, 0};
     kopt_status rc;
 
     memset(out, 0, sizeof(*out));
     /* alone (the reference, a start kernel): on the first GPU, whose evaluator compiles
      * ahead for the others */
-    if ((rc = run_batch(self, ctx, &job, 1, one_done, &o, 0, NULL, NULL)) == KOPT_OK && !o.got)
+    jobs[0].source = source;
+    jobs[0].tag = tag;
+    slot_of[0] = 0;
+    /* the first time (the root): every other GPU gets ready meanwhile, on its own thread,
+     * so the first steps do not wait for each GPU's reference run and workers */
+    const char *off = getenv("KOPT_OPTIMIZE_WARM");   /* "0": not (to measure what it saves) */
+    for (int i = 1; !sp->warmed && !(off && strcmp(off, "0") == 0) && i < sp->n &&
+                    i < KOPT_SCALE_MAX_SLOTS; i++)
+        if (sp->evs[i].warm) {
+            jobs[n].source = jobs[n].tag = NULL;
+            slot_of[n++] = i;
+        }
+    sp->warmed = 1;
+    if ((rc = run_batch(sp, ctx, jobs, n, one_done, &o, slot_of, NULL, NULL)) == KOPT_OK && !o.got)
         rc = kopt_seterr(ctx, KOPT_E_ERROR, "%s: no outcome", tag);
     return rc;
 }

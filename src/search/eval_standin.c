@@ -4,7 +4,8 @@
  * then answers as the scripted evaluator, and says which "GPU" measured it; with
  * $KOPT_SCALE_STANDIN_LOG it appends "start GPU PID NODE HASH" before and "done ..." after
  * (one write each, with O_APPEND, so lines of several threads do not mix), which shows the
- * tests how many were in flight at once. */
+ * tests how many were in flight at once; getting ready beside the root (warm) logs
+ * "warm-start" and "warm-done". */
 #include "search_int.h"
 
 #include <errno.h>
@@ -29,7 +30,10 @@ static void log_line(const standin *st, const char *what, const char *tag, const
 
     if (!path || !*path)
         return;
-    kopt_sha256_hex(source, strlen(source), hash);
+    if (source)
+        kopt_sha256_hex(source, strlen(source), hash);
+    else
+        snprintf(hash, sizeof(hash), "-");
     len = snprintf(line, sizeof(line), "%s %d %ld %s %s\n", what, st->where.device,
                    (long)getpid(), tag, hash);
     if ((fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644)) < 0)
@@ -80,6 +84,19 @@ static kopt_status standin_tune(void *self, kopt_ctx *ctx, const char *source, c
     return rc;
 }
 
+/* Gets ready as a GPU would beside the root: the delay, logged as "warm-start" and
+ * "warm-done" (GPU PID - -). */
+static kopt_status standin_warm(void *self, kopt_ctx *ctx)
+{
+    standin *st = self;
+
+    (void)ctx;
+    log_line(st, "warm-start", "-", NULL);
+    sleep_ms(st->ms);
+    log_line(st, "warm-done", "-", NULL);
+    return KOPT_OK;
+}
+
 static void standin_close(void *self)
 {
     standin *st = self;
@@ -113,6 +130,7 @@ kopt_status kopt_search_evaluator_standin(kopt_search_evaluator *out, kopt_ctx *
     out->self = st;
     out->evaluate = standin_evaluate;
     out->tune = standin_tune;
+    out->warm = standin_warm;
     out->close = standin_close;
     return KOPT_OK;
 }

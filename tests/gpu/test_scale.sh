@@ -96,9 +96,17 @@ PY
 # (its worker pinned there: docs/scale.md, "Each worker sees its own GPU")
 KOPT_PROMPTS=$PWD/prompts KOPT_SCRIPT_LINEAGE=1 "$K" optimize examples/softmax --gpus all \
   --llm "command:python3 tests/optimize/scripted_llm.py tests/optimize/softmax" \
-  --iterations 4 --search greedy --no-tune --workdir "$TMP/opt" --db "$TMP/opt.db" --json \
+  --iterations 4 --search greedy --no-tune --workdir "$TMP/opt" --db "$TMP/opt.db" --json -v \
   > "$TMP/opt.json" 2> "$TMP/opt.err"
 check "optimize --gpus all ($ngpu GPU(s)) exits 0" $?
+# every GPU but the first gets ready (its reference evaluated, dropped) while the root runs
+if [ "$ngpu" -gt 1 ]; then
+  ready=$(grep -c "made ready beside the root" "$TMP/opt.err")
+  check "optimize --gpus all: the other $((ngpu - 1)) GPU(s) made ready beside the root ($ready)" \
+    "$([ "$ready" = $((ngpu - 1)) ] && ! grep -q "not made ready ahead" "$TMP/opt.err"; echo $?)"
+else
+  echo "skipped: getting the other GPUs ready beside the root needs 2 GPUs (this machine has 1)"
+fi
 check "optimize --gpus all: each evaluated node names its GPU, its evaluation is stored on it, measured there" \
   "$(python3 - "$TMP/opt.json" "$TMP/opt.db" "$ngpu" <<'PY'; echo $?
 import json, os, sqlite3, subprocess, sys

@@ -61,14 +61,15 @@ def db_path(name):
     return os.path.join(TMP, name + ".db")
 
 
-def log_events(path):
-    """(what, gpu, node, hash) per line of a stand-in log."""
+def log_events(path, warm=False):
+    """(what, gpu, node, hash) per line of a stand-in log: its evaluations, or (warm) its
+    getting ready beside the root ("warm-start", "warm-done")."""
     if not os.path.exists(path):
         return []
     out = []
     for line in open(path):
         w = line.split()
-        if len(w) == 5:
+        if len(w) == 5 and w[0].startswith("warm-") == warm:
             out.append((w[0], int(w[1]), w[3], w[4]))
     return out
 
@@ -135,6 +136,24 @@ def test_four():
           % (len(nodes), "" if p.returncode == 0 else "; " + p.stderr.strip()[-300:]))
     check(peak_in_flight(ev) == 4,
           "4 stand-ins: 4 evaluations in flight at once (peak %d in the log)" % peak_in_flight(ev))
+    # the root runs alone on GPU 0; GPUs 1-3 get ready meanwhile, once each
+    lines = [l.split() for l in open(log)] if os.path.exists(log) else []
+    root_done = next((i for i, w in enumerate(lines) if w[0] == "done"), len(lines))
+    warm_at = [i for i, w in enumerate(lines) if w[0] == "warm-start"]
+    warm = log_events(log, warm=True)
+    check(sorted(e[1] for e in warm if e[0] == "warm-start") == [1, 2, 3] and
+          sorted(e[1] for e in warm if e[0] == "warm-done") == [1, 2, 3] and
+          [w[1] for w in lines if w[0] == "start"][:1] == ["0"] and
+          all(i < root_done for i in warm_at),
+          "4 stand-ins: GPUs 1-3 get ready once each while the root is evaluated on GPU 0 "
+          "(warm %s, root done at line %d)" % ([(e[0], e[1]) for e in warm], root_done))
+    log0 = os.path.join(TMP, "four-nowarm.log")
+    p0, doc0 = kopt(db_path("four-nowarm"), *args, "--gpus", "0,1,2,3", "--json",
+                    env={"KOPT_SCALE_STANDIN": "20", "KOPT_SCALE_STANDIN_LOG": log0,
+                         "KOPT_OPTIMIZE_WARM": "0"})
+    check(p0.returncode == 0 and not log_events(log0, warm=True) and log_events(log0) and
+          doc0.get("signature") == doc.get("signature"),
+          "KOPT_OPTIMIZE_WARM=0: no GPU gets ready ahead, the same tree")
     check(sorted(set(e[1] for e in ends)) == [0, 1, 2, 3],
           "4 stand-ins: every GPU evaluated (%s)" % sorted(set(e[1] for e in ends)))
     n_ev = len(evaluated(doc))

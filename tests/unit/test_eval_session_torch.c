@@ -7,7 +7,8 @@
  * zygote has imported torch, candidates' workers are forked by it (worker_forked), with the
  * same verdicts and the same sandbox report; KOPT_TORCH_ZYGOTE=0 forks none. A session
  * warmed before its first run (kopt_eval_session_warm) starts the zygote then, so that the
- * first run's workers are forked too.
+ * first run's workers are forked too. The live search evaluator's warm (one GPU of several,
+ * beside the root) readies the reference the same way, storing nothing.
  * Runs on the CPU build of PyTorch (KOPT_TORCH_DEVICE=cpu), as CI has it; without torch:
  * "skipped: no torch".
  */
@@ -17,6 +18,8 @@
 #include "../../src/eval/eval_int.h"
 #include "../../src/eval/worker_int.h"
 
+#include <jansson.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,10 +263,93 @@ out:
     fixture_close(&f);
 }
 
+/* The result JSON of stored evaluation `id` in the store at `db` (owned; NULL: none). */
+static char *stored_result(const char *db, int64_t id)
+{
+    sqlite3 *h = NULL;
+    sqlite3_stmt *st = NULL;
+    char *out = NULL;
+
+    if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(h, "SELECT result_json FROM evaluations WHERE id = ?", -1, &st,
+                           NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, id);
+        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+            out = strdup((const char *)sqlite3_column_text(st, 0));
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return out;
+}
+
+/* One GPU of several (kopt optimize --gpus): the live evaluator's warm, run beside the root
+ * on another GPU, evaluates the reference with nothing stored, so this GPU's first candidate
+ * takes the reference's outputs (reference_reused) and a worker started ahead
+ * (worker_ahead) instead of paying for both in the search's first steps. Unwarmed, the
+ * first candidate runs the reference itself. (The candidate here is the reference, as the
+ * root is: a PyTorch problem's candidates are host-mode CUDA, which needs a GPU.) */
+static void test_live_warm_readies_the_reference(void)
+{
+    fixture f;
+    kopt_run *run = NULL;
+    kopt_run_opts ro = KOPT_RUN_OPTS_INIT;
+    kopt_search_live_opts lo = KOPT_SEARCH_LIVE_OPTS_INIT;
+    char db[4200];
+    int64_t before = -1, after = -1;
+
+    if (!fixture_open(&f, "livewarm"))
+        goto out;
+    snprintf(db, sizeof(db), "%s/k.db", f.dir);
+    ro.db_path = db;
+    if (!CHECK_EQ_INT(kopt_run_open(&run, f.ctx, &ro), KOPT_OK))
+        goto out;
+    lo.eval = f.o;
+    lo.no_profile = 1;
+    lo.spread = 1;
+    lo.workdir = f.dir;
+    for (int warm = 1; warm >= 0; warm--) {
+        kopt_search_evaluator ev;
+        kopt_search_outcome o;
+        kopt_store *st = kopt_run_store(run);
+        char *json = NULL;
+        json_t *doc;
+        if (!CHECK_EQ_INT(kopt_search_evaluator_live(&ev, f.ctx, run, f.prob, &lo), KOPT_OK))
+            break;
+        CHECK(ev.warm != NULL);
+        kopt_store_count_evals(st, f.ctx, &before);
+        if (warm && ev.warm)
+            CHECK_EQ_INT(ev.warm(ev.self, f.ctx), KOPT_OK);
+        kopt_store_count_evals(st, f.ctx, &after);
+        CHECK_EQ_INT(after, before);             /* the warm stored nothing */
+        if (CHECK_EQ_INT(ev.evaluate(ev.self, f.ctx, f.prob->ref_source, warm ? "n1" : "n2",
+                                       &o), KOPT_OK)) {
+            if (!CHECK_EQ_INT(o.verdict, KOPT_VERDICT_OK))
+                printf("  %s: %s\n", warm ? "n1" : "n2", o.message);
+            CHECK_EQ_INT(ev.commit(ev.self, f.ctx, warm ? "n1" : "n2", &o), KOPT_OK);
+            CHECK(o.eval_id > 0);
+            json = stored_result(db, o.eval_id);
+            CHECK(json != NULL);
+            if (json && (doc = json_loads(json, 0, NULL))) {
+                CHECK_EQ_INT(json_is_true(json_object_get(doc, "reference_reused")), warm);
+                CHECK_EQ_INT(json_is_true(json_object_get(doc, "worker_ahead")), warm);
+                CHECK(json_is_boolean(json_object_get(doc, "reference_reused")));
+                json_decref(doc);
+            }
+            kopt_search_outcome_clear(&o);
+        }
+        free(json);
+        kopt_search_evaluator_close(&ev);
+    }
+out:
+    kopt_run_close(run);
+    fixture_close(&f);
+}
+
 int main(int argc, char **argv)
 {
     static const ktest_case cases[] = {KTEST(test_reference_once_per_session),
                                        KTEST(test_workers_forked_by_the_zygote),
-                                       KTEST(test_warm_starts_the_zygote)};
+                                       KTEST(test_warm_starts_the_zygote),
+                                       KTEST(test_live_warm_readies_the_reference)};
     return ktest_main(argc, argv, cases, KTEST_COUNT(cases));
 }

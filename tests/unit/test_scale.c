@@ -289,6 +289,53 @@ static void test_all_lost(void)
     kopt_scale_pool_free(p);
 }
 
+/* Jobs bound to a slot (a GPU getting itself ready) run there and nowhere else, the others
+ * on any slot; a slot that does not exist is refused, and a bound job whose slot is lost
+ * ends the batch with an error instead of waiting for ever. */
+static void test_bound_jobs(void)
+{
+    const double ms[3] = {2, 2, 40};
+    kopt_scale_pool *p = standin_pool(ms, 3);
+    kopt_scale_job jobs[10];
+    int slot_of[10];
+    collect c;
+    kopt_scale_hooks h = hooks_for(&c);
+
+    CHECK(p != NULL);
+    if (!p)
+        return;
+    memset(&c, 0, sizeof(c));
+    make_jobs(jobs, 10);
+    for (int i = 0; i < 10; i++)
+        slot_of[i] = -1;
+    slot_of[0] = 2;        /* the slow slot */
+    slot_of[1] = 1;
+    slot_of[9] = 2;
+    h.slot_of = slot_of;
+    CHECK_EQ_INT(kopt_scale_pool_run(p, ctx, jobs, 10, &h), KOPT_OK);
+    for (int i = 0; i < 10; i++)
+        CHECK_EQ_INT(c.count[i], 1);
+    CHECK(c.device[0] == 2 && c.device[1] == 1 && c.device[9] == 2);
+    slot_of[3] = 7;
+    CHECK_EQ_INT(kopt_scale_pool_run(p, ctx, jobs, 10, &h), KOPT_E_INVALID);
+    CHECK_STR_CONTAINS(kopt_errmsg(ctx), "job 3 is for slot 7 of 3");
+    kopt_scale_pool_free(p);
+
+    p = standin_pool(ms, 1);
+    CHECK(p && kopt_scale_pool_add(p, ctx, dying_slot(1, 1)) == KOPT_OK);
+    if (!p)
+        return;
+    memset(&c, 0, sizeof(c));
+    slot_of[0] = 1;        /* its slot dies taking it */
+    slot_of[3] = -1;
+    slot_of[9] = -1;
+    slot_of[1] = -1;
+    CHECK_EQ_INT(kopt_scale_pool_run(p, ctx, jobs, 4, &h), KOPT_E_NO_DEVICE);
+    CHECK_STR_CONTAINS(kopt_errmsg(ctx), "slot 1, which a job was for, was lost");
+    CHECK_EQ_INT(c.count[0], 0);
+    kopt_scale_pool_free(p);
+}
+
 static void test_stop(void)
 {
     const double ms[2] = {10, 10};
@@ -503,6 +550,7 @@ int main(int argc, char **argv)
         KTEST(test_meanwhile),
         KTEST(test_lost_requeue),
         KTEST(test_all_lost),
+        KTEST(test_bound_jobs),
         KTEST(test_stop),
         KTEST(test_speedup),
         KTEST(test_mixed),

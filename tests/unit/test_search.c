@@ -275,7 +275,7 @@ static void test_prompt_profile_note(void)
 {
     kopt_search_opts o = KOPT_SEARCH_OPTS_INIT;
     kopt_search_evaluator ev = {KOPT_SEARCH_API_VERSION, "unprofiled", NULL, unprofiled_eval,
-                                NULL, NULL, NULL, NULL, NULL};
+                                NULL, NULL, NULL, NULL, NULL, NULL};
     kopt_ctx *c = kopt_ctx_new();
     kopt_problem *prob = NULL;
     kopt_search *s = NULL;
