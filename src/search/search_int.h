@@ -153,8 +153,9 @@ int kopt__search_expand(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm, con
 int kopt__search_select_many(kopt_search *s, int *picks, int want);
 
 /* width.c: a search of width W evaluates up to W pending nodes at once */
-/* The pending nodes to evaluate together, `first` (the lowest pending) first, into
- * out[] (room for KOPT_SEARCH_MAX_WIDTH); how many (1: evaluate `first` alone). */
+/* The pending nodes to evaluate together (width > 1: those of `first`'s step, over the
+ * GPUs), `first` (the lowest pending) first, into out[] (room for KOPT_SEARCH_MAX_WIDTH);
+ * how many (1: evaluate `first` alone). */
 int kopt__search_batch(const kopt_search *s, int first, int *out);
 /* --overlap: the pending nodes of `first`'s step (the oldest pending), evaluated together
  * over the width's GPUs (`first` alone as kopt__search_batch would have it: the root, a tune,

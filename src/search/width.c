@@ -63,10 +63,12 @@ static int gather(const kopt_search *s, int first, int *out, int limit, int step
 
 int kopt__search_batch(const kopt_search *s, int first, int *out)
 {
-    int w = s->o.width > KOPT_SEARCH_MAX_WIDTH ? KOPT_SEARCH_MAX_WIDTH : s->o.width;
-
+    /* the step's pending nodes together, not W at a time: a GPU whose evaluation ends
+     * first takes the next at once instead of waiting for the slowest of W (the tree is the
+     * same: backups run in node order either way, after the batch) */
     out[0] = first;
-    return w <= 1 || alone(s, first) ? 1 : gather(s, first, out, w, -1);
+    return s->o.width <= 1 || alone(s, first) ? 1 :
+           gather(s, first, out, KOPT_SEARCH_MAX_WIDTH, s->nodes[first].step);
 }
 
 int kopt__search_batch_step(const kopt_search *s, int first, int *out, int *one_step)
