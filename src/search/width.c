@@ -61,17 +61,7 @@ static int gather(const kopt_search *s, int first, int *out, int limit, int step
     return n;
 }
 
-int kopt__search_batch(const kopt_search *s, int first, int *out)
-{
-    /* the step's pending nodes together, not W at a time: a GPU whose evaluation ends
-     * first takes the next at once instead of waiting for the slowest of W (the tree is the
-     * same: backups run in node order either way, after the batch) */
-    out[0] = first;
-    return s->o.width <= 1 || alone(s, first) ? 1 :
-           gather(s, first, out, KOPT_SEARCH_MAX_WIDTH, s->nodes[first].step);
-}
-
-int kopt__search_batch_step(const kopt_search *s, int first, int *out, int *one_step)
+int kopt__search_batch(const kopt_search *s, int first, int *out, int *one_step)
 {
     const int step = s->nodes[first].step;
 
@@ -80,7 +70,11 @@ int kopt__search_batch_step(const kopt_search *s, int first, int *out, int *one_
         if (s->nodes[i].state == KOPT_SEARCH_PENDING && s->nodes[i].step != step)
             *one_step = 0;
     out[0] = first;
-    return alone(s, first) ? 1 : gather(s, first, out, KOPT_SEARCH_MAX_WIDTH, step);
+    /* the step's pending nodes together, not W at a time: a GPU whose evaluation ends
+     * first takes the next at once instead of waiting for the slowest of W (the tree is the
+     * same: backups run in node order either way, after the batch) */
+    return alone(s, first) || (s->o.width <= 1 && !s->o.overlap) ? 1 :
+           gather(s, first, out, KOPT_SEARCH_MAX_WIDTH, step);
 }
 
 typedef struct batch {
