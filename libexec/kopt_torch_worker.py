@@ -34,6 +34,7 @@ import json
 import mmap
 import os
 import re
+import select
 import shutil
 import sys
 import threading
@@ -860,31 +861,42 @@ def classify(e, subject):
 
 
 class HostGate:
-    """One file per user and host that every kopt worker on the host shares, so that a worker
-    started ahead makes its CUDA context while no worker is in its measured run (issue 29:
-    on 4 GPUs, contexts made on other GPUs slowed a candidate's census 22 -> 108 ms, its
-    digests and trial runs too, since the driver makes contexts under a lock other calls
-    wait on). A measured run holds the file shared; a worker started ahead waits, up to
-    $KOPT_GATE_WAIT_MS (default 1500), until it could hold it alone, then makes its context.
-    Nothing ever waits on a context: the gate only moves the ahead workers' contexts into the
-    gaps between measured runs. $KOPT_GATE names the file, or "off"."""
+    """A folder per user and host that every kopt worker on the host shares, with a file per
+    GPU, so that a worker started ahead makes its CUDA context while no other GPU's worker
+    is in its measured run (issue 29: on 4 GPUs, contexts made on other GPUs slowed a
+    candidate's census 22 -> 108 ms, its digests and trial runs too, since the driver makes
+    contexts under a lock other calls wait on). A measured run holds its GPU's file shared
+    (the GPU it is pinned to, KOPT_WORKER_PINNED; "any" unpinned); a worker started ahead
+    waits, up to $KOPT_GATE_WAIT_MS (default 1500), until no measured run holds another
+    GPU's file, or until its job comes, then makes its context. Its own GPU's runs are not
+    waited for: on 1 x H200 a context beside them left the census at 28-36 ms against 23,
+    and waiting for them cost the next evaluation 79 ms. An unpinned worker waits for every
+    file. Nothing ever waits on the gate: it only moves the ahead workers' contexts into the
+    gaps between other GPUs' measured runs. $KOPT_GATE names the folder, or "off"."""
 
     def __init__(self):
         self.fd = None
+        self.dir = None
+        self.others = {}    # file name -> fd, the other GPUs' files seen so far
         path = os.environ.get("KOPT_GATE", "")
         if path == "off":
             return
         if not path:
             base = "/dev/shm" if os.path.isdir("/dev/shm") else "/tmp"
-            path = os.path.join(base, "kopt-gpu-gate-%d" % os.getuid())
+            path = os.path.join(base, "kopt-gpu-gates-%d" % os.getuid())
+        pinned = os.environ.get("KOPT_WORKER_PINNED", "")
+        self.key = "gpu" + pinned if pinned.isdigit() else "any"
         try:
-            self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            os.makedirs(path, mode=0o700, exist_ok=True)
+            self.fd = os.open(os.path.join(path, self.key), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC,
+                              0o600)
+            self.dir = path
         except OSError:
             self.fd = None      # no gate: contexts are made at once, as without it
 
     def measuring(self, on):
-        """Hold the gate shared (on) or let it go: a measured run. Never waits: where the
-        file is held alone (a worker's test of it, or a candidate holding it on purpose),
+        """Hold this GPU's file shared (on) or let it go: a measured run. Never waits: where
+        the file is held alone (a worker's test of it, or a candidate holding it on purpose),
         the run goes on without the gate."""
         if self.fd is not None:
             try:
@@ -892,8 +904,34 @@ class HostGate:
             except OSError:
                 pass
 
-    def wait_quiet(self):
-        """Wait until no worker on the host is in a measured run (or the wait's limit)."""
+    def busy(self):
+        """Whether a measured run holds a file this worker's context would slow: another
+        GPU's (an unpinned worker: any)."""
+        try:
+            names = os.listdir(self.dir)
+        except OSError:
+            return False
+        for name in names:
+            if name == self.key and name != "any":
+                continue
+            fd = self.others.get(name)
+            if fd is None:
+                try:
+                    fd = self.others[name] = os.open(os.path.join(self.dir, name),
+                                                     os.O_RDONLY | os.O_CLOEXEC)
+                except OSError:
+                    continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            except OSError:
+                return True
+        return False
+
+    def wait_quiet(self, job_fd=None):
+        """Wait until no other GPU's worker is in a measured run, the wait's limit, or (job_fd)
+        until the worker's job is there to read: an evaluation waiting for this worker must
+        not wait for the gate too. Nothing is read from job_fd."""
         if self.fd is None:
             return
         try:
@@ -901,15 +939,11 @@ class HostGate:
         except ValueError:
             limit = 1.5
         end = time.monotonic() + limit
-        while True:
-            try:
-                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                fcntl.flock(self.fd, fcntl.LOCK_UN)
-                return
-            except OSError:
-                if time.monotonic() >= end:
-                    return
+        while self.busy() and time.monotonic() < end:
+            if job_fd is None:
                 time.sleep(0.002)
+            elif select.select([job_fd], [], [], 0.002)[0]:
+                return      # the job came (or the parent went away): no more waiting
 
 
 def worker_main():
@@ -925,7 +959,7 @@ def worker_main():
             dev = local_device(ahead[0].partition("=")[2])  # and the context of "--ahead=cuda:N"
             if dev.startswith("cuda") and torch.cuda.is_available():
                 tg = time.monotonic()
-                gate.wait_quiet()
+                gate.wait_quiet(job_fd=sys.stdin.fileno())
                 t0 = time.monotonic()
                 ahead_at["ahead_gate"] = [round(tg * 1e3, 3), round(t0 * 1e3, 3)]
                 torch.cuda.set_device(torch.device(dev))

@@ -156,6 +156,12 @@ kopt_status kopt_llm_call(kopt_llm_client *c, kopt_ctx *ctx, const kopt_llm_requ
  * for bad arguments or no memory. */
 kopt_status kopt_llm_call_many(kopt_llm_client *c, kopt_ctx *ctx, const kopt_llm_request *rq,
                                int n, kopt_llm_reply *out);
+/* As kopt_llm_call_many, for requests asked together by design (a search step's proposals,
+ * as many as its width times --proposals): all n in flight at once, at most
+ * KOPT_LLM_TOGETHER_MAX, unless options.parallel was given, which stays the cap. */
+#define KOPT_LLM_TOGETHER_MAX 16
+kopt_status kopt_llm_call_together(kopt_llm_client *c, kopt_ctx *ctx,
+                                   const kopt_llm_request *rq, int n, kopt_llm_reply *out);
 
 /* What the client has spent, and whether a budget stops the next call. */
 typedef struct kopt_llm_budget_state {

@@ -219,6 +219,15 @@ static void fill_ahead(kopt_ctx *ctx, kopt_eval_session *S, const char *subject,
     }
 }
 
+/* The subject of the session's next candidates, for its workers started ahead: this one's,
+ * except after the reference evaluated as a candidate (a search's root), when they are
+ * host-mode candidates, what kopt optimize asks the model for (a ModelNew after it starts
+ * its own worker, as without workers ahead). */
+static const char *next_subject(const kopt_candidate *cand, const char *subject)
+{
+    return cand && cand->is_reference && cand->torch_module ? "host" : subject;
+}
+
 /* kopt_eval_torch_program's worker: the subject's kernels at the main sizes, into
  * r->program (verdict OK), or the verdict of its failure. */
 static kopt_status program_run(kopt_ctx *ctx, kopt_eval_result *r, const kopt_problem *prob,
@@ -509,7 +518,8 @@ kopt_status kopt__eval_torch(kopt_eval_result **out, kopt_ctx *ctx, const kopt_p
      * runs: the timed loop's hold kernel keeps the GPU's queue ahead of the host); on a
      * smaller host they start after this evaluation's timing */
     if (S && cand && kopt_cpus_usable() >= 8)
-        fill_ahead(ctx, S, cand_subject, prob, phases, nphases, cand, comp, &o, script);
+        fill_ahead(ctx, S, next_subject(cand, cand_subject), prob, phases, nphases, cand, comp,
+                   &o, script);
     kopt__trace_step(trace, "spawn", &ts);
     /* every worker set up (torch imported, context made, candidate loaded and load_inline
      * compiled) before the first is told to go: none is timed while another starts */
@@ -824,7 +834,8 @@ done:
     /* a session's next candidate will want a worker like this one's: start it now, after
      * every timing of this evaluation, so torch imports while the search works */
     if (S && cand && script && cand_subject && phases[0].ref) {
-        fill_ahead(ctx, S, cand_subject, prob, phases, nphases, cand, comp, &o, script);
+        fill_ahead(ctx, S, next_subject(cand, cand_subject), prob, phases, nphases, cand, comp,
+                   &o, script);
         kopt__trace_step(trace, "start_next_worker", &ts);
     }
     /* the workers' own steps (their clocks: they overlap the parent's waits), and when each

@@ -22,6 +22,7 @@ struct kopt_llm_client {
     void *state;
     char *model;
     kopt_llm_options o;           /* resolved; its strings point into the copies below */
+    int parallel_given;           /* options.parallel was set (--llm-parallel): a cap kept */
     char *key_env, *prices_path;
     kopt__llm_prices *prices;
     pthread_mutex_t lock;         /* budget */
@@ -91,6 +92,7 @@ kopt_status kopt_llm_open(kopt_llm_client **out, kopt_ctx *ctx, const char *spec
         return kopt_seterr(ctx, KOPT_E_NOMEM, "LLM client");
     pthread_mutex_init(&c->lock, NULL);
     kopt__llm_options_resolve(&c->o, o);
+    c->parallel_given = o && o->parallel > 0;
     if ((c->o.key_env && !(c->key_env = strdup(c->o.key_env))) ||
         (c->o.prices_path && !(c->prices_path = strdup(c->o.prices_path)))) {
         rc = kopt_seterr(ctx, KOPT_E_NOMEM, "LLM client");
@@ -386,19 +388,20 @@ static void *many_worker(void *arg)
     }
 }
 
-kopt_status kopt_llm_call_many(kopt_llm_client *c, kopt_ctx *ctx, const kopt_llm_request *rq,
-                               int n, kopt_llm_reply *out)
+/* n requests, at most `in_flight` at once. */
+static kopt_status call_many(kopt_llm_client *c, kopt_ctx *ctx, const kopt_llm_request *rq,
+                             int n, kopt_llm_reply *out, int in_flight)
 {
     many m = {c, rq, out, NULL, NULL, n, 0, PTHREAD_MUTEX_INITIALIZER};
     pthread_t *th = NULL;
     int nth, started = 0;
     kopt_status rc = KOPT_OK;
 
-    if (n < 0 || (n > 0 && (!rq || !out)))
+    if (n < 0 || (n > 0 && (!c || !rq || !out)))
         return kopt_seterr(ctx, KOPT_E_INVALID, "kopt_llm_call_many: bad arguments");
     if (n == 0)
         return KOPT_OK;
-    nth = n < c->o.parallel ? n : c->o.parallel;
+    nth = n < in_flight ? n : in_flight;
     m.req_json = calloc((size_t)n, sizeof(*m.req_json));
     m.ready = calloc((size_t)n, sizeof(*m.ready));
     th = calloc((size_t)nth, sizeof(*th));
@@ -426,4 +429,20 @@ cleanup:
     free(th);
     pthread_mutex_destroy(&m.lock);
     return rc;
+}
+
+kopt_status kopt_llm_call_many(kopt_llm_client *c, kopt_ctx *ctx, const kopt_llm_request *rq,
+                               int n, kopt_llm_reply *out)
+{
+    return call_many(c, ctx, rq, n, out, c ? c->o.parallel : 1);
+}
+
+kopt_status kopt_llm_call_together(kopt_llm_client *c, kopt_ctx *ctx,
+                                   const kopt_llm_request *rq, int n, kopt_llm_reply *out)
+{
+    int in_flight = n < KOPT_LLM_TOGETHER_MAX ? n : KOPT_LLM_TOGETHER_MAX;
+
+    if (c && (c->parallel_given || in_flight < c->o.parallel))
+        in_flight = c->o.parallel;
+    return call_many(c, ctx, rq, n, out, in_flight > 0 ? in_flight : 1);
 }

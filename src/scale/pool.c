@@ -246,7 +246,7 @@ kopt_status kopt_scale_pool_run_meanwhile(kopt_scale_pool *p, kopt_ctx *ctx,
                                           const kopt_scale_hooks *hooks,
                                           void (*meanwhile)(void *user), void *user)
 {
-    int delivered = 0, drained = 0;
+    int delivered = 0, drained = 0, lost_for;
     kopt_status rc = KOPT_OK;
 
     if (n <= 0)
@@ -310,9 +310,9 @@ kopt_status kopt_scale_pool_run_meanwhile(kopt_scale_pool *p, kopt_ctx *ctx,
                              hooks->only_slot);
             break;
         }
-        if (p->alive > 0 && p->inflight == 0 && bound_to_lost(p) >= 0) {
+        if (p->alive > 0 && p->inflight == 0 && (lost_for = bound_to_lost(p)) >= 0) {
             rc = kopt_seterr(ctx, KOPT_E_NO_DEVICE, "scale: slot %d, which a job was for, "
-                             "was lost", bound_to_lost(p));
+                             "was lost", lost_for);
             break;
         }
         wait_done(p);

@@ -132,12 +132,13 @@ static void ask_pending(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm,
                 asked += a[i].answered;
             }
     } else {
-        /* at most 16 requests in parallel (a wide step asks more: in turns of 16) */
+        /* every request of the step in flight at once, at most 16 (a wider step asks in
+         * turns of 16; --llm-parallel, when given, caps them) */
         for (int from = 0; from < n;) {
-            kopt_llm_request rq[16];
-            kopt_llm_reply rp[16];
-            int who[16], k = 0, i;
-            for (i = from; i < n && k < 16; i++)
+            kopt_llm_request rq[KOPT_LLM_TOGETHER_MAX];
+            kopt_llm_reply rp[KOPT_LLM_TOGETHER_MAX];
+            int who[KOPT_LLM_TOGETHER_MAX], k = 0, i;
+            for (i = from; i < n && k < KOPT_LLM_TOGETHER_MAX; i++)
                 if (!a[i].answered) {
                     who[k] = i;
                     rq[k++] = a[i].rq;
@@ -145,7 +146,7 @@ static void ask_pending(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm,
             from = i;
             memset(rp, 0, sizeof(rp));
             if (k)
-                kopt_llm_call_many(llm, ctx, rq, k, rp);
+                kopt_llm_call_together(llm, ctx, rq, k, rp);
             for (int j = 0; j < k; j++) {
                 a[who[j]].reply = rp[j];
                 a[who[j]].answered = 1;

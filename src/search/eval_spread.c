@@ -174,6 +174,7 @@ static kopt_status spread_evaluate(void *self, kopt_ctx *ctx, const char *source
                                    const char *tag, kopt_search_outcome *out)
 {
     spread *sp = self;
+    const char *off = getenv("KOPT_OPTIMIZE_WARM");   /* "0": no warm (to measure it) */
     kopt_search_job jobs[KOPT_SCALE_MAX_SLOTS];
     int slot_of[KOPT_SCALE_MAX_SLOTS], n = 1;
     one o = {out, 0};
@@ -187,9 +188,9 @@ static kopt_status spread_evaluate(void *self, kopt_ctx *ctx, const char *source
     slot_of[0] = 0;
     /* the first time (the root): every other GPU gets ready meanwhile, on its own thread,
      * so the first steps do not wait for each GPU's reference run and workers */
-    const char *off = getenv("KOPT_OPTIMIZE_WARM");   /* "0": not (to measure what it saves) */
-    for (int i = 1; !sp->warmed && !(off && strcmp(off, "0") == 0) && i < sp->n &&
-                    i < KOPT_SCALE_MAX_SLOTS; i++)
+    if (off && strcmp(off, "0") == 0)
+        sp->warmed = 1;
+    for (int i = 1; !sp->warmed && i < sp->n && i < KOPT_SCALE_MAX_SLOTS; i++)
         if (sp->evs[i].warm) {
             jobs[n].source = jobs[n].tag = NULL;
             slot_of[n++] = i;

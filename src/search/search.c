@@ -271,7 +271,7 @@ static void ask_meanwhile(void *user)
 }
 
 /* 1 when the next step may be asked while a batch is evaluated (--overlap): every pending
- * node is of the batch's step and is evaluated with it (kopt__search_batch_step), and the
+ * node is of the batch's step and is evaluated with it (kopt__search_batch), and the
  * loop would ask next (the model may be asked, not in files, the root is correct,
  * expansions are left). */
 static int may_overlap(const kopt_search *s, int can_ask, int one_step)
@@ -305,8 +305,7 @@ kopt_status kopt_search_go(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm,
             int batch[KOPT_SEARCH_MAX_WIDTH], nb, one_step = 0, ask;
             overlap_ask oa = {s, ctx, llm, ev, &steps, &proposed, ASK_NONE};
             kopt__search_prepare(s, ctx, ev);
-            nb = s->o.overlap ? kopt__search_batch_step(s, pend, batch, &one_step)
-                              : kopt__search_batch(s, pend, batch);
+            nb = kopt__search_batch(s, pend, batch, &one_step);
             ask = may_overlap(s, can_ask && st == 0, one_step);
             if ((rc = nb > 1 || ask ? kopt__search_evaluate_batch(s, ctx, ev, batch, nb,
                                                                   ask ? ask_meanwhile : NULL,

@@ -153,14 +153,13 @@ int kopt__search_expand(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm, con
 int kopt__search_select_many(kopt_search *s, int *picks, int want);
 
 /* width.c: a search of width W evaluates up to W pending nodes at once */
-/* The pending nodes to evaluate together, `first` (the lowest pending) first, into
- * out[] (room for KOPT_SEARCH_MAX_WIDTH); how many (1: evaluate `first` alone). */
-int kopt__search_batch(const kopt_search *s, int first, int *out);
-/* --overlap: the pending nodes of `first`'s step (the oldest pending), evaluated together
- * over the width's GPUs (`first` alone as kopt__search_batch would have it: the root, a tune,
- * a twin); how many. *one_step: they are not alone and every pending node is of their step
- * (the next step may be asked while they are evaluated). */
-int kopt__search_batch_step(const kopt_search *s, int first, int *out, int *one_step);
+/* The pending nodes to evaluate together, `first` (the lowest pending) first, into out[]
+ * (room for KOPT_SEARCH_MAX_WIDTH); how many. 1: `first` alone (the root, a tune, a twin's
+ * outcome; any node of a search of width 1 without --overlap); else every pending node of
+ * `first`'s step, over the width's GPUs. *one_step: they are not alone and every pending
+ * node is of their step (with --overlap the next step may be asked while they are
+ * evaluated). */
+int kopt__search_batch(const kopt_search *s, int first, int *out, int *one_step);
 /* Evaluate nodes ids[0..n) at once (ev->evaluate_many, else one by one): each stored as its
  * outcome arrives, then all backed up in node order. meanwhile (may be NULL): run once on
  * this thread while they are evaluated, before any outcome is taken into the tree (after the

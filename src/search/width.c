@@ -61,15 +61,7 @@ static int gather(const kopt_search *s, int first, int *out, int limit, int step
     return n;
 }
 
-int kopt__search_batch(const kopt_search *s, int first, int *out)
-{
-    int w = s->o.width > KOPT_SEARCH_MAX_WIDTH ? KOPT_SEARCH_MAX_WIDTH : s->o.width;
-
-    out[0] = first;
-    return w <= 1 || alone(s, first) ? 1 : gather(s, first, out, w, -1);
-}
-
-int kopt__search_batch_step(const kopt_search *s, int first, int *out, int *one_step)
+int kopt__search_batch(const kopt_search *s, int first, int *out, int *one_step)
 {
     const int step = s->nodes[first].step;
 
@@ -78,7 +70,11 @@ int kopt__search_batch_step(const kopt_search *s, int first, int *out, int *one_
         if (s->nodes[i].state == KOPT_SEARCH_PENDING && s->nodes[i].step != step)
             *one_step = 0;
     out[0] = first;
-    return alone(s, first) ? 1 : gather(s, first, out, KOPT_SEARCH_MAX_WIDTH, step);
+    /* the step's pending nodes together, not W at a time: a GPU whose evaluation ends
+     * first takes the next at once instead of waiting for the slowest of W (the tree is the
+     * same: backups run in node order either way, after the batch) */
+    return alone(s, first) || (s->o.width <= 1 && !s->o.overlap) ? 1 :
+           gather(s, first, out, KOPT_SEARCH_MAX_WIDTH, step);
 }
 
 typedef struct batch {

@@ -263,6 +263,36 @@ out:
     fixture_close(&f);
 }
 
+/* After the reference evaluated as a candidate (a search's root, or a GPU's warm), the
+ * session's workers started ahead are for host-mode candidates, which the search asks the
+ * model for, not for the reference's own subject; after a ModelNew candidate they are for
+ * ModelNew candidates again. */
+static void test_reference_readies_host_workers(void)
+{
+    fixture f;
+    kopt_candidate *ref = NULL;
+    kopt_eval_result *r = NULL, *g = NULL;
+
+    if (!fixture_open(&f, "refahead") ||
+        !CHECK_EQ_INT(kopt_candidate_from_reference(&ref, f.ctx, f.prob), KOPT_OK) ||
+        !CHECK_EQ_INT(kopt_eval_session_run(f.s, f.ctx, ref, &r), KOPT_OK))
+        goto out;
+    CHECK_EQ_INT(r->verdict, KOPT_VERDICT_OK);
+    CHECK(f.s->ahead[0] != NULL);
+    CHECK_EQ_STR(f.s->ahead_subject[0], "host");
+    if ((g = run(f.ctx, f.s, f.prob, &f.o, f.dir, "g.py", good))) {
+        CHECK_EQ_INT(g->verdict, KOPT_VERDICT_OK);
+        CHECK_EQ_INT(g->worker_ahead, 0);       /* none was for a ModelNew */
+        CHECK(f.s->ahead[0] != NULL);
+        CHECK_EQ_STR(f.s->ahead_subject[0], "modelnew");
+    }
+out:
+    kopt_eval_result_free(r);
+    kopt_eval_result_free(g);
+    kopt_candidate_free(ref);
+    fixture_close(&f);
+}
+
 /* The result JSON of stored evaluation `id` in the store at `db` (owned; NULL: none). */
 static char *stored_result(const char *db, int64_t id)
 {
@@ -284,8 +314,8 @@ static char *stored_result(const char *db, int64_t id)
 
 /* One GPU of several (kopt optimize --gpus): the live evaluator's warm, run beside the root
  * on another GPU, evaluates the reference with nothing stored, so this GPU's first candidate
- * takes the reference's outputs (reference_reused) and a worker started ahead
- * (worker_ahead) instead of paying for both in the search's first steps. Unwarmed, the
+ * takes the reference's outputs (reference_reused) instead of paying for its run in the
+ * search's first steps (and its workers for host-mode candidates are started then, below). Unwarmed, the
  * first candidate runs the reference itself. (The candidate here is the reference, as the
  * root is: a PyTorch problem's candidates are host-mode CUDA, which needs a GPU.) */
 static void test_live_warm_readies_the_reference(void)
@@ -331,7 +361,10 @@ static void test_live_warm_readies_the_reference(void)
             CHECK(json != NULL);
             if (json && (doc = json_loads(json, 0, NULL))) {
                 CHECK_EQ_INT(json_is_true(json_object_get(doc, "reference_reused")), warm);
-                CHECK_EQ_INT(json_is_true(json_object_get(doc, "worker_ahead")), warm);
+                /* the workers the warm started ahead are for host-mode candidates, what
+                 * the search asks for (test_reference_readies_host_workers), not for this
+                 * second run of the reference */
+                CHECK_EQ_INT(json_is_true(json_object_get(doc, "worker_ahead")), 0);
                 CHECK(json_is_boolean(json_object_get(doc, "reference_reused")));
                 json_decref(doc);
             }
@@ -350,6 +383,7 @@ int main(int argc, char **argv)
     static const ktest_case cases[] = {KTEST(test_reference_once_per_session),
                                        KTEST(test_workers_forked_by_the_zygote),
                                        KTEST(test_warm_starts_the_zygote),
+                                       KTEST(test_reference_readies_host_workers),
                                        KTEST(test_live_warm_readies_the_reference)};
     return ktest_main(argc, argv, cases, KTEST_COUNT(cases));
 }

@@ -689,6 +689,70 @@ static void test_parallel(void)
     kopt_ctx_free(ctx);
 }
 
+/* The most requests the script's log shows in flight at once ("s" at a start, "e" at an end). */
+static int peak_in_flight(const char *log)
+{
+    FILE *f = fopen(log, "r");
+    int n = 0, peak = 0, ch;
+
+    while (f && (ch = fgetc(f)) != EOF) {
+        n += ch == 's' ? 1 : ch == 'e' ? -1 : 0;
+        peak = n > peak ? n : peak;
+    }
+    if (f)
+        fclose(f);
+    return peak;
+}
+
+/* call_together (a search step's requests, asked together): all of them in flight at once,
+ * where call_many keeps to the default 4; a `parallel` that was given stays the cap. */
+static void test_call_together(void)
+{
+    kopt_ctx *ctx = kopt_ctx_new();
+    char *dir = ktest_tmpdir("llmtog"), *spec = NULL, *sh = NULL, log[4200];
+    kopt_llm_message m = {"user", "x"};
+    kopt_llm_request rq[8];
+    kopt_llm_reply r[8];
+    const struct {
+        int parallel, together, n, want;
+    } cases[] = {{0, 0, 8, 4}, {0, 1, 8, 8}, {2, 1, 8, 2}, {0, 1, 3, 3}};
+
+    if (!dir)
+        return;
+    snprintf(log, sizeof(log), "%s/calls.log", dir);
+    if (asprintf(&sh, "cat >/dev/null; echo s >> %s; sleep 0.5; echo e >> %s; echo done", log,
+                 log) < 0 || !(spec = script(dir, "slow.sh", sh, "")))
+        goto out;
+    for (int i = 0; i < 8; i++)
+        rq[i] = one(&m);
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        kopt_llm_options o = KOPT_LLM_OPTIONS_INIT;
+        kopt_llm_client *c = NULL;
+        const int n = cases[k].n;
+        o.parallel = cases[k].parallel;
+        unlink(log);
+        if (!CHECK_EQ_INT(kopt_llm_open(&c, ctx, spec, &o), KOPT_OK))
+            break;
+        CHECK_EQ_INT(cases[k].together ? kopt_llm_call_together(c, ctx, rq, n, r)
+                                       : kopt_llm_call_many(c, ctx, rq, n, r), KOPT_OK);
+        for (int i = 0; i < n; i++) {
+            CHECK_EQ_INT(r[i].outcome, KOPT_LLM_OK);
+            kopt_llm_reply_clear(&r[i]);
+        }
+        if (!CHECK_EQ_INT(peak_in_flight(log), cases[k].want))
+            printf("  case %zu: parallel %d, %s of %d\n", k, cases[k].parallel,
+                   cases[k].together ? "together" : "many", n);
+        kopt_llm_close(c);
+    }
+    CHECK_EQ_INT(kopt_llm_call_together(NULL, ctx, rq, 2, r), KOPT_E_INVALID);
+out:
+    free(sh);
+    free(spec);
+    ktest_rmtree(dir);
+    free(dir);
+    kopt_ctx_free(ctx);
+}
+
 /* ---- replay and budgets --------------------------------------------------------------------- */
 
 static char *replay_file(const char *dir)
@@ -995,7 +1059,8 @@ int main(int argc, char **argv)
         KTEST(test_error_message), KTEST(test_scrub), KTEST(test_spec_parse),
         KTEST(test_open_errors), KTEST(test_retry_policy), KTEST(test_prices),
         KTEST(test_request_hash), KTEST(test_bad_request), KTEST(test_command_backend),
-        KTEST(test_parallel), KTEST(test_replay), KTEST(test_replay_order_by_role), KTEST(test_budgets),
+        KTEST(test_parallel), KTEST(test_call_together),
+        KTEST(test_replay), KTEST(test_replay_order_by_role), KTEST(test_budgets),
         KTEST(test_store_record_and_replay), KTEST(test_outcome_names),
     };
     return ktest_main(argc, argv, cases, KTEST_COUNT(cases));

@@ -110,14 +110,17 @@ class Broken:   # a torch whose first kernel fails
 
 check(isinstance(kw.warm_ahead(Broken(), "cuda:0"), float), "warm_ahead: a failure is left alone")
 
-# the host gate (HostGate): a worker started ahead waits to make its context while another
-# worker on the host is in its measured run, up to its limit; measured runs never wait
-import tempfile, threading  # noqa: E402
-gate_file = os.path.join(tempfile.mkdtemp(), "gate")
-os.environ["KOPT_GATE"] = gate_file
+# the host gate (HostGate): a worker started ahead waits to make its context while a worker
+# of another GPU on the host is in its measured run (unpinned: any worker), up to its limit;
+# measured runs never wait
+import tempfile, threading, time  # noqa: E402
+gate_dir = os.path.join(tempfile.mkdtemp(), "gates")
+os.environ["KOPT_GATE"] = gate_dir
 os.environ["KOPT_GATE_WAIT_MS"] = "20000"
+os.environ.pop("KOPT_WORKER_PINNED", None)
 holder, other, waiter = kw.HostGate(), kw.HostGate(), kw.HostGate()
-check(holder.fd is not None and os.path.exists(gate_file), "the gate file is made where KOPT_GATE says")
+check(holder.fd is not None and os.path.exists(os.path.join(gate_dir, "any")),
+      "the gate's folder is made where KOPT_GATE says, a file for unpinned workers in it")
 holder.measuring(True)
 both = threading.Thread(target=other.measuring, args=(True,), daemon=True)
 both.start()
@@ -130,6 +133,16 @@ t.start()
 check(not done.wait(0.3), "a worker started ahead waits while a measured run holds the gate")
 holder.measuring(False)
 check(done.wait(5), "and goes on once the measured run let it go")
+holder.measuring(True)
+job_r, job_w = os.pipe()
+done.clear()
+t = threading.Thread(target=lambda: (waiter.wait_quiet(job_fd=job_r), done.set()), daemon=True)
+t.start()
+check(not done.wait(0.3), "a worker started ahead waits for the gate while no job has come")
+os.write(job_w, b'{"job": 1}\n')
+check(done.wait(5), "and stops waiting once its job comes, though a measured run holds the gate")
+check(os.read(job_r, 100) == b'{"job": 1}\n', "the job is left to read")
+holder.measuring(False)
 os.environ["KOPT_GATE_WAIT_MS"] = "50"
 holder.measuring(True)
 done.clear()
@@ -144,9 +157,35 @@ both.start()
 both.join(5)
 check(not both.is_alive(), "a measured run never waits, even on a gate held alone")
 fcntl.flock(holder.fd, fcntl.LOCK_UN)
+# pinned workers: a GPU's own measured runs are not waited for, another GPU's are
+pinned = {}
+for gpu in ("0", "1"):
+    os.environ["KOPT_WORKER_PINNED"] = gpu
+    pinned[gpu] = (kw.HostGate(), kw.HostGate())
+del os.environ["KOPT_WORKER_PINNED"]
+check(sorted(os.listdir(gate_dir)) == ["any", "gpu0", "gpu1"], "a file per GPU (%s)" %
+      sorted(os.listdir(gate_dir)))
+os.environ["KOPT_GATE_WAIT_MS"] = "20000"
+pinned["0"][0].measuring(True)
+t0 = time.monotonic()
+pinned["0"][1].wait_quiet()
+check(time.monotonic() - t0 < 5, "a worker ahead on GPU 0 does not wait for GPU 0's measured run")
+done.clear()
+t = threading.Thread(target=lambda: (pinned["1"][1].wait_quiet(), done.set()), daemon=True)
+t.start()
+check(not done.wait(0.3), "a worker ahead on GPU 1 waits while GPU 0's measured run holds it")
+pinned["0"][0].measuring(False)
+check(done.wait(5), "and goes on once GPU 0's run let it go")
+holder.measuring(True)
+done.clear()
+t = threading.Thread(target=lambda: (pinned["1"][1].wait_quiet(), done.set()), daemon=True)
+t.start()
+check(not done.wait(0.3), "a pinned worker ahead waits for an unpinned worker's measured run")
+holder.measuring(False)
+check(done.wait(5), "until it ends")
 os.environ["KOPT_GATE"] = "off"
 check(kw.HostGate().fd is None, "KOPT_GATE=off: no gate")
-os.environ["KOPT_GATE"] = os.path.join(gate_file, "not-a-folder", "gate")
+os.environ["KOPT_GATE"] = os.path.join(gate_dir, "any", "not-a-folder")
 g = kw.HostGate()
 check(g.fd is None, "a gate file that cannot be made: no gate")
 g.wait_quiet()
