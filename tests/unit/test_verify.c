@@ -357,6 +357,26 @@ static void test_sass_precision(void)
     kopt__sass_precision("Function : _Z4gemmv\n  /*0090*/  QGMMA.64x128x32.F32.E4M3.E4M3 R24, "
                          "gdesc[UR4], R24 ;\n", out, sizeof(out));
     CHECK_EQ_STR(out, "fp8");
+    /* ptxas puts constants in registers with HFMA2.MMA Rd, -RZ, RZ, a, b: a move, not FP16
+     * arithmetic (recorded FP32 kernels have them); a real one (x * 1 + x) still counts */
+    for (int i = 0; i < 2; i++) {
+        static const char *const fp32[] = {"sgemm_fast.sass", "layernorm_fast.sass"};
+        snprintf(path, sizeof(path), "%s/sass/%s", KOPT_TEST_DATA_DIR, fp32[i]);
+        text = NULL;
+        if (CHECK_EQ_INT(kopt_file_read(ctx, path, &text, &len), KOPT_OK) &&
+            CHECK(strstr(text, "HFMA2.MMA") != NULL)) {
+            kopt__sass_precision(text, out, sizeof(out));
+            CHECK_EQ_STR(out, "");
+        }
+        free(text);
+    }
+    kopt__sass_precision("  /*00d0*/  HFMA2.MMA R6, -RZ, RZ, 1.125, -9232 ;\n"
+                         "  /*00e0*/  HFMA2 R7, -RZ, RZ, 0, 0 ;\n", out, sizeof(out));
+    CHECK_EQ_STR(out, "");
+    kopt__sass_precision("  /*0150*/  HFMA2.MMA R0, R0, 1, 1, R0 ;\n", out, sizeof(out));
+    CHECK_EQ_STR(out, "fp16");
+    kopt__sass_precision("  /*0150*/  HFMA2.MMA R0, -RZ, R3, 1, 1 ;\n", out, sizeof(out));
+    CHECK_EQ_STR(out, "fp16");                    /* one factor a register: arithmetic */
     kopt_ctx_free(ctx);
 }
 
@@ -378,19 +398,25 @@ static int stand_in_cuobjdump(char *dir, const char *sass, char *tool, char *bin
     snprintf(count, n, "%s/runs", dir);
     f = fopen(tool, "w");
     /* as cuobjdump: -elf lists the sections (a kernel's .text twice, and its relocations),
-     * -sass -fun disassembles the functions named; any other call is recorded as wrong.
-     * STANDIN_FAIL: the disassembly fails ("fail" recorded first); STANDIN_SLEEP: it takes
-     * that long */
+     * -sass -fun disassembles the functions named: kopt reads each of the two apart, at once
+     * (one cuobjdump per function: it is ~0.2 s a function), _Z1kv at FP32 and _Z2kxv at
+     * `sass`, so the precision says both were read; any other call is recorded as wrong. The
+     * read of _Z1kv records "run" (once a read). STANDIN_FAIL: the disassembly fails ("fail"
+     * recorded, once a read); STANDIN_SLEEP: it takes that long */
     fprintf(f, "#!/bin/sh\n"
                "if [ \"$1\" = -elf ]; then\n"
                "  printf '  11 PROGBITS .text._Z1kv\\n  12 PROGBITS .text._Z2kxv\\n"
                "  13 REL .rel.text._Z1kv\\n.text._Z1kv\\n'; exit 0\nfi\n"
+               "case \"$*\" in\n"
+               "  \"-sass -fun _Z1kv %s\") first=1 ;;\n"
+               "  \"-sass -fun _Z2kxv %s\") first= ;;\n"
+               "  *) echo \"unexpected: $*\" >> '%s'; exit 0 ;;\n"
+               "esac\n"
                "if [ -n \"$STANDIN_FAIL\" ]; then\n"
-               "  echo fail >> '%s'; sleep \"${STANDIN_SLEEP:-0}\"; exit 3\nfi\n"
+               "  [ -n \"$first\" ] && echo fail >> '%s'; sleep \"${STANDIN_SLEEP:-0}\"; exit 3\nfi\n"
                "sleep \"${STANDIN_SLEEP:-0}\"\n"
-               "if [ \"$*\" = \"-sass -fun _Z1kv,_Z2kxv %s\" ]; then echo run >> '%s'\n"
-               "else echo \"unexpected: $*\" >> '%s'; fi\n"
-               "echo '  /*0070*/  %s ;'\n", count, bin, count, count, sass);
+               "if [ -n \"$first\" ]; then echo run >> '%s'; echo '  /*0070*/  FFMA R1, R2, R3, R4 ;'\n"
+               "else echo '  /*0070*/  %s ;'; fi\n", bin, bin, count, count, count, sass);
     fclose(f);
     chmod(tool, 0755);
     f = fopen(bin, "w");              /* a size of its own (the cache keys on it too) */
