@@ -13,6 +13,8 @@
 # the host while each run goes (vmstat; nvidia-smi: each GPU's utilisation and the processes
 # with a context on it, every 0.5 s) and sums it up: the CPUs' busy share, each GPU's
 # utilisation, how many processes a GPU had at once, and any process on several GPUs.
+# Each run's rate is given over its whole wall and after the root (from the root's evaluation
+# done to the last node's): the root's evaluation is the same fixed cost on 1 and N GPUs.
 set -u
 O=${OPT_OUT:-${OUT:-/tmp/kopt-out}/optgpus}; mkdir -p "$O"
 B=${KOPT_BUILD:-build}; K=$PWD/$B/kopt
@@ -102,13 +104,25 @@ print("       search: wall %.1f s, LLM %.1f s, evaluation %.1f s of which compil
       tuple(st.get(k, 0) / 1000 for k in ("wall_ms", "llm_ms", "eval_ms", "prepare_ms")))
 PY
   # where an evaluation's time went (the store's evaluations: wall_ms of each, mean)
-  python3 - "/tmp/optg-$l.db" "$l" "$O/$l.evaluations.jsonl" <<'PY' | tee -a "$S"
-import json, sqlite3, statistics as st, sys
+  python3 - "/tmp/optg-$l.db" "$l" "$O/$l.evaluations.jsonl" "$t" "$ITERS" <<'PY' | tee -a "$S"
+import datetime, json, sqlite3, statistics as st, sys
 try:
-    rows = sqlite3.connect(sys.argv[1]).execute(
-        "SELECT result_json, device_index FROM evaluations ORDER BY id").fetchall()
+    db = sqlite3.connect(sys.argv[1])
+    rows = db.execute("SELECT result_json, device_index FROM evaluations ORDER BY id").fetchall()
+    done = [r[0] for r in db.execute("SELECT updated_at FROM opt_nodes ORDER BY node")]
 except Exception as e:
     print("       no evaluations read (%s)" % e); sys.exit(0)
+# the search's rate once the root is evaluated (node 0's last update to the last node's): the
+# root's evaluation (and the start-up before it) is the same fixed cost on 1 and N GPUs
+def at(s):
+    return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+        tzinfo=datetime.timezone.utc).timestamp()
+if len(done) > 1 and done[0]:
+    root, last = at(done[0]), max(at(d) for d in done if d)
+    if last > root:
+        print("       after the root (done at +%.1f s): %s expansions in %.1f s, %.1f expansions/min"
+              " after root" % (root - float(sys.argv[4]), sys.argv[5], last - root,
+                               int(sys.argv[5]) * 60 / (last - root)))
 walls = [json.loads(r[0]).get("wall_ms") or {} for r in rows if r[0]]
 keys = ("total", "compile", "reference_worker_setup", "candidate_worker_setup", "verify", "time",
         "compare")
@@ -163,4 +177,14 @@ rows = {m.group(1): float(m.group(2)) for m in (re.match(r"(g\d+) .* ([0-9.]+) e
 if "g1" in rows and len(rows) > 1:
     n = max(rows, key=lambda k: int(k[1:]))
     print("speed-up %s over g1: %.2fx (goal >= 3x on 4 GPUs)" % (n, rows[n] / rows["g1"]))
+after, label = {}, None   # the same once the root is evaluated (a fixed cost on 1 and N GPUs)
+for l in open(sys.argv[1]):
+    m = re.match(r"(g\d+) ", l)
+    label = m.group(1) if m else label
+    m = re.search(r"([0-9.]+) expansions/min after root", l)
+    if m and label:
+        after[label] = float(m.group(1))
+if "g1" in after and len(after) > 1:
+    n = max(after, key=lambda k: int(k[1:]))
+    print("speed-up %s over g1 after the root: %.2fx" % (n, after[n] / after["g1"]))
 PY

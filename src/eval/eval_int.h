@@ -286,7 +286,7 @@ void kopt__sass_precision(const char *sass, char *out, size_t n);
 void kopt__binary_precision(kopt_ctx *ctx, const char *binary, char *out, size_t n,
                             char *note, size_t nn);
 /* The same in a thread of its own, started as soon as the binary exists (cuobjdump takes
- * about a second and a half on a host-mode candidate: it runs while the workers start);
+ * ~0.2 s a function, up to 4 read at once: it runs while the workers start);
  * _wait joins it (a job never started is a no-op) and fills out and note. A binary this
  * process read before (same file, size and mtime), or is reading ahead, is not read again:
  * _wait fills out from that read (or reads it itself when that read failed). */

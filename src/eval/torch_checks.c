@@ -12,6 +12,7 @@
 #include "worker_int.h"
 
 #include "kopt/proc.h"
+#include "../profile/sass_int.h"
 #include "core/core_int.h"
 #include "kopt/profile.h"
 
@@ -209,6 +210,8 @@ void kopt__sass_precision(const char *sass, char *out, size_t n)
                    (*q >= '0' && *q <= '9') || *q == '.' || *q == '_' || *q == 'x')))
                 op[k++] = *q++;
             op[k] = '\0';
+            if (strncmp(op, "HFMA2", 5) == 0 && kopt__sass_hfma2_is_move(q, (size_t)(end - q)))
+                break;
             if ((prec = op_precision(op, &rank)) && rank < best) {
                 best = rank;
                 snprintf(out, n, "%s", prec);
@@ -287,12 +290,70 @@ static char *find_cuobjdump(void)
     return pip_cuobjdump ? strdup(pip_cuobjdump) : NULL;
 }
 
+/* One `cuobjdump -sass [-fun names]` of the binary, run on a thread of its own: cuobjdump
+ * sets its disassembler up again for every function it prints (about 0.2 s each, measured
+ * with cuobjdump 13.0), so a candidate's functions are read by up to SASS_READERS of these at
+ * once, each with its share of the names. */
+#define SASS_READERS 4
+typedef struct {
+    const char *tool, *binary;
+    char *names;         /* comma-separated, or NULL: every function */
+    char *text;          /* its listing (malloc'd) */
+    int code, ok;        /* ok: it ran and exited 0 */
+    pthread_t thread;
+} sass_read;
+
+static void *sass_read_run(void *arg)
+{
+    sass_read *r = arg;
+    kopt_ctx *ctx = kopt_ctx_new();
+    const char *argv[6];
+    int a = 0;
+
+    argv[a++] = r->tool;
+    argv[a++] = "-sass";
+    if (r->names) {
+        argv[a++] = "-fun";
+        argv[a++] = r->names;
+    }
+    argv[a++] = r->binary;
+    argv[a] = NULL;
+    r->ok = ctx && kopt_proc_run(ctx, argv, 60, &r->code, &r->text) == KOPT_OK && r->code == 0;
+    kopt_ctx_free(ctx);
+    return NULL;
+}
+
+/* The names (comma-separated) dealt round-robin to `k` readers' lists; 0 when out of memory. */
+static int deal_names(const char *names, sass_read *rd, int k)
+{
+    size_t len = strlen(names) + 1;
+    int i = 0;
+
+    for (int j = 0; j < k; j++)
+        if (!(rd[j].names = calloc(len, 1)))
+            return 0;
+    for (const char *p = names; *p; i++) {
+        size_t w = strcspn(p, ",");
+        char *dst = rd[i % k].names;
+        size_t at = strlen(dst);
+        if (at)
+            dst[at++] = ',';
+        memcpy(dst + at, p, w);
+        dst[at + w] = '\0';
+        p += w;
+        if (*p == ',')
+            p++;
+    }
+    return 1;
+}
+
 void kopt__binary_precision(kopt_ctx *ctx, const char *binary, char *out, size_t n,
                             char *note, size_t nn)
 {
-    char *tool = find_cuobjdump(), *text = NULL, *names;
-    const char *argv[6];
-    int code = 0, a = 0;
+    char *tool = find_cuobjdump(), *names;
+    sass_read rd[SASS_READERS];
+    kopt_buf all = KOPT_BUF_INIT;
+    int k = 1, failed = -1, started[SASS_READERS] = {0};
 
     out[0] = note[0] = '\0';
     if (!tool) {
@@ -309,19 +370,41 @@ void kopt__binary_precision(kopt_ctx *ctx, const char *binary, char *out, size_t
         free(tool);
         return;
     }
-    argv[a++] = tool;
-    argv[a++] = "-sass";
-    if (names) {
-        argv[a++] = "-fun";
-        argv[a++] = names;
+    memset(rd, 0, sizeof(rd));
+    if (names)
+        for (const char *c = names; *c && k < SASS_READERS; c++)
+            k += *c == ',';
+    for (int j = 0; j < k; j++) {
+        rd[j].tool = tool;
+        rd[j].binary = binary;
     }
-    argv[a++] = binary;
-    argv[a] = NULL;
-    if (kopt_proc_run(ctx, argv, 60, &code, &text) != KOPT_OK || code != 0)
-        snprintf(note, nn, "cuobjdump -sass %s failed (exit %d)", binary, code);
+    if (k == 1) {
+        rd[0].names = names;
+        names = NULL;
+    } else if (!deal_names(names, rd, k)) {
+        for (int j = 0; j < k; j++)   /* out of memory: one reader, every function */
+            free(rd[j].names), rd[j].names = NULL;
+        k = 1;
+    }
+    for (int j = 1; j < k; j++)       /* the first on this thread */
+        if (!(started[j] = pthread_create(&rd[j].thread, NULL, sass_read_run, &rd[j]) == 0))
+            sass_read_run(&rd[j]);
+    sass_read_run(&rd[0]);
+    for (int j = 0; j < k; j++) {
+        if (started[j])
+            pthread_join(rd[j].thread, NULL);
+        if (!rd[j].ok && failed < 0)
+            failed = j;
+        else if (rd[j].text)
+            kopt_buf_append(&all, rd[j].text, strlen(rd[j].text));
+        free(rd[j].text);
+        free(rd[j].names);
+    }
+    if (failed >= 0)
+        snprintf(note, nn, "cuobjdump -sass %s failed (exit %d)", binary, rd[failed].code);
     else
-        kopt__sass_precision(text, out, n);
-    free(text);
+        kopt__sass_precision(kopt_buf_cstr(&all), out, n);
+    kopt_buf_free(&all);
     free(names);
     free(tool);
 }

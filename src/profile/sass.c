@@ -31,6 +31,7 @@
 #include "kopt/profile.h"
 #include "kopt/proc.h"
 #include "core/core_int.h"
+#include "sass_int.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -55,6 +56,23 @@ typedef struct span {
     const char *p;
     size_t n;
 } span;
+
+int kopt__sass_hfma2_is_move(const char *operands, size_t n)
+{
+    const char *q = operands, *end = operands + n, *c = memchr(q, ',', n);
+
+    for (int i = 0; i < 2; i++) {       /* the two factors, after the destination */
+        if (!c)
+            return 0;
+        for (q = c + 1; q < end && (*q == ' ' || *q == '-' || *q == '|'); q++)
+            ;
+        if (end - q < 2 || strncmp(q, "RZ", 2) != 0 ||
+            (end - q > 2 && q[2] != ',' && q[2] != ' ' && q[2] != '|'))
+            return 0;
+        c = memchr(q, ',', (size_t)(end - q));
+    }
+    return 1;
+}
 
 static int span_eq(span a, const char *s)
 {
@@ -341,11 +359,7 @@ static kopt_status count_instruction(sass_parser *ps, kopt_ctx *ctx, unsigned lo
     } else if (span_eq(mn, "DADD")) {
         k->dadd++;
     } else if (span_eq(mn, "HFMA2") || span_eq(mn, "HFMA2_32I")) {
-        span o = operands;
-        int is_move = 0;
-        for (size_t i = 0; i + 10 <= o.n && !is_move; i++)
-            is_move = memcmp(o.p + i, ", -RZ, RZ,", 10) == 0;
-        if (!is_move)
+        if (!kopt__sass_hfma2_is_move(operands.p, operands.n))
             k->hfma2++;
     } else if (span_eq(mn, "HMUL2") || span_eq(mn, "HMUL2_32I")) {
         k->hmul2++;

@@ -357,6 +357,26 @@ static void test_sass_precision(void)
     kopt__sass_precision("Function : _Z4gemmv\n  /*0090*/  QGMMA.64x128x32.F32.E4M3.E4M3 R24, "
                          "gdesc[UR4], R24 ;\n", out, sizeof(out));
     CHECK_EQ_STR(out, "fp8");
+    /* ptxas puts constants in registers with HFMA2.MMA Rd, -RZ, RZ, a, b: a move, not FP16
+     * arithmetic (recorded FP32 kernels have them); a real one (x * 1 + x) still counts */
+    for (int i = 0; i < 2; i++) {
+        static const char *const fp32[] = {"sgemm_fast.sass", "layernorm_fast.sass"};
+        snprintf(path, sizeof(path), "%s/sass/%s", KOPT_TEST_DATA_DIR, fp32[i]);
+        text = NULL;
+        if (CHECK_EQ_INT(kopt_file_read(ctx, path, &text, &len), KOPT_OK) &&
+            CHECK(strstr(text, "HFMA2.MMA") != NULL)) {
+            kopt__sass_precision(text, out, sizeof(out));
+            CHECK_EQ_STR(out, "");
+        }
+        free(text);
+    }
+    kopt__sass_precision("  /*00d0*/  HFMA2.MMA R6, -RZ, RZ, 1.125, -9232 ;\n"
+                         "  /*00e0*/  HFMA2 R7, -RZ, RZ, 0, 0 ;\n", out, sizeof(out));
+    CHECK_EQ_STR(out, "");
+    kopt__sass_precision("  /*0150*/  HFMA2.MMA R0, R0, 1, 1, R0 ;\n", out, sizeof(out));
+    CHECK_EQ_STR(out, "fp16");
+    kopt__sass_precision("  /*0150*/  HFMA2.MMA R0, -RZ, R3, 1, 1 ;\n", out, sizeof(out));
+    CHECK_EQ_STR(out, "fp16");                    /* one factor a register: arithmetic */
     kopt_ctx_free(ctx);
 }
 
@@ -378,19 +398,28 @@ static int stand_in_cuobjdump(char *dir, const char *sass, char *tool, char *bin
     snprintf(count, n, "%s/runs", dir);
     f = fopen(tool, "w");
     /* as cuobjdump: -elf lists the sections (a kernel's .text twice, and its relocations),
-     * -sass -fun disassembles the functions named; any other call is recorded as wrong.
-     * STANDIN_FAIL: the disassembly fails ("fail" recorded first); STANDIN_SLEEP: it takes
-     * that long */
+     * -sass -fun disassembles the functions named: kopt reads each of the two apart, at once
+     * (one cuobjdump per function: it is ~0.2 s a function), _Z1kv at FP32 and _Z2kxv at
+     * `sass`, so the precision says both were read; any other call is recorded as wrong. The
+     * read of _Z1kv records "run" (once a read). STANDIN_FAIL: the disassembly fails ("fail"
+     * recorded, once a read); STANDIN_SLEEP: it takes that long; STANDIN_ORDER: a file where
+     * each disassembly writes "start" before its sleep and "end" after */
     fprintf(f, "#!/bin/sh\n"
                "if [ \"$1\" = -elf ]; then\n"
                "  printf '  11 PROGBITS .text._Z1kv\\n  12 PROGBITS .text._Z2kxv\\n"
                "  13 REL .rel.text._Z1kv\\n.text._Z1kv\\n'; exit 0\nfi\n"
+               "case \"$*\" in\n"
+               "  \"-sass -fun _Z1kv %s\") first=1 ;;\n"
+               "  \"-sass -fun _Z2kxv %s\") first= ;;\n"
+               "  *) echo \"unexpected: $*\" >> '%s'; exit 0 ;;\n"
+               "esac\n"
                "if [ -n \"$STANDIN_FAIL\" ]; then\n"
-               "  echo fail >> '%s'; sleep \"${STANDIN_SLEEP:-0}\"; exit 3\nfi\n"
+               "  [ -n \"$first\" ] && echo fail >> '%s'; sleep \"${STANDIN_SLEEP:-0}\"; exit 3\nfi\n"
+               "[ -n \"$STANDIN_ORDER\" ] && echo start >> \"$STANDIN_ORDER\"\n"
                "sleep \"${STANDIN_SLEEP:-0}\"\n"
-               "if [ \"$*\" = \"-sass -fun _Z1kv,_Z2kxv %s\" ]; then echo run >> '%s'\n"
-               "else echo \"unexpected: $*\" >> '%s'; fi\n"
-               "echo '  /*0070*/  %s ;'\n", count, bin, count, count, sass);
+               "[ -n \"$STANDIN_ORDER\" ] && echo end >> \"$STANDIN_ORDER\"\n"
+               "if [ -n \"$first\" ]; then echo run >> '%s'; echo '  /*0070*/  FFMA R1, R2, R3, R4 ;'\n"
+               "else echo '  /*0070*/  %s ;'; fi\n", bin, bin, count, count, count, sass);
     fclose(f);
     chmod(tool, 0755);
     f = fopen(bin, "w");              /* a size of its own (the cache keys on it too) */
@@ -438,6 +467,38 @@ static void test_binary_precision_read_once(void)
     if (CHECK_EQ_INT(kopt_file_read(ctx, count, &text, &len), KOPT_OK))
         CHECK_EQ_STR(text, "run\nrun\n");   /* rounds 0 and 2 ran it, round 1 did not */
     free(text);
+    stand_in_end(dir, tool, bin, count);
+    kopt_ctx_free(ctx);
+}
+
+/* A binary's functions are read at once, each by a cuobjdump of its own: both stand-in
+ * reads start before either ends (each sleeps 0.5 s; read one after the other, the first
+ * would end before the second starts). */
+static void test_binary_precision_reads_functions_at_once(void)
+{
+    char dir[] = "/tmp/kopt-test-atonce-XXXXXX", tool[1200], bin[1200], count[1200],
+         order[1300], out[16], note[300];
+    char *text = NULL;
+    size_t len = 0;
+    kopt_ctx *ctx = kopt_ctx_new();
+
+    if (!stand_in_cuobjdump(dir, "HMMA.1684.F32.TF32 R4, R8, R12, R4", tool, bin, count,
+                            sizeof(tool))) {
+        kopt_ctx_free(ctx);
+        return;
+    }
+    snprintf(order, sizeof(order), "%s/order", dir);
+    setenv("STANDIN_ORDER", order, 1);
+    setenv("STANDIN_SLEEP", "0.5", 1);
+    kopt__binary_precision(ctx, bin, out, sizeof(out), note, sizeof(note));
+    unsetenv("STANDIN_ORDER");
+    unsetenv("STANDIN_SLEEP");
+    CHECK_EQ_STR(note, "");
+    CHECK_EQ_STR(out, "tf32");                 /* _Z2kxv's: both read */
+    if (CHECK_EQ_INT(kopt_file_read(ctx, order, &text, &len), KOPT_OK))
+        CHECK_EQ_STR(text, "start\nstart\nend\nend\n");
+    free(text);
+    unlink(order);
     stand_in_end(dir, tool, bin, count);
     kopt_ctx_free(ctx);
 }
@@ -761,6 +822,7 @@ int main(int argc, char **argv)
         KTEST(test_sass_precision),
         KTEST(test_binary_precision_read_once),
         KTEST(test_read_ahead),
+        KTEST(test_binary_precision_reads_functions_at_once),
         KTEST(test_find_pip_program),
         KTEST(test_binary_precision_of_a_real_object),
         KTEST(test_early_checks_are_the_late_checks),
