@@ -277,9 +277,9 @@ void kopt__torch_census(kopt_eval_result *r, const struct kopt__worker_run *run)
  * cuDNN, CUTLASS, cub/thrust, NVIDIA's generated GEMMs (xmma, nvjet, sm90_...): the
  * origin table of src/profile/kernel_name.c (kopt_kernel_origin_of). */
 int kopt__kernel_from_library(const char *name);
-/* The lowest precision the SASS listing `sass` (nvdisasm or cuobjdump -sass) computes at:
- * "fp8", "int8", "bf16", "fp16", "tf32" (tensor-core and packed half instructions), or ""
- * when it computes at FP32 or wider. */
+/* The lowest precision the SASS listing `sass` (nvdisasm or cuobjdump -sass) computes or
+ * rounds values at: "fp8", "int8", "bf16", "fp16", "tf32" (tensor-core and packed half
+ * instructions, conversions to bf16 and fp16), or "" when it stays at FP32 or wider. */
 void kopt__sass_precision(const char *sass, char *out, size_t n);
 /* The same of a shared object or cubin, through `cuobjdump -sass` ($KOPT_CUOBJDUMP, PATH,
  * the CUDA toolkit); without cuobjdump, or when it fails, out is "" and note says why. */

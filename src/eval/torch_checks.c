@@ -160,7 +160,11 @@ void kopt__torch_census(kopt_eval_result *r, const kopt__worker_run *run)
 }
 
 /* The precision of one SASS instruction's mnemonic (with its suffixes), rank as above;
- * NULL for one that computes at FP32 or wider, or is no arithmetic. */
+ * NULL for one that computes at FP32 or wider, or is no arithmetic. A conversion that rounds
+ * to a narrower float counts at that float: F2F.BF16.F32 and F2F.F16.F32 (one value),
+ * F2FP.BF16[.F32].PACK_AB and F2FP[.F16.F32].PACK_AB (two; no type is FP16), as ptxas
+ * writes them for sm_80 and sm_90: a value kept in bf16 between FP32 operations has bf16's
+ * precision though no bf16 arithmetic appears (widening back is a shift or PRMT). */
 static const char *op_precision(const char *op, int *rank)
 {
     int mma = strncmp(op, "HMMA", 4) == 0 || strncmp(op, "HGMMA", 5) == 0;
@@ -170,6 +174,20 @@ static const char *op_precision(const char *op, int *rank)
         return *rank = 1, "fp8";
     if (strncmp(op, "IMMA", 4) == 0 || strncmp(op, "IGMMA", 5) == 0)
         return *rank = 1, "int8";
+    if (strncmp(op, "F2FP.", 5) == 0) {
+        if (strncmp(op + 5, "BF16", 4) == 0)
+            return *rank = 2, "bf16";
+        if (strncmp(op + 5, "F16.", 4) == 0 || strncmp(op + 5, "PACK_AB", 7) == 0)
+            return *rank = 2, "fp16";
+        return NULL;
+    }
+    if (strncmp(op, "F2F.", 4) == 0) {   /* F2F.TO.FROM */
+        if (strncmp(op + 4, "BF16.", 5) == 0)
+            return *rank = 2, "bf16";
+        if (strncmp(op + 4, "F16.", 4) == 0)
+            return *rank = 2, "fp16";
+        return NULL;
+    }
     if (strstr(op, "BF16"))
         return (mma || strncmp(op, "HFMA2", 5) == 0 || strncmp(op, "HADD2", 5) == 0 ||
                 strncmp(op, "HMUL2", 5) == 0) ? (*rank = 2, "bf16") : NULL;

@@ -440,9 +440,7 @@ kopt_status kopt_llm_call_many(kopt_llm_client *c, kopt_ctx *ctx, const kopt_llm
 kopt_status kopt_llm_call_together(kopt_llm_client *c, kopt_ctx *ctx,
                                    const kopt_llm_request *rq, int n, kopt_llm_reply *out)
 {
-    int in_flight = n < KOPT_LLM_TOGETHER_MAX ? n : KOPT_LLM_TOGETHER_MAX;
-
-    if (c && (c->parallel_given || in_flight < c->o.parallel))
-        in_flight = c->o.parallel;
-    return call_many(c, ctx, rq, n, out, in_flight > 0 ? in_flight : 1);
+    /* call_many keeps to n */
+    return call_many(c, ctx, rq, n, out,
+                     c && c->parallel_given ? c->o.parallel : KOPT_LLM_TOGETHER_MAX);
 }

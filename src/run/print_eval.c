@@ -93,8 +93,8 @@ static void print_text(FILE *f, const kopt_problem *p, const char *cand_path,
     else if (r->census < 0)
         fprintf(f, "kernels    not counted: %s\n", r->census_note);
     if (r->own_precision[0])
-        fprintf(f, "precision  its own SASS computes at %s (tensor-core or packed-half "
-                "instructions)\n", r->own_precision);
+        fprintf(f, "precision  its own SASS computes or rounds values at %s (tensor-core, "
+                "packed-half or narrowing conversion instructions)\n", r->own_precision);
     if (r->ngpu_kernels) {
         fprintf(f, "ran        ");
         for (int i = 0; i < r->ngpu_kernels; i++)

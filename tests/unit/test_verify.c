@@ -377,6 +377,28 @@ static void test_sass_precision(void)
     CHECK_EQ_STR(out, "fp16");
     kopt__sass_precision("  /*0150*/  HFMA2.MMA R0, -RZ, R3, 1, 1 ;\n", out, sizeof(out));
     CHECK_EQ_STR(out, "fp16");                    /* one factor a register: arithmetic */
+    /* rounding to a narrower float, as nvdisasm 13.0 lists ptxas's code for __float2bfloat16,
+     * __float2half, __floats2bfloat162_rn, __floats2half2_rn (sm_90, then sm_80) */
+    {
+        static const struct { const char *line, *want; } conv[] = {
+            {"F2F.BF16.F32 R0, R2 ;", "bf16"},
+            {"F2FP.BF16.F32.PACK_AB R7, R7, R0 ;", "bf16"},
+            {"F2FP.F16.F32.PACK_AB R0, RZ, R2 ;", "fp16"},
+            {"F2FP.BF16.PACK_AB R0, RZ, R2 ;", "bf16"},
+            {"F2FP.PACK_AB R7, R7, R0 ;", "fp16"},
+            {"F2F.F16.F32 R0, R2 ;", "fp16"},
+            {"F2F.F64.F32 R4, R2 ;", ""},             /* wider */
+            {"F2I.NTZ R7, R2 ;", ""},                  /* to an integer: not a float */
+            {"SHF.L.U32 R0, R0, 0x10, RZ ;", ""},      /* bf16 -> f32 widening */
+        };
+        for (size_t i = 0; i < sizeof(conv) / sizeof(conv[0]); i++) {
+            char line[128];
+            snprintf(line, sizeof(line), "        /*0040*/  %s\n", conv[i].line);
+            kopt__sass_precision(line, out, sizeof(out));
+            if (!CHECK_EQ_STR(out, conv[i].want))
+                fprintf(stderr, "  for %s\n", conv[i].line);
+        }
+    }
     kopt_ctx_free(ctx);
 }
 
@@ -505,21 +527,14 @@ static void test_binary_precision_reads_functions_at_once(void)
 
 /* The real tools on a real shared object (nvcc, cuobjdump, nvdisasm; skipped without them):
  * only the cubins with functions disassembled (-fun, the .text sections -elf lists) read the
- * precision all of cuobjdump -sass reads, a device function called by a kernel included. */
-static void test_binary_precision_of_a_real_object(void)
+ * precision all of cuobjdump -sass reads, and the precision `want`. 1: run, 0: skipped. */
+static int real_object_precision(const char *src, const char *want)
 {
-    static const char src[] =
-        "#include <cuda_fp16.h>\n"
-        "__device__ __noinline__ __half2 twice(__half2 x) { return __hadd2(x, x); }\n"
-        "__global__ void halves(__half2 *y) { y[threadIdx.x] = twice(y[threadIdx.x]); }\n"
-        "__global__ void wide(double *y) { y[threadIdx.x] *= 3.0; }\n"
-        "extern \"C\" int kopt_candidate_run(const void *io) {\n"
-        "  (void)io; halves<<<1, 32>>>(0); wide<<<1, 32>>>(0); return 0; }\n";
     char dir[] = "/tmp/kopt-test-realso-XXXXXX", cu[600] = "", so[600] = "", out[16], note[300],
          all[16], *text = NULL, *nvcc = kopt_find_program(NULL, "nvcc"),
          *tool = kopt_find_program("KOPT_TEST_CUOBJDUMP", "cuobjdump");
     kopt_ctx *ctx = kopt_ctx_new();
-    int code = -1;
+    int code = -1, ran = 0;
     FILE *f;
 
     if (!nvcc || !tool || !mkdtemp(dir)) {
@@ -558,8 +573,9 @@ static void test_binary_precision_of_a_real_object(void)
     setenv("KOPT_CUOBJDUMP", tool, 1);       /* the one kopt uses, for this case only */
     kopt__binary_precision(ctx, so, out, sizeof(out), note, sizeof(note));
     unsetenv("KOPT_CUOBJDUMP");
+    ran = 1;
     CHECK_EQ_STR(note, "");
-    CHECK_EQ_STR(all, "fp16");               /* HADD2, in the device function */
+    CHECK_EQ_STR(all, want);
     CHECK_EQ_STR(out, all);
 done:
     if (so[0]) {
@@ -571,6 +587,33 @@ done:
     free(nvcc);
     free(tool);
     kopt_ctx_free(ctx);
+    return ran;
+}
+
+static void test_binary_precision_of_a_real_object(void)
+{
+    /* HADD2 in a device function a kernel calls; a kernel at FP64 */
+    if (!real_object_precision(
+            "#include <cuda_fp16.h>\n"
+            "__device__ __noinline__ __half2 twice(__half2 x) { return __hadd2(x, x); }\n"
+            "__global__ void halves(__half2 *y) { y[threadIdx.x] = twice(y[threadIdx.x]); }\n"
+            "__global__ void wide(double *y) { y[threadIdx.x] *= 3.0; }\n"
+            "extern \"C\" int kopt_candidate_run(const void *io) {\n"
+            "  (void)io; halves<<<1, 32>>>(0); wide<<<1, 32>>>(0); return 0; }\n", "fp16"))
+        return;
+    /* FP32 only, with constants ptxas writes as HFMA2.MMA: no lower precision */
+    real_object_precision(
+        "__global__ void fp32(const float *x, float *y) { y[threadIdx.x] = x[threadIdx.x] * 3.f"
+        " + 1.f; }\n"
+        "extern \"C\" int kopt_candidate_run(const void *io) {\n"
+        "  (void)io; fp32<<<1, 32>>>(0, 0); return 0; }\n", "");
+    /* FP32 arithmetic on a value rounded to bf16 (F2F.BF16.F32, widened back by a shift) */
+    real_object_precision(
+        "#include <cuda_bf16.h>\n"
+        "__global__ void via_bf16(const float *x, float *y) {\n"
+        "  y[threadIdx.x] = __bfloat162float(__float2bfloat16(x[threadIdx.x])) * 2.f; }\n"
+        "extern \"C\" int kopt_candidate_run(const void *io) {\n"
+        "  (void)io; via_bf16<<<1, 32>>>(0, 0); return 0; }\n", "bf16");
 }
 
 /* kopt_eval_read_ahead (kopt optimize's compiles ahead) reads a host-mode candidate's SASS
