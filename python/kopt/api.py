@@ -4,6 +4,7 @@ Errors raise KoptError with kopt's message; Ctrl-C stops a run after its current
 (what was done stays stored) and raises KeyboardInterrupt."""
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import subprocess
 import sys
@@ -144,17 +145,73 @@ class Prompt:
 Model = Callable[[Prompt], str]
 
 
+#: A round's model calls in flight at once when `parallel` is not given (the CLI's cap for a
+#: step's requests asked together, kopt_llm_call_together).
+TOGETHER_MAX = 16
+
+
+def _answer_round(tree: int, waiting: List[Dict[str, Any]], model: Callable[["Prompt"], str],
+                  parallel: Optional[int], db: str) -> None:
+    """The model's replies to one round's prompts, each stored (optimize_reply) on this
+    thread as it comes. Up to `parallel` (else TOGETHER_MAX) calls run at once on worker
+    threads; a call that raises does not lose the others' replies: they are stored, then
+    the first error is raised. Ctrl-C stops waiting (the replies so far stay stored)."""
+    def ask(p: Dict[str, Any]) -> str:
+        return model(Prompt(p.get("name", ""), p.get("role", ""), p.get("text", "")))
+
+    def store(p: Dict[str, Any], reply: str) -> None:
+        _lib.call("optimize_reply", {"tree": tree, "name": p["name"], "text": reply}, db=db)
+
+    n = min(parallel or TOGETHER_MAX, len(waiting))
+    if n <= 1:
+        for p in waiting:
+            store(p, ask(p))
+        return
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=n,
+                                                 thread_name_prefix="kopt-model")
+    first: Optional[BaseException] = None
+    try:
+        asked = {pool.submit(ask, p): p for p in waiting}
+        for f in concurrent.futures.as_completed(asked):
+            try:
+                reply = f.result()
+            except Exception as e:   # noqa: BLE001 (the model's own error, raised below)
+                first = first or e
+                continue
+            try:
+                store(asked[f], reply)
+            except _lib.KoptError as e:   # a reply the contract refuses: kopt's message
+                first = first or e
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+    if first is not None:
+        if hasattr(first, "add_note"):   # Python 3.11+: which tree keeps what was stored
+            first.add_note("kopt: optimize tree %d keeps the replies stored so far "
+                           "(kopt optimize --resume %d)" % (tree, tree))
+        raise first
+
+
 def optimize(problem: PathLike, model: Model, *, search: Optional[str] = None,
              iterations: Optional[int] = None, proposals: Optional[int] = None,
              evaluator: Optional[str] = None, workdir: Optional[str] = None,
              device: Optional[int] = None, max_rounds: int = 1000,
-             db: str = DEFAULT_DB, **options: Any) -> Document:
+             parallel: Optional[int] = None, db: str = DEFAULT_DB,
+             **options: Any) -> Document:
     """Search for a faster kernel (`kopt optimize`) with a Python callable as the model: it
     is given each Prompt (the planner/coder/debugger prompts kopt writes) and returns the
     reply text, as the command backend's program would. The tree is stored in `db` (resume
     it with kopt optimize --resume). Other options are optimize_start's (docs/mcp.md):
     debug_attempts, no_tune, tune_budget, no_memory, objective, fake_ref_ms, start, gpus.
-    Returns the tree's last step (best node, stats)."""
+    A round's prompts are independent; `model` is called for them from several threads at
+    once, as the CLI asks a step's requests together: all of them (at most 16) unless
+    `parallel` (kopt optimize's --llm-parallel) caps it; parallel=1 calls it one prompt at a
+    time. Each reply is stored as it comes; when a call raises, the others' replies are
+    still stored, then the first error is raised. Returns the tree's last step (best node,
+    stats)."""
+    if parallel is not None and (isinstance(parallel, bool) or not isinstance(parallel, int)
+                                 or parallel < 1):
+        raise _lib.KoptError("arguments.parallel: a whole number, 1 or more (got %r)"
+                             % (parallel,), "invalid input")
     args = {"problem": os.fspath(problem), "search": search, "iterations": iterations,
             "proposals": proposals, "evaluator": evaluator, "workdir": workdir,
             "device": device, **options}
@@ -166,10 +223,7 @@ def optimize(problem: PathLike, model: Model, *, search: Optional[str] = None,
         waiting = _lib.call("optimize_prompts", {"tree": tree}, db=db).get("prompts") or []
         if not waiting:
             break
-        for p in waiting:
-            reply = model(Prompt(p.get("name", ""), p.get("role", ""), p.get("text", "")))
-            _lib.call("optimize_reply", {"tree": tree, "name": p["name"], "text": reply},
-                      db=db)
+        _answer_round(tree, waiting, model, parallel, db)
     last.setdefault("tree_id", tree)
     return Document(last)
 

@@ -143,6 +143,58 @@ def test_optimize_with_a_python_model(tmp_path):
     assert "arguments.text: empty reply" in str(e.value)
 
 
+def test_optimize_asks_a_round_at_once(tmp_path):
+    """A round's prompts go to the Python model at once (as the CLI asks a step's requests
+    together), one at a time with parallel=1; a call that raises loses none of the other
+    replies (they are stored) and its error is raised; a bad parallel is refused."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "optimize"))
+    import scripted_llm
+    script = os.path.join(ROOT, "tests", "optimize", "softmax")
+    db = str(tmp_path / "k.db")
+    lock = threading.Lock()
+    seen = {"now": 0, "peak": 0}
+
+    def counted(p, meet=None):
+        with lock:
+            seen["now"] += 1
+            seen["peak"] = max(seen["peak"], seen["now"])
+        try:
+            if meet is not None:
+                meet.wait()   # both of the round's calls in flight, or BrokenBarrierError
+            return scripted_llm.answer(script, p.role, p.text)
+        finally:
+            with lock:
+                seen["now"] -= 1
+
+    meet = threading.Barrier(2, timeout=10)
+    d = kopt.optimize(SOFTMAX, lambda p: counted(p, meet), evaluator="fake", iterations=1,
+                      workdir=str(tmp_path / "t1"), db=db)
+    assert d.stats["stop_reason"] == "1 iterations done" and seen["peak"] == 2, (d.stats, seen)
+    seen["peak"] = 0
+    d = kopt.optimize(SOFTMAX, counted, evaluator="fake", iterations=1, parallel=1,
+                      workdir=str(tmp_path / "t2"), db=db)
+    assert d.stats["stop_reason"] == "1 iterations done" and seen["peak"] == 1, (d.stats, seen)
+
+    def flaky(p):
+        if p.name == "e1-p1-planner":
+            raise RuntimeError("model down")
+        return scripted_llm.answer(script, p.role, p.text)
+
+    with pytest.raises(RuntimeError, match="model down") as e:
+        kopt.optimize(SOFTMAX, flaky, evaluator="fake", iterations=1,
+                      workdir=str(tmp_path / "t3"), db=db)
+    tree = sqlite3.connect(db).execute("select max(tree_id) from opt_trees").fetchone()[0]
+    if sys.version_info >= (3, 11):
+        assert e.value.__notes__ == ["kopt: optimize tree %d keeps the replies stored so far "
+                                     "(kopt optimize --resume %d)" % (tree, tree)]
+    left = _lib.call("optimize_prompts", {"tree": tree}, db=db).get("prompts") or []
+    assert [p["name"] for p in left] == ["e1-p1-planner"], left   # e1-p2's reply was stored
+    for bad in (0, -2, 1.5, True):
+        with pytest.raises(kopt.KoptError) as e:
+            kopt.optimize(SOFTMAX, flaky, evaluator="fake", parallel=bad, db=db)
+        assert "arguments.parallel" in str(e.value) and e.value.status == "invalid input"
+
+
 def test_kb_import(tmp_path):
     try:
         import torch  # noqa: F401
