@@ -9,8 +9,9 @@ From the repo root, with a build:
 Environment: PYOPT_ITERS (default 8), PYOPT_RUNS ("here,own": which runs, in order),
 PYOPT_PROFILE=1 profiles correct candidates (default: no_profile, as a search for speed
 would). Each step's time goes to stderr as it ends; OUT_DIR/python_optimize.json is written
-after each run (each run: wall, steps in ms, median of the steps after the first two, the
-best speedup); a table last on stdout. Needs a GPU: says "skipped: no GPU" without one."""
+after each run (each run: wall, each step's ms and count evaluated; of the steps that
+evaluated, the root's, the first after it (a server's session opens there) and the median
+of the later ones; the best speedup); a table last on stdout. Needs a GPU: says "skipped: no GPU" without one."""
 import json
 import os
 import shutil
@@ -40,12 +41,13 @@ def one_run(label, server, llm, work, iters, profile):
         if tool != "optimize_step":
             return real_call(tool, args, **kw)
         t0 = time.monotonic()
-        try:
-            return real_call(tool, args, **kw)
-        finally:
-            steps.append((time.monotonic() - t0) * 1e3)
-            sys.stderr.write("%s: step %d: %.0f ms\n" % (label, len(steps), steps[-1]))
-            sys.stderr.flush()
+        d = real_call(tool, args, **kw)
+        n = (d.get("stats") or {}).get("evaluated", 0)
+        steps.append(((time.monotonic() - t0) * 1e3, n))
+        sys.stderr.write("%s: step %d: %.0f ms, %d evaluated\n" % (label, len(steps),
+                                                                  steps[-1][0], n))
+        sys.stderr.flush()
+        return d
 
     def model(p):
         return scripted_llm.answer(llm, p.role, p.text)
@@ -60,10 +62,15 @@ def one_run(label, server, llm, work, iters, profile):
         _lib.call = real_call
     wall = time.monotonic() - t0
     best = (d.json.get("best") or {}).get("speedup")
-    later = steps[2:]
-    return {"label": label, "server": server, "wall_s": wall, "steps_ms": steps,
-            "root_step_ms": steps[0] if steps else None,
-            "first_served_step_ms": steps[1] if len(steps) > 1 else None,
+    # the steps that evaluated something: the root's, the first served one (it opens the
+    # server's session: the reference runs there), then the later ones; the others only
+    # turned replies into prompts (~20 ms)
+    ev = [ms for ms, n in steps if n > 0]
+    later = ev[2:]
+    return {"label": label, "server": server, "wall_s": wall,
+            "steps_ms": [ms for ms, _ in steps], "steps_evaluated": [n for _, n in steps],
+            "root_step_ms": ev[0] if ev else None,
+            "first_served_step_ms": ev[1] if len(ev) > 1 else None,
             "later_steps_median_ms": statistics.median(later) if later else None,
             "best_speedup": best, "stop_reason": (d.json.get("stats") or {}).get("stop_reason")}
 
