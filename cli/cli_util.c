@@ -70,22 +70,15 @@ void cli_print_text(char *text)
 
 int cli_server_socket(const char *verb_name, int asked, const char *path, const char **out)
 {
-    const char *env = getenv("KOPT_SERVER");
+    kopt_ctx *ctx = cli_ctx(0);
+    int rc = 0;
 
-    *out = NULL;
-    if (!asked && !(env && env[0] && strcmp(env, "0") != 0))
-        return 0;
-    if (!path || !path[0])
-        path = kopt_serve_default_socket();
-    if (kopt_serve_alive(path)) {
-        *out = path;
-        return 0;
+    if (kopt_serve_socket_for(ctx, asked, path, out) != KOPT_OK) {
+        fprintf(stderr, "kopt %s: --server: %s\n", verb_name, kopt_errmsg(ctx));
+        rc = -1;
     }
-    if (!asked)                        /* $KOPT_SERVER with no server: evaluate here */
-        return 0;
-    fprintf(stderr, "kopt %s: --server: no kopt serve answers on %s (%s): start one with "
-                    "`kopt serve`\n", verb_name, path, strerror(errno));
-    return -1;
+    kopt_ctx_free(ctx);
+    return rc;
 }
 
 int cli_eval_option(const char *name, const char *arg, kopt_eval_opts *eo)

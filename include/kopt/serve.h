@@ -17,6 +17,13 @@ extern "C" {
 const char *kopt_serve_default_socket(void);
 /* Whether a server accepts connections at `path` (1) or not (0, errno kept). */
 int kopt_serve_alive(const char *path);
+/* Which server a run's evaluations go to (kopt optimize and kopt bench --server, the MCP
+ * tool optimize_step's `server`); *out is NULL for none (evaluate in this process). When
+ * `asked`, `path` (NULL or "": the default socket) must answer, else KOPT_E_IO naming the
+ * socket. When not asked, $KOPT_SERVER (a path, or anything but "" and "0" for the default
+ * socket) is used if a server answers there, else none. */
+kopt_status kopt_serve_socket_for(kopt_ctx *ctx, int asked, const char *path,
+                                  const char **out);
 /* Server side: receive a request (its JSON text, malloc'd) and its two descriptors; 0 on
  * success, 1 for a connection closed before it sent anything (kopt_serve_alive), else -1. */
 int kopt_serve_recv(int conn, char **request, int fds[2]);

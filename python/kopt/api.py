@@ -5,6 +5,7 @@ Errors raise KoptError with kopt's message; Ctrl-C stops a run after its current
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import os
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Union
 
 from . import _lib
+from ._serve import own_server
 from .result import Result
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -191,12 +193,30 @@ def _answer_round(tree: int, waiting: List[Dict[str, Any]], model: Callable[["Pr
         raise first
 
 
+def _server_choice(server: Union[None, bool, PathLike], evaluator: Optional[str],
+                   options: Dict[str, Any]) -> Union[None, bool, str]:
+    """What optimize_step is told about a server: a path or True/False as given; None (the
+    default) means its own server ("own") when the evaluator is live, no gpus are given
+    and $KOPT_SERVER is not set, else nothing (optimize_step then uses $KOPT_SERVER when a
+    server answers there)."""
+    if server is None:
+        env = os.environ.get("KOPT_SERVER", "")
+        live = evaluator in (None, "live")
+        return "own" if live and not options.get("gpus") and env in ("", "0") else None
+    if isinstance(server, bool):
+        return server
+    if isinstance(server, (str, os.PathLike)) and os.fspath(server):
+        return os.fspath(server)
+    raise _lib.KoptError("arguments.server: want None, True, False or a kopt serve socket's "
+                         "path (got %r)" % (server,), "invalid input")
+
+
 def optimize(problem: PathLike, model: Model, *, search: Optional[str] = None,
              iterations: Optional[int] = None, proposals: Optional[int] = None,
              evaluator: Optional[str] = None, workdir: Optional[str] = None,
              device: Optional[int] = None, max_rounds: int = 1000,
-             parallel: Optional[int] = None, db: str = DEFAULT_DB,
-             **options: Any) -> Document:
+             parallel: Optional[int] = None, server: Union[None, bool, PathLike] = None,
+             no_profile: bool = False, db: str = DEFAULT_DB, **options: Any) -> Document:
     """Search for a faster kernel (`kopt optimize`) with a Python callable as the model: it
     is given each Prompt (the planner/coder/debugger prompts kopt writes) and returns the
     reply text, as the command backend's program would. The tree is stored in `db` (resume
@@ -206,24 +226,38 @@ def optimize(problem: PathLike, model: Model, *, search: Optional[str] = None,
     once, as the CLI asks a step's requests together: all of them (at most 16) unless
     `parallel` (kopt optimize's --llm-parallel) caps it; parallel=1 calls it one prompt at a
     time. Each reply is stored as it comes; when a call raises, the others' replies are
-    still stored, then the first error is raised. Returns the tree's last step (best node,
-    stats)."""
+    still stored, then the first error is raised.
+    Each step is its own kopt optimize --resume; `server` says where its candidates are
+    evaluated. None (default): in a kopt serve started for this call (private socket, its
+    log serve.log in the tree's folder, ended when the call ends), which keeps the
+    reference's workers, run and outputs between steps; not when the evaluator is fake,
+    with gpus, or when $KOPT_SERVER is set (then used where a server answers). If it cannot
+    start, a RuntimeWarning says why and every step evaluates in this process. True or a
+    socket path: a running kopt serve (kopt optimize --server). False: in this process.
+    `no_profile`: correct candidates are not profiled (--no-profile: faster steps, no class
+    or advice for the planner). Returns the tree's last step (best node, stats)."""
     if parallel is not None and (isinstance(parallel, bool) or not isinstance(parallel, int)
                                  or parallel < 1):
         raise _lib.KoptError("arguments.parallel: a whole number, 1 or more (got %r)"
                              % (parallel,), "invalid input")
+    choice = _server_choice(server, evaluator, options)
     args = {"problem": os.fspath(problem), "search": search, "iterations": iterations,
             "proposals": proposals, "evaluator": evaluator, "workdir": workdir,
             "device": device, **options}
     start = _lib.call("optimize_start", args, db=db)
     tree = start["tree_id"]
-    last: Dict[str, Any] = start
-    for _ in range(max_rounds):
-        last = _lib.call("optimize_step", {"tree": tree, "device": device}, db=db)
-        waiting = _lib.call("optimize_prompts", {"tree": tree}, db=db).get("prompts") or []
-        if not waiting:
-            break
-        _answer_round(tree, waiting, model, parallel, db)
+    with contextlib.ExitStack() as stack:
+        if choice == "own":
+            choice = stack.enter_context(own_server(device, start.get("workdir")))
+        step = {"tree": tree, "device": device, "server": choice,
+                "no_profile": no_profile or None}
+        last: Dict[str, Any] = start
+        for _ in range(max_rounds):
+            last = _lib.call("optimize_step", step, db=db)
+            waiting = _lib.call("optimize_prompts", {"tree": tree}, db=db).get("prompts") or []
+            if not waiting:
+                break
+            _answer_round(tree, waiting, model, parallel, db)
     last.setdefault("tree_id", tree)
     return Document(last)
 

@@ -671,7 +671,13 @@ static const kopt__mcp_tool tools[] = {
      "\"action\": {\"type\": \"string\", \"enum\": [\"auto\", \"propose\", \"evaluate\"]}, "
      "\"iterations\": {\"type\": \"integer\", \"minimum\": 0, \"description\": \"raise the "
      "tree's expansion budget\"}, \"device\": {\"type\": \"integer\", \"minimum\": 0}, "
-     GPUS_PROP "}, \"required\": [\"tree\"]}", kopt__mcp_t_optimize_step},
+     GPUS_PROP ", \"server\": {\"type\": [\"boolean\", \"string\"], \"description\": "
+     "\"evaluate in a running kopt serve, as kopt optimize --server: true (its default "
+     "socket), a socket path, or false (here); not given: $KOPT_SERVER when a server answers "
+     "there. The server keeps the reference's workers and run between steps\"}, "
+     "\"no_profile\": {\"type\": \"boolean\", \"description\": \"do not profile correct "
+     "candidates (kopt optimize --no-profile: no class, no advice for the planner)\"}}, "
+     "\"required\": [\"tree\"]}", kopt__mcp_t_optimize_step},
     {"optimize_prompts", "Prompts waiting for you",
      "The prompts of a tree still waiting for a reply: name, role (planner, coder, debugger, "
      "templatizer) and text. Each prompt ends with its role's reply contract.",

@@ -12,6 +12,7 @@
 #include "kopt/cute.h"
 #include "kopt/scale.h"
 #include "kopt/search.h"
+#include "kopt/serve.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -102,6 +103,30 @@ static kopt_status gpus_arg(kopt__mcp_call *c, kopt_ctx *ctx, int count, int *gp
     oo->ngpus = n;
     oo->live.eval.device = gpus[0];    /* the run's record; single evaluations */
     return KOPT_OK;
+}
+
+/* arguments.server, as kopt optimize --server: true (the default socket) or a socket path
+ * must answer; false evaluates here; not given, $KOPT_SERVER when a server answers there.
+ * Refused with gpus (a kopt serve evaluates on its one GPU). */
+static kopt_status server_arg(kopt__mcp_call *c, kopt_ctx *ctx, kopt_optimize_opts *oo)
+{
+    json_t *v = json_object_get(c->args, "server");
+    const char *path = json_string_value(v);
+    kopt_status rc;
+
+    if (v && !json_is_boolean(v) && !(path && path[0]))
+        return kopt_seterr(ctx, KOPT_E_INVALID, "arguments.server: want true, false or a "
+                           "kopt serve socket's path");
+    if (json_is_false(v))
+        return KOPT_OK;
+    if (oo->ngpus > 0) {
+        if (!v)                        /* $KOPT_SERVER does not apply to a spread tree */
+            return KOPT_OK;
+        return kopt_seterr(ctx, KOPT_E_INVALID, "arguments.server with arguments.gpus: a "
+                           "kopt serve evaluates on its one GPU; give one or the other");
+    }
+    rc = kopt_serve_socket_for(ctx, v != NULL, path, &oo->live.eval.server);
+    return rc == KOPT_OK ? KOPT_OK : kopt_adderr(ctx, rc, "arguments.server");
 }
 
 /* ---- optimize_start ------------------------------------------------------------------------- */
@@ -227,6 +252,9 @@ kopt_status kopt__mcp_t_optimize_step(kopt__mcp_call *c, kopt_ctx *ctx, json_t *
     here = oo.propose_only ? -1 : kopt_scale_gpus_here();
     if ((rc = gpus_arg(c, ctx, here > 0 ? here : -1, gpus, &oo)) != KOPT_OK)
         return rc;
+    if (!oo.propose_only && (rc = server_arg(c, ctx, &oo)) != KOPT_OK)
+        return rc;
+    oo.live.no_profile = kopt__mcp_arg_bool(c, "no_profile", 0);
     oo.search.progress = on_step;
     oo.search.progress_user = &sp;
     oo.search.stop = &c->cancelled;

@@ -79,6 +79,26 @@ int kopt_serve_alive(const char *path)
     return 1;
 }
 
+kopt_status kopt_serve_socket_for(kopt_ctx *ctx, int asked, const char *path,
+                                  const char **out)
+{
+    const char *env = getenv("KOPT_SERVER");
+
+    *out = NULL;
+    if (!asked && !(env && env[0] && strcmp(env, "0") != 0))
+        return KOPT_OK;
+    if (!path || !path[0])
+        path = kopt_serve_default_socket();
+    if (kopt_serve_alive(path)) {
+        *out = path;
+        return KOPT_OK;
+    }
+    if (!asked)                        /* $KOPT_SERVER with no server: evaluate here */
+        return KOPT_OK;
+    return kopt_seterr(ctx, KOPT_E_IO, "no kopt serve answers on %s (%s): start one with "
+                       "`kopt serve`", path, strerror(errno));
+}
+
 int kopt_serve_forward(const char *path, int argc, char *const *argv, const int fds[2],
                        int *code)
 {

@@ -13,7 +13,9 @@ name, a path, answered twice) and a missing tree are tool errors naming the fiel
 raw pipe an optimize_step cancelled between two evaluations sends no result, its run is
 recorded as interrupted and the tree keeps what was evaluated; gpus makes a tree as wide as
 its GPUs and a step evaluates on them (the fake evaluator's stand-ins), and a bad
-gpus value is a tool error naming arguments.gpus; cute_search finds
+gpus value is a tool error naming arguments.gpus; a server argument that is not true, false or a
+socket path, a socket nobody listens on, or server with gpus, is a tool error naming
+arguments.server; cute_search finds
 make_tma_copy when the CUTLASS headers are installed (else says skipped) and a missing
 CUTLASS folder is a tool error saying how to get the headers.
 usage: test_mcp_optimize.py KOPT REPO_ROOT"""
@@ -226,6 +228,17 @@ async def sdk():
         check(res.isError and "987654" in res.content[0].text, "optimize_step of a missing tree: %s" % res.content[0].text[:80])
         res = await s.call_tool("optimize_step", {"tree": t2, "action": "dance"})
         check(res.isError and "arguments.action" in res.content[0].text, "optimize_step: a bad action named")
+        none = os.path.join(tmp, "none.sock")
+        res = await s.call_tool("optimize_step", {"tree": t2, "server": none})
+        check(res.isError and "arguments.server: no kopt serve answers on " + none in res.content[0].text,
+              "optimize_step with a server socket nobody listens on: %s" % res.content[0].text[:120])
+        for bad in (5, ""):
+            res = await s.call_tool("optimize_step", {"tree": t2, "server": bad})
+            check(res.isError and "arguments.server" in res.content[0].text,
+                  "optimize_step with server %r: a tool error naming it" % (bad,))
+        res = await s.call_tool("optimize_step", {"tree": t2, "server": True, "gpus": "0"})
+        check(res.isError and "arguments.server with arguments.gpus" in res.content[0].text,
+              "optimize_step with server and gpus: refused (%s)" % res.content[0].text[:90])
         res = await s.call_tool("optimize_start", {"problem": os.path.join(tmp, "nope")})
         check(res.isError and "nope" in res.content[0].text, "optimize_start of a missing problem: %s" % res.content[0].text[:80])
 

@@ -5,8 +5,10 @@ stopping it with what was done stored), optimize with a Python callable as the m
 bench --json; resumed; its errors; Ctrl-C stopping a suite of ModelNew candidates, needs
 torch). Without a GPU evaluations are SKIPPED (static);
 on one they must be OK. Run: python3 -m pytest tests/python (KOPT_LIB: the libkopt.so)."""
+import contextlib
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -18,7 +20,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 import kopt  # noqa: E402
-from kopt import _lib  # noqa: E402
+from kopt import _lib, _serve  # noqa: E402
 
 SOFTMAX = os.path.join(ROOT, "examples", "softmax")
 FAST = os.path.join(SOFTMAX, "fast.cu")
@@ -193,6 +195,77 @@ def test_optimize_asks_a_round_at_once(tmp_path):
         with pytest.raises(kopt.KoptError) as e:
             kopt.optimize(SOFTMAX, flaky, evaluator="fake", parallel=bad, db=db)
         assert "arguments.parallel" in str(e.value) and e.value.status == "invalid input"
+
+
+def test_optimize_steps_in_its_own_server(tmp_path, monkeypatch):
+    """kopt.optimize on a PyTorch problem evaluates its steps' candidates in a kopt serve of
+    its own (the reference's workers and run kept between steps): the server's log names
+    each candidate stored with a node, its socket answers at every round and is gone after
+    the call; no_profile reaches the planner; server=False, and a server that cannot start
+    (RuntimeWarning), evaluate here; the server argument's errors name it."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        pytest.skip("no torch")
+    if not has_gpu():
+        monkeypatch.setenv("KOPT_TORCH_DEVICE", "cpu")
+    monkeypatch.delenv("KOPT_SERVER", raising=False)
+    sys.path.insert(0, os.path.join(ROOT, "tests", "optimize"))
+    import scripted_llm
+    recs = kopt.kb.import_(os.path.join(ROOT, "tests/data/kb_small/scale_add.py"),
+                           str(tmp_path / "p"))
+    assert len(recs) == 1 and recs[0].ok, recs
+    problem = recs[0].problem
+    llm = tmp_path / "llm"   # a host-mode kernel (on a GPU it fails the check: no matter)
+    llm.mkdir()
+    shutil.copy(os.path.join(ROOT, "tests/optimize/kb_tanh/1.cu"), llm / "1.cu")
+    db = str(tmp_path / "k.db")
+    socks, alive, prompts = [], [], []
+    real = kopt.api.own_server
+
+    @contextlib.contextmanager
+    def spy(device, log_dir):
+        with real(device, log_dir) as sock:
+            socks.append(sock)
+            yield sock
+
+    def model(p):
+        alive.append(bool(socks) and socks[-1] is not None and _serve._answers(socks[-1]))
+        prompts.append(p.text)
+        return scripted_llm.answer(str(llm), p.role, p.text)
+
+    def tagged():
+        return sqlite3.connect(db).execute("select count(*) from evaluations where tag like "
+                                           "'n%' and tag != 'n0'").fetchone()[0]
+
+    monkeypatch.setattr(kopt.api, "own_server", spy)
+    d = kopt.optimize(problem, model, iterations=2, no_profile=True,
+                      workdir=str(tmp_path / "t1"), db=db)
+    log = (tmp_path / "t1" / "serve.log").read_text()
+    served = log.count("kopt serve: eval")
+    assert len(socks) == 1 and socks[0] and alive and all(alive), (socks, alive, log)
+    assert not os.path.exists(socks[0]) and not _serve._answers(socks[0]), socks
+    assert served >= 1 and served == tagged(), (served, tagged(), log, d.json)
+    assert any("profiling is off (--no-profile)" in t for t in prompts), prompts[0]
+
+    before = tagged()   # server=False: evaluated here, no server started
+    kopt.optimize(problem, model, iterations=1, server=False, workdir=str(tmp_path / "t2"),
+                  db=db)
+    assert len(socks) == 1 and tagged() > before and not (tmp_path / "t2" / "serve.log").exists()
+
+    before = tagged()   # a server that cannot start: a warning, evaluated here
+    monkeypatch.setattr(_serve, "kopt_program", lambda: str(tmp_path / "no-such-kopt"))
+    with pytest.warns(RuntimeWarning, match="own kopt serve did not start"):
+        kopt.optimize(problem, model, iterations=1, workdir=str(tmp_path / "t3"), db=db)
+    assert len(socks) == 2 and socks[1] is None and tagged() > before, socks
+
+    for bad in ("", 3):
+        with pytest.raises(kopt.KoptError, match="arguments.server"):
+            kopt.optimize(problem, model, iterations=1, server=bad, db=db)
+    none = str(tmp_path / "none.sock")
+    with pytest.raises(kopt.KoptError, match="arguments.server: no kopt serve answers on " +
+                       none):
+        kopt.optimize(problem, model, iterations=1, server=none, db=db)
 
 
 def test_kb_import(tmp_path):

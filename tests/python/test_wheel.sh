@@ -56,6 +56,17 @@ out=$(cd "$src" && "$tmp/venv/bin/python" -c "import kopt; print(kopt.eval('exam
 check "python -c 'import kopt; print(kopt.eval(...).verdict)' prints $want (got '$out')" '[ "$out" = $want ]'
 check "the one-liner imports the venv's kopt, not the checkout's" \
   '"$tmp/venv/bin/python" -c "import kopt, sys; sys.exit(0 if \"$tmp/venv\" in kopt.__file__ else 1)"'
+# kopt.optimize's own kopt serve (python/kopt/_serve.py) is the venv's kopt and listens
+check "kopt.optimize's own server starts from the venv's kopt and answers on its socket" \
+  '(unset KOPT_LIB; "$tmp/venv/bin/python" - "$tmp/venv" <<PY
+import sys
+from kopt import _serve
+assert _serve.kopt_program().startswith(sys.argv[1]), _serve.kopt_program()
+with _serve.own_server(0, None) as s:
+    assert s and _serve._answers(s), s
+assert not _serve._answers(s)
+PY
+)'
 # A machine with only the NVIDIA driver: `pip install kopt[cuda]` brings NVRTC, the CUDA
 # headers and cuRAND as NVIDIA's packages beside kopt (site-packages/nvidia/cu13/lib and
 # include). Here the toolkit is hidden (a private mount namespace, an empty tmpfs over its
