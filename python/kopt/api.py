@@ -231,11 +231,12 @@ def optimize(problem: PathLike, model: Model, *, search: Optional[str] = None,
     evaluated. None (default): in a kopt serve started for this call (private socket, its
     log serve.log in the tree's folder, ended when the call ends), which keeps the
     reference's workers, run and outputs between steps; not when the evaluator is fake,
-    with gpus, or when $KOPT_SERVER is set (then used where a server answers). If it cannot
-    start, a RuntimeWarning says why and every step evaluates in this process. True or a
-    socket path: a running kopt serve (kopt optimize --server). False: in this process.
-    `no_profile`: correct candidates are not profiled (--no-profile: faster steps, no class
-    or advice for the planner). Returns the tree's last step (best node, stats)."""
+    with gpus, or when $KOPT_SERVER is set (then used where a server answers). A server that
+    ended between steps (its idle exit after 15 minutes without a request, while the model
+    thought) is started again; if it cannot start, a RuntimeWarning says why and every step
+    evaluates in this process. True or a socket path: a running kopt serve (kopt optimize
+    --server). False: in this process. `no_profile`: correct candidates are not profiled
+    (--no-profile: faster steps, no class or advice for the planner). Returns the tree's last step (best node, stats)."""
     if parallel is not None and (isinstance(parallel, bool) or not isinstance(parallel, int)
                                  or parallel < 1):
         raise _lib.KoptError("arguments.parallel: a whole number, 1 or more (got %r)"
@@ -247,12 +248,14 @@ def optimize(problem: PathLike, model: Model, *, search: Optional[str] = None,
     start = _lib.call("optimize_start", args, db=db)
     tree = start["tree_id"]
     with contextlib.ExitStack() as stack:
-        if choice == "own":
-            choice = stack.enter_context(own_server(device, start.get("workdir")))
+        own = stack.enter_context(own_server(device, start.get("workdir"))) \
+            if choice == "own" else None
         step = {"tree": tree, "device": device, "server": choice,
                 "no_profile": no_profile or None}
         last: Dict[str, Any] = start
         for _ in range(max_rounds):
+            if own is not None:   # a live server (started again if it ended), else here
+                step["server"] = own.socket() or False
             last = _lib.call("optimize_step", step, db=db)
             waiting = _lib.call("optimize_prompts", {"tree": tree}, db=db).get("prompts") or []
             if not waiting:

@@ -201,8 +201,9 @@ def test_optimize_steps_in_its_own_server(tmp_path, monkeypatch):
     """kopt.optimize on a PyTorch problem evaluates its steps' candidates in a kopt serve of
     its own (the reference's workers and run kept between steps): the server's log names
     each candidate stored with a node, its socket answers at every round and is gone after
-    the call; no_profile reaches the planner; server=False, and a server that cannot start
-    (RuntimeWarning), evaluate here; the server argument's errors name it."""
+    the call; no_profile reaches the planner; a server that ended between steps is started
+    again (RuntimeWarning) and the search goes on in it; server=False, and a server that
+    cannot start (RuntimeWarning), evaluate here; the server argument's errors name it."""
     try:
         import torch  # noqa: F401
     except ImportError:
@@ -220,17 +221,18 @@ def test_optimize_steps_in_its_own_server(tmp_path, monkeypatch):
     llm.mkdir()
     shutil.copy(os.path.join(ROOT, "tests/optimize/kb_tanh/1.cu"), llm / "1.cu")
     db = str(tmp_path / "k.db")
-    socks, alive, prompts = [], [], []
+    servers, alive, prompts = [], [], []
     real = kopt.api.own_server
 
     @contextlib.contextmanager
     def spy(device, log_dir):
-        with real(device, log_dir) as sock:
-            socks.append(sock)
-            yield sock
+        with real(device, log_dir) as srv:
+            servers.append(srv)
+            yield srv
 
     def model(p):
-        alive.append(bool(socks) and socks[-1] is not None and _serve._answers(socks[-1]))
+        srv = servers[-1] if servers else None
+        alive.append(bool(srv and srv.proc and _serve._answers(srv.sock)))
         prompts.append(p.text)
         return scripted_llm.answer(str(llm), p.role, p.text)
 
@@ -243,21 +245,38 @@ def test_optimize_steps_in_its_own_server(tmp_path, monkeypatch):
                       workdir=str(tmp_path / "t1"), db=db)
     log = (tmp_path / "t1" / "serve.log").read_text()
     served = log.count("kopt serve: eval")
-    assert len(socks) == 1 and socks[0] and alive and all(alive), (socks, alive, log)
-    assert not os.path.exists(socks[0]) and not _serve._answers(socks[0]), socks
+    srv = servers[0]
+    assert len(servers) == 1 and srv.starts == 1 and alive and all(alive), (alive, log)
+    assert not os.path.exists(srv.sock) and not _serve._answers(srv.sock), srv.sock
     assert served >= 1 and served == tagged(), (served, tagged(), log, d.json)
     assert any("profiling is off (--no-profile)" in t for t in prompts), prompts[0]
+
+    before = tagged()   # the server ends while the model thinks: started again, goes on
+
+    def ends_it(p):
+        if p.role == "coder" and servers[-1].starts == 1:
+            servers[-1].proc.kill()
+            servers[-1].proc.wait()
+        return model(p)
+
+    with pytest.warns(RuntimeWarning, match="own kopt serve ended"):
+        d = kopt.optimize(problem, ends_it, iterations=2, no_profile=True,
+                          workdir=str(tmp_path / "t4"), db=db)
+    log = (tmp_path / "t4" / "serve.log").read_text()
+    assert servers[-1].starts == 2 and log.count("listening on") == 2, log
+    assert log.count("kopt serve: eval") == tagged() - before >= 1, (log, d.json)
 
     before = tagged()   # server=False: evaluated here, no server started
     kopt.optimize(problem, model, iterations=1, server=False, workdir=str(tmp_path / "t2"),
                   db=db)
-    assert len(socks) == 1 and tagged() > before and not (tmp_path / "t2" / "serve.log").exists()
+    assert len(servers) == 2 and tagged() > before and not (tmp_path / "t2" / "serve.log").exists()
 
     before = tagged()   # a server that cannot start: a warning, evaluated here
     monkeypatch.setattr(_serve, "kopt_program", lambda: str(tmp_path / "no-such-kopt"))
     with pytest.warns(RuntimeWarning, match="own kopt serve did not start"):
         kopt.optimize(problem, model, iterations=1, workdir=str(tmp_path / "t3"), db=db)
-    assert len(socks) == 2 and socks[1] is None and tagged() > before, socks
+    assert len(servers) == 3 and servers[2].failed and servers[2].proc is None, servers
+    assert tagged() > before
 
     for bad in ("", 3):
         with pytest.raises(kopt.KoptError, match="arguments.server"):

@@ -62,9 +62,9 @@ check "kopt.optimize's own server starts from the venv's kopt and answers on its
 import sys
 from kopt import _serve
 assert _serve.kopt_program().startswith(sys.argv[1]), _serve.kopt_program()
-with _serve.own_server(0, None) as s:
-    assert s and _serve._answers(s), s
-assert not _serve._answers(s)
+with _serve.own_server(0, None) as srv:
+    assert srv.socket() == srv.sock and _serve._answers(srv.sock), srv.log_path
+assert not _serve._answers(srv.sock)
 PY
 )'
 # A machine with only the NVIDIA driver: `pip install kopt[cuda]` brings NVRTC, the CUDA
