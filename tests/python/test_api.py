@@ -260,7 +260,7 @@ def test_optimize_steps_in_its_own_server(tmp_path, monkeypatch):
         return model(p)
 
     with pytest.warns(RuntimeWarning, match="own kopt serve ended"):
-        d = kopt.optimize(problem, ends_it, iterations=2, no_profile=True,
+        d = kopt.optimize(problem, ends_it, iterations=1, no_profile=True,
                           workdir=str(tmp_path / "t4"), db=db)
     log = (tmp_path / "t4" / "serve.log").read_text()
     assert servers[-1].starts == 2 and log.count("listening on") == 2, log
