@@ -211,17 +211,47 @@ def _server_choice(server: Union[None, bool, PathLike], evaluator: Optional[str]
                          "path (got %r)" % (server,), "invalid input")
 
 
-def optimize(problem: PathLike, model: Model, *, search: Optional[str] = None,
+def _problem_file(p: PathLike) -> str:
+    p = os.fspath(p)
+    return os.path.realpath(os.path.join(p, "problem.json") if os.path.isdir(p) else p)
+
+
+def _resumed(tree: int, problem: Optional[PathLike], started: Dict[str, Any],
+             db: str) -> Dict[str, Any]:
+    """The stored tree to go on with (optimize_tree's document); refused when an option only
+    a new tree takes is given, or `problem` is another problem than the tree's."""
+    given = sorted(k for k, v in started.items() if v is not None)
+    if given:
+        raise _lib.KoptError("resume: %s: set when a tree starts; tree %d keeps its own "
+                             "(with resume give model, iterations, device, gpus, parallel, "
+                             "server, no_profile)" % (", ".join(given), tree), "invalid input")
+    doc = _lib.call("optimize_tree", {"tree": tree}, db=db)
+    stored = doc.get("problem_path") or ""
+    if problem is not None and os.path.exists(stored) and \
+            _problem_file(problem) != _problem_file(stored):
+        raise _lib.KoptError("resume: tree %d searches problem %s (%s), not %s"
+                             % (tree, doc.get("problem"), stored, os.fspath(problem)),
+                             "invalid input")
+    return doc
+
+
+def optimize(problem: Optional[PathLike], model: Model, *, search: Optional[str] = None,
              iterations: Optional[int] = None, proposals: Optional[int] = None,
              evaluator: Optional[str] = None, workdir: Optional[str] = None,
              device: Optional[int] = None, max_rounds: int = 1000,
              parallel: Optional[int] = None, server: Union[None, bool, PathLike] = None,
-             no_profile: bool = False, db: str = DEFAULT_DB, **options: Any) -> Document:
+             no_profile: bool = False, resume: Optional[int] = None, db: str = DEFAULT_DB,
+             **options: Any) -> Document:
     """Search for a faster kernel (`kopt optimize`) with a Python callable as the model: it
     is given each Prompt (the planner/coder/debugger prompts kopt writes) and returns the
-    reply text, as the command backend's program would. The tree is stored in `db` (resume
-    it with kopt optimize --resume). Other options are optimize_start's (docs/mcp.md):
-    debug_attempts, no_tune, tune_budget, no_memory, objective, fake_ref_ms, start, gpus.
+    reply text, as the command backend's program would. The tree is stored in `db`. Other
+    options are optimize_start's (docs/mcp.md): debug_attempts, no_tune, tune_budget,
+    no_memory, objective, fake_ref_ms, start, gpus (the tree as wide as its GPUs; every
+    step evaluates on them).
+    `resume`: a stored tree's id: go on with it (its prompts still waiting are asked first;
+    `problem` may be None, else it must be the tree's); `iterations` then sets its budget.
+    Options only a new tree takes (search, proposals, evaluator, workdir, start, ...) are
+    refused with it. Also `kopt optimize --resume TREE` goes on with the tree.
     A round's prompts are independent; `model` is called for them from several threads at
     once, as the CLI asks a step's requests together: all of them (at most 16) unless
     `parallel` (kopt optimize's --llm-parallel) caps it; parallel=1 calls it one prompt at a
@@ -236,24 +266,37 @@ def optimize(problem: PathLike, model: Model, *, search: Optional[str] = None,
     thought) is started again; if it cannot start, a RuntimeWarning says why and every step
     evaluates in this process. True or a socket path: a running kopt serve (kopt optimize
     --server). False: in this process. `no_profile`: correct candidates are not profiled
-    (--no-profile: faster steps, no class or advice for the planner). Returns the tree's last step (best node, stats)."""
+    (--no-profile: faster steps, no class or advice for the planner).
+    Returns the tree's last step (best node, stats)."""
     if parallel is not None and (isinstance(parallel, bool) or not isinstance(parallel, int)
                                  or parallel < 1):
         raise _lib.KoptError("arguments.parallel: a whole number, 1 or more (got %r)"
                              % (parallel,), "invalid input")
-    choice = _server_choice(server, evaluator, options)
-    args = {"problem": os.fspath(problem), "search": search, "iterations": iterations,
-            "proposals": proposals, "evaluator": evaluator, "workdir": workdir,
-            "device": device, **options}
-    start = _lib.call("optimize_start", args, db=db)
+    gpus = options.get("gpus")
+    if resume is not None:
+        started = {"search": search, "proposals": proposals, "evaluator": evaluator,
+                   "workdir": workdir, **{k: v for k, v in options.items() if k != "gpus"}}
+        start = _resumed(resume, problem, started, db)
+        evaluator = (start.get("options") or {}).get("evaluator")
+    else:
+        if problem is None:
+            raise _lib.KoptError("problem: required (or resume: a stored tree's id)",
+                                 "invalid input")
+        args = {"problem": os.fspath(problem), "search": search, "iterations": iterations,
+                "proposals": proposals, "evaluator": evaluator, "workdir": workdir,
+                "device": device, **options}
+        start = _lib.call("optimize_start", args, db=db)
     tree = start["tree_id"]
+    choice = _server_choice(server, evaluator, options)
     with contextlib.ExitStack() as stack:
-        own = stack.enter_context(own_server(device, start.get("workdir"))) \
+        own = stack.enter_context(own_server(device, start.get("workdir") or
+                                             (start.get("options") or {}).get("workdir"))) \
             if choice == "own" else None
-        step = {"tree": tree, "device": device, "server": choice,
-                "no_profile": no_profile or None}
+        step = {"tree": tree, "device": device, "gpus": gpus, "server": choice,
+                "no_profile": no_profile or None,
+                "iterations": iterations if resume is not None else None}
         last: Dict[str, Any] = start
-        for _ in range(max_rounds):
+        for _ in range(max_rounds):   # a resumed tree's step gives its waiting prompts
             if own is not None:   # a live server (started again if it ended), else here
                 step["server"] = own.socket() or False
             last = _lib.call("optimize_step", step, db=db)

@@ -197,6 +197,63 @@ def test_optimize_asks_a_round_at_once(tmp_path):
         assert "arguments.parallel" in str(e.value) and e.value.status == "invalid input"
 
 
+def test_optimize_resumes_a_tree_and_spreads_over_gpus(tmp_path):
+    """resume: a search whose model failed at its second round goes on from the stored tree
+    (the prompts left waiting asked first) and ends as the same search run at one go (its
+    signature); what a resumed tree keeps is refused with resume, and so is another
+    problem; gpus: every step evaluates on the tree's GPUs (the fake evaluator's stand-ins
+    name the GPU of each node), not only the first."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "optimize"))
+    import scripted_llm
+    script = os.path.join(ROOT, "tests", "optimize", "softmax")
+    db = str(tmp_path / "k.db")
+    calls = []
+
+    def model(p):
+        calls.append(p.name)
+        return scripted_llm.answer(script, p.role, p.text)
+
+    whole = kopt.optimize(SOFTMAX, model, evaluator="fake", iterations=2,
+                          workdir=str(tmp_path / "whole"), db=db)
+    rounds = []
+
+    def fails_second_round(p):
+        if p.role == "coder" and "e1" not in p.name:
+            raise RuntimeError("model down")
+        rounds.append(p.name)
+        return scripted_llm.answer(script, p.role, p.text)
+
+    with pytest.raises(RuntimeError, match="model down"):
+        kopt.optimize(SOFTMAX, fails_second_round, evaluator="fake", iterations=2,
+                      workdir=str(tmp_path / "cut"), db=db)
+    tree = sqlite3.connect(db).execute("select max(tree_id) from opt_trees").fetchone()[0]
+    left = [p["name"] for p in _lib.call("optimize_prompts", {"tree": tree}, db=db)["prompts"]]
+    assert left and all("coder" in n for n in left), left
+    del calls[:]
+    d = kopt.optimize(SOFTMAX, model, resume=tree, db=db)
+    assert d.tree_id == tree and d.stats["stop_reason"] == "2 iterations done", d.stats
+    assert calls[:len(left)] == left or sorted(calls[:len(left)]) == sorted(left), (calls, left)
+    assert d.signature == whole.signature, (d.signature, whole.signature)
+    d = kopt.optimize(None, model, resume=tree, iterations=3, db=db)   # a larger budget
+    assert d.stats["stop_reason"] == "3 iterations done", d.stats
+
+    for bad, what in (({"search": "greedy"}, "search"), ({"workdir": "x"}, "workdir"),
+                      ({"no_tune": True}, "no_tune")):
+        with pytest.raises(kopt.KoptError, match="resume: %s: set when a tree starts" % what):
+            kopt.optimize(None, model, resume=tree, db=db, **bad)
+    with pytest.raises(kopt.KoptError, match="resume: tree %d searches problem softmax" % tree):
+        kopt.optimize(os.path.join(ROOT, "examples", "vector_add"), model, resume=tree, db=db)
+    with pytest.raises(kopt.KoptError, match="987654"):
+        kopt.optimize(None, model, resume=987654, db=db)
+    with pytest.raises(kopt.KoptError, match="problem: required"):
+        kopt.optimize(None, model, db=db)
+
+    d = kopt.optimize(SOFTMAX, model, evaluator="fake", iterations=3, gpus="0,1",
+                      workdir=str(tmp_path / "wide"), db=db)
+    used = sorted({n["gpu"] for n in d.nodes if "gpu" in n})
+    assert d.width == 2 and used == [0, 1], (d.width, used)
+
+
 def test_optimize_steps_in_its_own_server(tmp_path, monkeypatch):
     """kopt.optimize on a PyTorch problem evaluates its steps' candidates in a kopt serve of
     its own (the reference's workers and run kept between steps): the server's log names
