@@ -123,17 +123,21 @@ def tune(problem: Optional[PathLike] = None, template: Optional[PathLike] = None
          replay: Optional[str] = None, strategy: Optional[str] = None,
          budget: Optional[int] = None, seed: Optional[int] = None,
          sizes: Optional[Dict[str, int]] = None, device: Optional[int] = None,
-         db: Optional[str] = DEFAULT_DB, replay_delay_ms: float = 0.0) -> Document:
+         db: Optional[str] = DEFAULT_DB, replay_delay_ms: float = 0.0,
+         progress: Optional[_lib.ProgressCallback] = None) -> Document:
     """Tune a template's params (`kopt tune`): live on the GPU, or `replay` a recording (a
     cache file or a stored tuning run's id) without one. Without a GPU a live tune gives the
     search space with "skipped": true and the reason. Ctrl-C stops after the current
     evaluation; the outcomes so far stay stored (resume with kopt tune --resume).
-    `replay_delay_ms`: a replay sleeps this long before each evaluation (tests)."""
+    `replay_delay_ms`: a replay sleeps this long before each evaluation (tests).
+    `progress`: called with each kopt.Progress (evaluations done of the budget, the line
+    kopt tune prints), e.g. progress=print."""
     args = {"problem": os.fspath(problem) if problem is not None else None,
             "template": os.fspath(template) if template is not None else None,
             "replay": replay, "strategy": strategy, "budget": budget, "seed": seed,
             "sizes": dict(sizes) if sizes else None, "device": device}
-    return Document(_lib.call("tune", args, db=db, replay_delay_ms=replay_delay_ms))
+    return Document(_lib.call("tune", args, db=db, replay_delay_ms=replay_delay_ms,
+                              progress=progress))
 
 
 @dataclass
@@ -241,7 +245,7 @@ def optimize(problem: Optional[PathLike], model: Model, *, search: Optional[str]
              device: Optional[int] = None, max_rounds: int = 1000,
              parallel: Optional[int] = None, server: Union[None, bool, PathLike] = None,
              no_profile: bool = False, resume: Optional[int] = None, db: str = DEFAULT_DB,
-             **options: Any) -> Document:
+             progress: Optional[_lib.ProgressCallback] = None, **options: Any) -> Document:
     """Search for a faster kernel (`kopt optimize`) with a Python callable as the model: it
     is given each Prompt (the planner/coder/debugger prompts kopt writes) and returns the
     reply text, as the command backend's program would. The tree is stored in `db`. Other
@@ -266,7 +270,9 @@ def optimize(problem: Optional[PathLike], model: Model, *, search: Optional[str]
     thought) is started again; if it cannot start, a RuntimeWarning says why and every step
     evaluates in this process. True or a socket path: a running kopt serve (kopt optimize
     --server). False: in this process. `no_profile`: correct candidates are not profiled
-    (--no-profile: faster steps, no class or advice for the planner).
+    (--no-profile: faster steps, no class or advice for the planner). `progress`: called
+    with each kopt.Progress: the search's lines (as kopt optimize prints them) and, before
+    each round, how many prompts go to the model; e.g. progress=print.
     Returns the tree's last step (best node, stats)."""
     if parallel is not None and (isinstance(parallel, bool) or not isinstance(parallel, int)
                                  or parallel < 1):
@@ -299,10 +305,14 @@ def optimize(problem: Optional[PathLike], model: Model, *, search: Optional[str]
         for _ in range(max_rounds):   # a resumed tree's step gives its waiting prompts
             if own is not None:   # a live server (started again if it ended), else here
                 step["server"] = own.socket() or False
-            last = _lib.call("optimize_step", step, db=db)
+            last = _lib.call("optimize_step", step, db=db, progress=progress)
             waiting = _lib.call("optimize_prompts", {"tree": tree}, db=db).get("prompts") or []
             if not waiting:
                 break
+            if progress:
+                roles = sorted({p.get("role", "") for p in waiting})
+                progress(_lib.Progress(0, 0, "tree %d: asking the model %d prompt(s) (%s)"
+                                       % (tree, len(waiting), ", ".join(roles))))
             _answer_round(tree, waiting, model, parallel, db)
     last.setdefault("tree_id", tree)
     return Document(last)
@@ -314,7 +324,8 @@ def bench(problems: Optional[PathLike] = None, candidates: Optional[PathLike] = 
           budget_ms: Optional[float] = None, precision: Optional[float] = None,
           reps: Optional[str] = None, no_flush: bool = False, timeout: Optional[float] = None,
           device: Optional[int] = None, arch: Optional[str] = None,
-          gpus: Optional[str] = None, db: Optional[str] = DEFAULT_DB) -> Document:
+          gpus: Optional[str] = None, db: Optional[str] = DEFAULT_DB,
+          progress: Optional[_lib.ProgressCallback] = None) -> Document:
     """A KernelBench suite, as `kopt bench PROBLEMS --candidates DIR --json` (the MCP tool
     bench in-process): every problem folder under `problems` evaluated with its candidate
     from `candidates` (NAME.cu, or a NAME.py ModelNew) against PyTorch eager and
@@ -323,7 +334,8 @@ def bench(problems: Optional[PathLike] = None, candidates: Optional[PathLike] = 
     folders then). The options are kopt bench's flags: kind (auto, cu, py, reference),
     no_compile, no_check_sizes, trials, budget_ms, precision (percent), reps ("MIN:MAX"),
     no_flush, timeout (s), device, arch, gpus ("all" or "0,2,5"). Ctrl-C stops after the
-    current evaluation (the rows so far stay stored: resume) and raises KeyboardInterrupt."""
+    current evaluation (the rows so far stay stored: resume) and raises KeyboardInterrupt.
+    `progress`: called with each kopt.Progress (the suite's start and end)."""
     args = {"problems": os.fspath(problems) if problems is not None else None,
             "candidates": os.fspath(candidates) if candidates is not None else None,
             "kind": kind, "no_compile": no_compile or None,
@@ -331,7 +343,7 @@ def bench(problems: Optional[PathLike] = None, candidates: Optional[PathLike] = 
             "budget_ms": budget_ms, "precision": precision, "reps": reps,
             "no_flush": no_flush or None, "timeout": timeout, "device": device, "arch": arch,
             "gpus": gpus}
-    return Document(_lib.call("bench", args, db=db))
+    return Document(_lib.call("bench", args, db=db, progress=progress))
 
 
 def version() -> str:

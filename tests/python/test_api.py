@@ -6,6 +6,7 @@ bench --json; resumed; its errors; Ctrl-C stopping a suite of ModelNew candidate
 torch). Without a GPU evaluations are SKIPPED (static);
 on one they must be OK. Run: python3 -m pytest tests/python (KOPT_LIB: the libkopt.so)."""
 import contextlib
+import ctypes
 import json
 import os
 import shutil
@@ -107,6 +108,45 @@ def test_tune_replay(tmp_path):
     d = kopt.tune(replay=os.path.join(ROOT, "tests/data/tune/h200/sgemm.json"),
                   strategy="forest", budget=30, db=str(tmp_path / "k.db"))
     assert d.run_id >= 1 and not d.interrupted and d.best
+
+
+def test_progress_reaches_a_python_callback(tmp_path):
+    """progress=: a tune's evaluations (done of the budget, str() the line to print) and an
+    optimize's search lines and model rounds reach the callback as kopt.Progress; a caller
+    built against the version 1 options (no progress fields) is still served."""
+    seen = []
+    kopt.tune(replay=os.path.join(ROOT, "tests/data/tune/h200/sgemm.json"), strategy="random",
+              budget=12, db=str(tmp_path / "k.db"), progress=seen.append)
+    evals = [p for p in seen if p.total == 12]
+    assert evals and all(isinstance(p, kopt.Progress) for p in seen), seen
+    assert [p.done for p in evals] == sorted(p.done for p in evals) and evals[-1].done == 12
+    assert str(evals[-1]).startswith("[12/12] "), str(evals[-1])
+    sys.path.insert(0, os.path.join(ROOT, "tests", "optimize"))
+    import scripted_llm
+    script = os.path.join(ROOT, "tests", "optimize", "softmax")
+    lines = []
+    kopt.optimize(SOFTMAX, lambda p: scripted_llm.answer(script, p.role, p.text),
+                  evaluator="fake", iterations=1, workdir=str(tmp_path / "t"),
+                  db=str(tmp_path / "k.db"), progress=lambda p: lines.append(str(p)))
+    assert any(l.startswith("iter 1/1 | n") for l in lines), lines
+    assert any(l.endswith("asking the model 2 prompt(s) (planner)") for l in lines), lines
+
+    class V1(ctypes.Structure):   # kopt_mcp_opts as version 1 had it
+        _fields_ = [("version", ctypes.c_int), ("db_path", ctypes.c_char_p),
+                    ("examples_dir", ctypes.c_char_p), ("cache_dir", ctypes.c_char_p),
+                    ("max_tune_budget", ctypes.c_int), ("replay_delay_ms", ctypes.c_double)]
+    L = _lib.lib()
+    v1 = V1(1, None, os.path.join(ROOT, "examples").encode(), None, 500, 0.0)
+    ctx, out = L.lib.kopt_ctx_new(), ctypes.c_void_p()
+    try:
+        rc = L.lib.kopt_mcp_call(ctx, ctypes.cast(ctypes.pointer(v1),
+                                                  ctypes.POINTER(_lib._McpOpts)),
+                                 b"list_problems", b"{}", None, ctypes.byref(out), None)
+        assert rc == 0, L.lib.kopt_errmsg(ctx)
+        names = [p["name"] for p in json.loads(L.take(out.value))["problems"]]
+    finally:
+        L.lib.kopt_ctx_free(ctx)
+    assert "softmax" in names, names
 
 
 def test_keyboard_interrupt_stops_tune_and_keeps_what_was_done(tmp_path):
