@@ -43,7 +43,7 @@ class _McpOpts(ctypes.Structure):
 @dataclass(frozen=True)
 class Progress:
     """A long call's progress (a tune's evaluations, an optimize step's lines, a bench's
-    start and end; what an MCP client's progress notifications carry): `done` of `total`
+    rows; what an MCP client's progress notifications carry): `done` of `total`
     (0: not known) and what is going on. str() is the line to show: print works."""
     done: float
     total: float

@@ -335,7 +335,8 @@ def bench(problems: Optional[PathLike] = None, candidates: Optional[PathLike] = 
     no_compile, no_check_sizes, trials, budget_ms, precision (percent), reps ("MIN:MAX"),
     no_flush, timeout (s), device, arch, gpus ("all" or "0,2,5"). Ctrl-C stops after the
     current evaluation (the rows so far stay stored: resume) and raises KeyboardInterrupt.
-    `progress`: called with each kopt.Progress (the suite's start and end)."""
+    `progress`: called with each kopt.Progress: each line of kopt bench's text (its head,
+    each row as it finishes, the metrics)."""
     args = {"problems": os.fspath(problems) if problems is not None else None,
             "candidates": os.fspath(candidates) if candidates is not None else None,
             "kind": kind, "no_compile": no_compile or None,

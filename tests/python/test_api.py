@@ -111,8 +111,9 @@ def test_tune_replay(tmp_path):
 
 
 def test_progress_reaches_a_python_callback(tmp_path):
-    """progress=: a tune's evaluations (done of the budget, str() the line to print) and an
-    optimize's search lines and model rounds reach the callback as kopt.Progress; a caller
+    """progress=: a tune's evaluations (done of the budget, str() the line to print), an
+    optimize's search lines and model rounds, a bench's rows as they finish, reach the
+    callback as kopt.Progress; a caller
     built against the version 1 options (no progress fields) is still served."""
     seen = []
     kopt.tune(replay=os.path.join(ROOT, "tests/data/tune/h200/sgemm.json"), strategy="random",
@@ -130,6 +131,11 @@ def test_progress_reaches_a_python_callback(tmp_path):
                   db=str(tmp_path / "k.db"), progress=lambda p: lines.append(str(p)))
     assert any(l.startswith("iter 1/1 | n") for l in lines), lines
     assert any(l.endswith("asking the model 2 prompt(s) (planner)") for l in lines), lines
+    rows = []
+    p, c = _bench_suite(tmp_path)
+    kopt.bench(p, c, db=None, progress=lambda x: rows.append(x.message))
+    assert any(r.startswith("softmax ") for r in rows), rows   # each row as it finishes
+    assert any(r.startswith("vector_add ") and "MISSING" in r for r in rows), rows
 
     class V1(ctypes.Structure):   # kopt_mcp_opts as version 1 had it
         _fields_ = [("version", ctypes.c_int), ("db_path", ctypes.c_char_p),
