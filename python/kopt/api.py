@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Union
 
@@ -239,13 +242,89 @@ def _resumed(tree: int, problem: Optional[PathLike], started: Dict[str, Any],
     return doc
 
 
+def _optimize_whole(problem: Optional[PathLike], model: Model, cli: Dict[str, Any],
+                    server: Union[None, bool, PathLike], resume: Optional[int], db: str,
+                    progress: Optional[_lib.ProgressCallback]) -> Document:
+    """optimize(..., overlap=True): the whole search as one `kopt optimize --overlap` process
+    whose model is `model`, reached through the relay (python/kopt/_relay.py)."""
+    from ._programs import program
+    from ._relay import Relay
+    from ._serve import kopt_program
+    proc: Optional[subprocess.Popen] = None
+    stopped = {"by_model": False}
+
+    def stop_search(_e: BaseException) -> None:   # the model raised: end after this step
+        stopped["by_model"] = True
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+
+    relay = Relay(lambda name, role, text: model(Prompt(name, role, text)), stop_search)
+    try:
+        exe = kopt_program() if os.environ.get("KOPT_LIB") else program("kopt")
+        argv = [exe, "optimize"] + ([os.fspath(problem)] if resume is None else
+                                    ["--resume", str(resume)])
+        argv += ["--overlap", "--json", "--db", db, "--llm", relay.command(),
+                 "--llm-timeout", "86400", "--llm-retries", "0"] + (["-v"] if progress else [])
+        for k, v in cli.items():
+            if v is None or v is False:
+                continue
+            flag = "--" + k.replace("_", "-")
+            argv += [flag] if v is True else [flag, str(v)]
+        env = dict(os.environ)
+        if server is False:
+            env.pop("KOPT_SERVER", None)
+        elif server is True:
+            argv.append("--server")
+        elif server is not None:
+            argv.append("--server=" + os.fspath(server))
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        err: List[str] = []
+
+        def read_err() -> None:
+            for raw in proc.stderr:
+                line = raw.decode("utf-8", "replace").rstrip("\n")
+                err.append(line)
+                if progress:
+                    progress(_lib.Progress(0, 0, line))
+
+        reader = threading.Thread(target=read_err, name="kopt-optimize-stderr", daemon=True)
+        reader.start()
+        try:
+            out = proc.stdout.read()
+            proc.wait()
+        except KeyboardInterrupt:   # the search ends after its current evaluation
+            proc.send_signal(signal.SIGINT)
+            proc.wait()
+            raise
+        reader.join()
+    finally:
+        relay.close()
+    try:
+        doc = json.loads(out.decode("utf-8")) if out.strip() else None
+    except ValueError:
+        doc = None
+    tree = (doc or {}).get("tree_id")
+    if relay.error is not None:
+        if hasattr(relay.error, "add_note") and tree:
+            relay.error.add_note("kopt: optimize tree %d keeps what was done (kopt.optimize("
+                                 "None, model, resume=%d)" % (tree, tree))
+        raise relay.error
+    if proc.returncode != 0 or not isinstance(doc, dict):
+        said = [l for l in err if l and not l.startswith(("iter ", " ", "usage:"))]
+        raise _lib.KoptError("kopt optimize exited with %d: %s" % (
+            proc.returncode, " | ".join(said[:3] or err[-3:]) or "it printed nothing"),
+            "invalid input" if proc.returncode == 2 else "error")
+    return Document(doc)
+
+
 def optimize(problem: Optional[PathLike], model: Model, *, search: Optional[str] = None,
              iterations: Optional[int] = None, proposals: Optional[int] = None,
              evaluator: Optional[str] = None, workdir: Optional[str] = None,
              device: Optional[int] = None, max_rounds: int = 1000,
              parallel: Optional[int] = None, server: Union[None, bool, PathLike] = None,
              no_profile: bool = False, resume: Optional[int] = None, db: str = DEFAULT_DB,
-             progress: Optional[_lib.ProgressCallback] = None, **options: Any) -> Document:
+             progress: Optional[_lib.ProgressCallback] = None, overlap: bool = False,
+             **options: Any) -> Document:
     """Search for a faster kernel (`kopt optimize`) with a Python callable as the model: it
     is given each Prompt (the planner/coder/debugger prompts kopt writes) and returns the
     reply text, as the command backend's program would. The tree is stored in `db`. Other
@@ -273,12 +352,28 @@ def optimize(problem: Optional[PathLike], model: Model, *, search: Optional[str]
     (--no-profile: faster steps, no class or advice for the planner). `progress`: called
     with each kopt.Progress: the search's lines (as kopt optimize prints them) and, before
     each round, how many prompts go to the model; e.g. progress=print.
+    `overlap=True`: the whole search as one kopt optimize --overlap process, which asks the
+    model for the next step while this step's candidates are evaluated (on one GPU 1.8x the
+    expansions per minute of a plain search, docs/scale.md); `model` is called through a
+    relay (a Unix socket of this process; the command backend runs a small program per
+    request, python/kopt/_relay.py), from several threads at once (`parallel` caps them:
+    --llm-parallel). The options go to kopt optimize as its flags (no_tune: --no-tune);
+    progress gets its stderr lines. A model that raises ends the search after its current
+    step; its error is raised with a note naming the tree.
     Returns the tree's last step (best node, stats)."""
     if parallel is not None and (isinstance(parallel, bool) or not isinstance(parallel, int)
                                  or parallel < 1):
         raise _lib.KoptError("arguments.parallel: a whole number, 1 or more (got %r)"
                              % (parallel,), "invalid input")
     gpus = options.get("gpus")
+    if overlap:
+        if problem is None and resume is None:
+            raise _lib.KoptError("problem: required (or resume: a stored tree's id)",
+                                 "invalid input")
+        cli = {"search": search, "iterations": iterations, "proposals": proposals,
+               "evaluator": evaluator, "workdir": workdir, "device": device,
+               "llm_parallel": parallel, "no_profile": no_profile, **options}
+        return _optimize_whole(problem, model, cli, server, resume, db, progress)
     if resume is not None:
         started = {"search": search, "proposals": proposals, "evaluator": evaluator,
                    "workdir": workdir, **{k: v for k, v in options.items() if k != "gpus"}}

@@ -300,6 +300,52 @@ def test_optimize_resumes_a_tree_and_spreads_over_gpus(tmp_path):
     assert d.width == 2 and used == [0, 1], (d.width, used)
 
 
+def test_optimize_overlap_runs_the_whole_search_in_one_process(tmp_path):
+    """overlap=True: the search is one kopt optimize --overlap process whose model is the
+    Python callable (through the relay): the same kind of tree (overlap on, its iterations
+    done), the model asked from the relay's threads with prompts as manual mode writes them,
+    progress gets the search's lines, options reach kopt optimize as flags (a bad one is
+    kopt's error); a model that raises stops the search and its error is raised with a note
+    naming the tree, which a later call resumes."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "optimize"))
+    import scripted_llm
+    script = os.path.join(ROOT, "tests", "optimize", "softmax")
+    db = str(tmp_path / "k.db")
+    asked, lines = [], []
+
+    def model(p):
+        asked.append((p.role, threading.current_thread().name, p.text))
+        return scripted_llm.answer(script, p.role, p.text)
+
+    d = kopt.optimize(SOFTMAX, model, evaluator="fake", iterations=3, overlap=True,
+                      workdir=str(tmp_path / "t1"), db=db, progress=lambda p: lines.append(str(p)))
+    assert d.overlap and d.stats["stop_reason"] == "3 iterations done", d.json
+    roles = {r for r, _, _ in asked}
+    assert {"planner", "coder"} <= roles and all(t == "kopt-model" for _, t, _ in asked), asked
+    assert all("reply contract" in x.lower() or "reply" in x.lower() for _, _, x in asked)
+    assert any("iter 3/3" in l for l in lines), lines[-5:]
+    stored = sqlite3.connect(db).execute("select count(*) from llm_exchanges where run_id = ?",
+                                         (d.tree_id,)).fetchone()[0]
+    assert stored == len(asked), (stored, len(asked))   # each exchange stored, as a model's
+    with pytest.raises(kopt.KoptError, match="no-such-flag"):
+        kopt.optimize(SOFTMAX, model, evaluator="fake", iterations=1, overlap=True, db=db,
+                      no_such_flag=3)
+
+    def fails(p):
+        if p.role == "coder":
+            raise RuntimeError("model down")
+        return scripted_llm.answer(script, p.role, p.text)
+
+    with pytest.raises(RuntimeError, match="model down") as e:
+        kopt.optimize(SOFTMAX, fails, evaluator="fake", iterations=3, overlap=True,
+                      workdir=str(tmp_path / "t2"), db=db)
+    tree = sqlite3.connect(db).execute("select max(tree_id) from opt_trees").fetchone()[0]
+    if sys.version_info >= (3, 11):
+        assert "resume=%d" % tree in e.value.__notes__[0], e.value.__notes__
+    d = kopt.optimize(None, model, resume=tree, overlap=True, db=db)
+    assert d.tree_id == tree and d.stats["stop_reason"] == "3 iterations done", d.json
+
+
 def test_optimize_steps_in_its_own_server(tmp_path, monkeypatch):
     """kopt.optimize on a PyTorch problem evaluates its steps' candidates in a kopt serve of
     its own (the reference's workers and run kept between steps): the server's log names
