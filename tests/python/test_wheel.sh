@@ -67,6 +67,18 @@ with _serve.own_server(0, None) as srv:
 assert not _serve._answers(srv.sock)
 PY
 )'
+# kopt.optimize(overlap=True): the venv's kopt optimize, the model through the relay
+check "kopt.optimize(overlap=True) from the venv: a whole search with a Python model" \
+  '(unset KOPT_LIB; "$tmp/venv/bin/python" - "$tmp" <<PY
+import os, sys
+sys.path.insert(0, "tests/optimize")
+import kopt, scripted_llm
+d = kopt.optimize("examples/softmax", lambda p: scripted_llm.answer("tests/optimize/softmax", p.role, p.text),
+                  evaluator="fake", iterations=1, overlap=True, workdir=sys.argv[1] + "/ov",
+                  db=sys.argv[1] + "/ov.db")
+assert d.overlap and d.stats["stop_reason"] == "1 iterations done", d.json
+PY
+)'
 # A machine with only the NVIDIA driver: `pip install kopt[cuda]` brings NVRTC, the CUDA
 # headers and cuRAND as NVIDIA's packages beside kopt (site-packages/nvidia/cu13/lib and
 # include). Here the toolkit is hidden (a private mount namespace, an empty tmpfs over its
