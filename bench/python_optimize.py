@@ -6,7 +6,9 @@ kb_tanh/1.cu at scale 2 (correct for this problem) with a mark of its own at eve
 (KOPT_SCRIPT_FRESH=1), so every expansion has a candidate to evaluate.
 From the repo root, with a build:
   KOPT_LIB=build/libkopt.so.0 python3 bench/python_optimize.py [OUT_DIR]
-Environment: PYOPT_ITERS (default 8), PYOPT_RUNS ("here,own": which runs, in order),
+Environment: PYOPT_ITERS (default 8), PYOPT_RUNS ("here,own": which runs, in order;
+"overlap": overlap=True, the whole search as one kopt optimize --overlap process: its wall
+only, no steps),
 PYOPT_PROFILE=1 profiles correct candidates (default: no_profile, as a search for speed
 would). Each step's time goes to stderr as it ends; OUT_DIR/python_optimize.json is written
 after each run (each run: wall, each step's ms and count evaluated; of the steps that
@@ -33,7 +35,7 @@ def has_gpu():
     return subprocess.call("nvidia-smi -L >/dev/null 2>&1", shell=True) == 0
 
 
-def one_run(label, server, llm, work, iters, profile):
+def one_run(label, server, llm, work, iters, profile, overlap=False):
     steps = []
     real_call = _lib.call
 
@@ -57,6 +59,7 @@ def one_run(label, server, llm, work, iters, profile):
     try:
         d = kopt.optimize(os.path.join(ROOT, "tests/optimize/kb_tanh/problem"), model,
                           iterations=iters, server=server, no_profile=not profile,
+                          overlap=overlap,
                           workdir=os.path.join(work, label), db=os.path.join(work, label + ".db"))
     finally:
         _lib.call = real_call
@@ -96,8 +99,9 @@ def main():
     results = []
     try:
         for label in runs:
-            server = {"here": False, "own": None}[label]
-            results.append(one_run(label, server, llm, work, iters, profile))
+            server = {"here": False, "own": None, "overlap": None}[label]
+            results.append(one_run(label, server, llm, work, iters, profile,
+                                   overlap=label == "overlap"))
             with open(os.path.join(out, "python_optimize.json"), "w") as f:
                 json.dump({"iterations": iters, "profile": profile, "runs": results}, f,
                           indent=1)

@@ -34,8 +34,14 @@ typedef struct kopt_mcp_opts {
     const char *cache_dir;        /* compile cache (NULL: the default) */
     int max_tune_budget;          /* a tune call's budget at most (default 500) */
     double replay_delay_ms;       /* tune replays: sleep before each evaluation (tests) */
+    /* version 2: kopt_mcp_call's progress, each message as a tools/call's progress
+     * notification would carry it (progress so far, total or 0, message), on a thread of
+     * the call (it may be another than the caller's); NULL: none. A version 1 struct ends
+     * before these. */
+    void (*progress)(void *user, double progress, double total, const char *message);
+    void *progress_user;
 } kopt_mcp_opts;
-#define KOPT_MCP_OPTS_INIT {1, NULL, NULL, NULL, 500, 0.0}
+#define KOPT_MCP_OPTS_INIT {2, NULL, NULL, NULL, 500, 0.0, NULL, NULL}
 
 /* The streamable HTTP transport (MCP 2025-11-25), on libmicrohttpd: one endpoint, /mcp, on
  * 127.0.0.1 only. A POST carries one JSON-RPC message: a notification or a response gets

@@ -9,13 +9,13 @@ See docs/python.md. The package refuses a libkopt of another ABI version (KoptEr
 from __future__ import annotations
 
 from . import kb
-from ._lib import ABI_VERSION, KoptError
+from ._lib import ABI_VERSION, KoptError, Progress
 from .api import (DEFAULT_DB, Document, Finding, Profile, Prompt, bench, eval, optimize,
                   profile, run_cli, tune, version)
 from .result import Check, Device, Kernel, Result, Roofline, Timing
 from .session import Session
 
-__all__ = ["ABI_VERSION", "KoptError", "Result", "Check", "Device", "Kernel", "Roofline",
+__all__ = ["ABI_VERSION", "KoptError", "Progress", "Result", "Check", "Device", "Kernel", "Roofline",
            "Timing", "Session", "Document", "Finding", "Profile", "Prompt", "DEFAULT_DB",
            "eval", "profile", "tune", "optimize", "bench", "kb", "version", "run_cli",
            "__version__"]

@@ -7,7 +7,8 @@ import ctypes
 import json
 import os
 import threading
-from typing import Any, Dict, Optional
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Optional
 
 #: The libkopt binary interface this package is written for (KOPT_ABI_VERSION, kopt/core.h).
 ABI_VERSION = 1
@@ -26,11 +27,35 @@ class KoptError(Exception):
         self.status = status
 
 
+#: kopt_mcp_opts.progress: (user, progress, total, message)
+_ProgressFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_double, ctypes.c_double,
+                               ctypes.c_char_p)
+
+
 class _McpOpts(ctypes.Structure):
-    # kopt_mcp_opts (include/kopt/mcp.h)
+    # kopt_mcp_opts (include/kopt/mcp.h), version 2
     _fields_ = [("version", ctypes.c_int), ("db_path", ctypes.c_char_p),
                 ("examples_dir", ctypes.c_char_p), ("cache_dir", ctypes.c_char_p),
-                ("max_tune_budget", ctypes.c_int), ("replay_delay_ms", ctypes.c_double)]
+                ("max_tune_budget", ctypes.c_int), ("replay_delay_ms", ctypes.c_double),
+                ("progress", _ProgressFn), ("progress_user", ctypes.c_void_p)]
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A long call's progress (a tune's evaluations, an optimize step's lines, a bench's
+    rows; what an MCP client's progress notifications carry): `done` of `total`
+    (0: not known) and what is going on. str() is the line to show: print works."""
+    done: float
+    total: float
+    message: str
+
+    def __str__(self) -> str:
+        if self.total > 0:
+            return "[%g/%g] %s" % (self.done, self.total, self.message)
+        return self.message
+
+
+ProgressCallback = Callable[[Progress], None]
 
 
 def _nvidia_lib_dirs() -> list:
@@ -165,10 +190,19 @@ def lib() -> _Lib:
 
 
 def mcp_opts(db: Optional[str], cache_dir: Optional[str] = None,
-             examples_dir: Optional[str] = None, replay_delay_ms: float = 0.0) -> _McpOpts:
-    return _McpOpts(1, db.encode() if db else None,
-                    examples_dir.encode() if examples_dir else None,
-                    cache_dir.encode() if cache_dir else None, 1 << 30, replay_delay_ms)
+             examples_dir: Optional[str] = None, replay_delay_ms: float = 0.0,
+             progress: Optional[ProgressCallback] = None) -> _McpOpts:
+    """The library's options for a call; `progress` gets each Progress (from a thread of the
+    call; an exception it raises is printed by ctypes and the call goes on)."""
+    def relay(_user: Any, done: float, total: float, message: Optional[bytes]) -> None:
+        progress(Progress(done, total, (message or b"").decode("utf-8", "replace")))
+
+    fn = _ProgressFn(relay) if progress else _ProgressFn()
+    o = _McpOpts(2, db.encode() if db else None,
+                 examples_dir.encode() if examples_dir else None,
+                 cache_dir.encode() if cache_dir else None, 1 << 30, replay_delay_ms, fn, None)
+    o._keep = fn   # the C callback lives as long as the options
+    return o
 
 
 def run_interruptible(fn, stop: Optional[ctypes.c_int] = None):
@@ -205,10 +239,12 @@ def run_interruptible(fn, stop: Optional[ctypes.c_int] = None):
 
 def call(tool: str, args: Dict[str, Any], db: Optional[str] = None,
          cache_dir: Optional[str] = None, examples_dir: Optional[str] = None,
-         replay_delay_ms: float = 0.0) -> Dict[str, Any]:
-    """One of kopt's tools in-process (kopt_mcp_call): its structured result as a dict."""
+         replay_delay_ms: float = 0.0,
+         progress: Optional[ProgressCallback] = None) -> Dict[str, Any]:
+    """One of kopt's tools in-process (kopt_mcp_call): its structured result as a dict;
+    `progress` gets the call's progress messages."""
     L = lib()
-    opts = mcp_opts(db, cache_dir, examples_dir, replay_delay_ms)
+    opts = mcp_opts(db, cache_dir, examples_dir, replay_delay_ms, progress)
     text = json.dumps({k: v for k, v in args.items() if v is not None}).encode()
     stop = ctypes.c_int(0)
 

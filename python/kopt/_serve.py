@@ -75,24 +75,59 @@ def _end(proc: subprocess.Popen) -> None:
             proc.wait()
 
 
-@contextlib.contextmanager
-def own_server(device: Optional[int], log_dir: Optional[str]) -> Iterator[Optional[str]]:
-    """A kopt serve for the length of the `with`: its socket's path, or None (with a
-    RuntimeWarning saying why) when it could not start. Its log is `log_dir`/serve.log
-    (the tree's folder), else in its private folder, removed at the end."""
-    private = tempfile.mkdtemp(prefix="kopt-serve-")
-    sock = os.path.join(private, "serve.sock")
-    log_path = os.path.join(log_dir if log_dir and os.path.isdir(log_dir) else private,
-                            "serve.log")
-    proc = None
-    try:
+class OwnServer:
+    """A kopt serve of kopt.optimize's own: `socket()` gives the socket of a live one before
+    each step, starting it again when it has ended (its idle exit after IDLE_EXIT_S without
+    a request, while a slow model thought; a crash), or None (every step evaluates in the
+    process) once it cannot start; each of those says so with a RuntimeWarning."""
+
+    def __init__(self, device: Optional[int], log_dir: Optional[str], private: str) -> None:
+        self.device = device
+        self.sock = os.path.join(private, "serve.sock")
+        self.log_path = os.path.join(log_dir if log_dir and os.path.isdir(log_dir) else private,
+                                     "serve.log")
+        self.proc: Optional[subprocess.Popen] = None
+        self.failed = False
+        self.starts = 0
+
+    def socket(self) -> Optional[str]:
+        if self.failed:
+            return None
+        if self.proc is not None and self.proc.poll() is None and _answers(self.sock):
+            return self.sock
+        if self.proc is not None:
+            _end(self.proc)
+            warnings.warn("kopt.optimize: its own kopt serve ended (exit %s; its log: %s); "
+                          "starting it again" % (self.proc.returncode, self.log_path),
+                          RuntimeWarning, stacklevel=3)
+            self.proc = None
         try:
-            proc = _start(device, log_path, sock)
+            if os.path.exists(self.sock):
+                os.unlink(self.sock)
+            self.proc = _start(self.device, self.log_path, self.sock)
+            self.starts += 1
+            return self.sock
         except (_lib.KoptError, OSError) as e:
+            self.failed = True
             warnings.warn("kopt.optimize: its own kopt serve did not start (%s); every step "
                           "evaluates in this process" % e, RuntimeWarning, stacklevel=3)
-        yield sock if proc else None
+            return None
+
+    def close(self) -> None:
+        if self.proc is not None:
+            _end(self.proc)
+
+
+@contextlib.contextmanager
+def own_server(device: Optional[int], log_dir: Optional[str]) -> Iterator[OwnServer]:
+    """A kopt serve for the length of the `with`, started at once (`socket()` before each
+    step). Its log is `log_dir`/serve.log (the tree's folder), else in its private folder,
+    removed at the end with the socket."""
+    private = tempfile.mkdtemp(prefix="kopt-serve-")
+    srv = OwnServer(device, log_dir, private)
+    try:
+        srv.socket()
+        yield srv
     finally:
-        if proc:
-            _end(proc)
+        srv.close()
         shutil.rmtree(private, ignore_errors=True)

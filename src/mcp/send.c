@@ -61,8 +61,13 @@ void kopt__mcp_progress(kopt__mcp_call *c, double progress, double total, const 
 {
     json_t *p;
 
-    if (!c->token || c->cancelled)
+    if (c->cancelled)
         return;
+    if (!c->token) {                   /* in-process (kopt_mcp_call): the caller's callback */
+        if (c->srv->o.progress)
+            c->srv->o.progress(c->srv->o.progress_user, progress, total, msg);
+        return;
+    }
     p = json_pack("{s:O, s:f}", "progressToken", c->token, "progress", progress);
     if (total > 0)
         json_object_set_new(p, "total", json_real(total));

@@ -14,6 +14,7 @@
 #include "kopt/search.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -456,7 +457,11 @@ kopt__mcp_server *kopt__mcp_server_new(kopt_ctx *ctx, int out_fd, const kopt_mcp
         return NULL;
     s->ctx = ctx;
     s->out_fd = out_fd;
-    s->o = opts ? *opts : defaults;
+    s->o = defaults;
+    if (opts && opts->version >= 2)
+        s->o = *opts;
+    else if (opts)                     /* version 1: the fields before progress */
+        memcpy(&s->o, opts, offsetof(kopt_mcp_opts, progress));
     if (s->o.max_tune_budget <= 0)
         s->o.max_tune_budget = defaults.max_tune_budget;
     pthread_mutex_init(&s->out_lock, NULL);

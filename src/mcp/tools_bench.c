@@ -142,8 +142,36 @@ static void bench_summary(kopt_buf *t, json_t *doc, int64_t run_id)
                         (long long)run_id);
 }
 
+/* kopt bench's text (its head, each row as it finishes, the metrics), each line a progress
+ * message: a FILE whose writes land here (fopencookie). */
+typedef struct text_lines {
+    kopt__mcp_call *c;
+    kopt_buf line;
+    int n;
+} text_lines;
+
+static ssize_t text_line_write(void *cookie, const char *buf, size_t size)
+{
+    text_lines *tl = cookie;
+
+    for (size_t i = 0; i < size; i++) {
+        if (buf[i] != '\n') {
+            kopt_buf_append(&tl->line, buf + i, 1);
+            continue;
+        }
+        if (tl->line.len)
+            kopt__mcp_progress(tl->c, ++tl->n, 0, kopt_buf_cstr(&tl->line));
+        tl->line.len = 0;
+        if (tl->line.ptr)
+            tl->line.ptr[0] = '\0';
+    }
+    return (ssize_t)size;
+}
+
 kopt_status kopt__mcp_t_bench(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out, kopt_buf *t)
 {
+    text_lines tl = {c, KOPT_BUF_INIT, 0};
+    cookie_io_functions_t io = {NULL, text_line_write, NULL, NULL};
     const kopt_mcp_opts *mo = kopt__mcp_opts(c);
     kopt_kb_bench_opts o;
     kopt_run_opts ro = KOPT_RUN_OPTS_INIT;
@@ -170,7 +198,13 @@ kopt_status kopt__mcp_t_bench(kopt__mcp_call *c, kopt_ctx *ctx, json_t **out, ko
     o.db_path = mo->db_path;
     o.stop = &c->cancelled;
     kopt__mcp_progress(c, 0, 1, "evaluating the suite's problems, one row each");
-    if ((rc = kopt_kb_bench(run, ctx, &o, out)) != KOPT_OK)
+    if ((o.text = fopencookie(&tl, "w", io)))
+        setvbuf(o.text, NULL, _IOLBF, 0);
+    rc = kopt_kb_bench(run, ctx, &o, out);
+    if (o.text)
+        fclose(o.text);            /* the last line out */
+    kopt_buf_free(&tl.line);
+    if (rc != KOPT_OK)
         goto done;
     kopt_run_finish(run, ctx, json_is_true(json_object_get(*out, "interrupted")) ?
                     KOPT_RUN_INTERRUPTED : KOPT_RUN_OK, NULL);

@@ -61,12 +61,20 @@ async def sdk():
         res = await s.call_tool("eval", {"problem": "examples/vector_add",
                                          "candidate_path": "examples/vector_add/fast.cu", "trials": 1})
         check(not res.isError and res.structuredContent["verdict"] == v, "eval (path): verdict %s" % v)
+        lines = []
+
+        async def on_progress(p, total, msg):
+            lines.append(msg or "")
+
         res = await s.call_tool("bench", {"problems": "examples/vector_add", "kind": "reference",
-                                          "trials": 1, "no_compile": True})
+                                          "trials": 1, "no_compile": True},
+                                progress_callback=on_progress)
         b = res.structuredContent or {}
         check(not res.isError and [r["verdict"] for r in b.get("rows", [])] == [v] and
               b.get("suite") == b.get("run_id") and res.content[0].text.startswith("suite "),
               "bench (kind reference): kopt bench --json's document: %s" % res.content[0].text[:120])
+        check(any(l.startswith("vector_add ") and v in l for l in lines),
+              "bench: its row as a progress message (%d messages: %s)" % (len(lines), lines[:3]))
         res = await s.call_tool("bench", {"problems": "examples/vector_add"})
         check(res.isError and "arguments.candidates: required" in res.content[0].text,
               "bench without candidates: a tool error naming the field")

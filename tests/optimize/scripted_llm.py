@@ -41,17 +41,22 @@ import uuid
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
 def load(d, name):
     """A kernel of the list. A stub with `kopt-from: PATH` (relative to the repository) is
     that file with the stub's marker lines put after its front matter."""
     p = os.path.join(d, name)
     if not os.path.exists(p):
         return None
-    text = open(p).read().replace("@ROOT@", ROOT)
+    text = read(p).replace("@ROOT@", ROOT)
     src = marker(text, "from")
     if not src:
         return text
-    body = open(os.path.join(ROOT, src)).read()
+    body = read(os.path.join(ROOT, src))
     marks = "".join(l + "\n" for l in text.splitlines() if "kopt-from:" not in l)
     at = body.index("*/") + 3 if body.startswith("/*@kopt") else 0
     return body[:at] + marks + body[at:]
@@ -166,8 +171,9 @@ def main():
             if os.path.exists(reply):
                 continue
             role = key.rsplit("-", 1)[1].split(".")[0]   # e1-p1-coder.turn2 -> coder
-            text = open(os.path.join(md, f)).read()
-            open(reply, "w").write(answer(d, role, text))
+            text = read(os.path.join(md, f))
+            with open(reply, "w") as out:
+                out.write(answer(d, role, text))
             n += 1
         print(n)
         return

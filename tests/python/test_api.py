@@ -6,6 +6,7 @@ bench --json; resumed; its errors; Ctrl-C stopping a suite of ModelNew candidate
 torch). Without a GPU evaluations are SKIPPED (static);
 on one they must be OK. Run: python3 -m pytest tests/python (KOPT_LIB: the libkopt.so)."""
 import contextlib
+import ctypes
 import json
 import os
 import shutil
@@ -109,6 +110,51 @@ def test_tune_replay(tmp_path):
     assert d.run_id >= 1 and not d.interrupted and d.best
 
 
+def test_progress_reaches_a_python_callback(tmp_path):
+    """progress=: a tune's evaluations (done of the budget, str() the line to print), an
+    optimize's search lines and model rounds, a bench's rows as they finish, reach the
+    callback as kopt.Progress; a caller
+    built against the version 1 options (no progress fields) is still served."""
+    seen = []
+    kopt.tune(replay=os.path.join(ROOT, "tests/data/tune/h200/sgemm.json"), strategy="random",
+              budget=12, db=str(tmp_path / "k.db"), progress=seen.append)
+    evals = [p for p in seen if p.total == 12]
+    assert evals and all(isinstance(p, kopt.Progress) for p in seen), seen
+    assert [p.done for p in evals] == sorted(p.done for p in evals) and evals[-1].done == 12
+    assert str(evals[-1]).startswith("[12/12] "), str(evals[-1])
+    sys.path.insert(0, os.path.join(ROOT, "tests", "optimize"))
+    import scripted_llm
+    script = os.path.join(ROOT, "tests", "optimize", "softmax")
+    lines = []
+    kopt.optimize(SOFTMAX, lambda p: scripted_llm.answer(script, p.role, p.text),
+                  evaluator="fake", iterations=1, workdir=str(tmp_path / "t"),
+                  db=str(tmp_path / "k.db"), progress=lambda p: lines.append(str(p)))
+    assert any(l.startswith("iter 1/1 | n") for l in lines), lines
+    assert any(l.endswith("asking the model 2 prompt(s) (planner)") for l in lines), lines
+    rows = []
+    p, c = _bench_suite(tmp_path)
+    kopt.bench(p, c, db=None, progress=lambda x: rows.append(x.message))
+    assert any(r.startswith("softmax ") for r in rows), rows   # each row as it finishes
+    assert any(r.startswith("vector_add ") and "MISSING" in r for r in rows), rows
+
+    class V1(ctypes.Structure):   # kopt_mcp_opts as version 1 had it
+        _fields_ = [("version", ctypes.c_int), ("db_path", ctypes.c_char_p),
+                    ("examples_dir", ctypes.c_char_p), ("cache_dir", ctypes.c_char_p),
+                    ("max_tune_budget", ctypes.c_int), ("replay_delay_ms", ctypes.c_double)]
+    L = _lib.lib()
+    v1 = V1(1, None, os.path.join(ROOT, "examples").encode(), None, 500, 0.0)
+    ctx, out = L.lib.kopt_ctx_new(), ctypes.c_void_p()
+    try:
+        rc = L.lib.kopt_mcp_call(ctx, ctypes.cast(ctypes.pointer(v1),
+                                                  ctypes.POINTER(_lib._McpOpts)),
+                                 b"list_problems", b"{}", None, ctypes.byref(out), None)
+        assert rc == 0, L.lib.kopt_errmsg(ctx)
+        names = [p["name"] for p in json.loads(L.take(out.value))["problems"]]
+    finally:
+        L.lib.kopt_ctx_free(ctx)
+    assert "softmax" in names, names
+
+
 def test_keyboard_interrupt_stops_tune_and_keeps_what_was_done(tmp_path):
     db = str(tmp_path / "k.db")
     timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
@@ -197,12 +243,116 @@ def test_optimize_asks_a_round_at_once(tmp_path):
         assert "arguments.parallel" in str(e.value) and e.value.status == "invalid input"
 
 
+def test_optimize_resumes_a_tree_and_spreads_over_gpus(tmp_path):
+    """resume: a search whose model failed at its second round goes on from the stored tree
+    (the prompts left waiting asked first) and ends as the same search run at one go (its
+    signature); what a resumed tree keeps is refused with resume, and so is another
+    problem; gpus: every step evaluates on the tree's GPUs (the fake evaluator's stand-ins
+    name the GPU of each node), not only the first."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "optimize"))
+    import scripted_llm
+    script = os.path.join(ROOT, "tests", "optimize", "softmax")
+    db = str(tmp_path / "k.db")
+    calls = []
+
+    def model(p):
+        calls.append(p.name)
+        return scripted_llm.answer(script, p.role, p.text)
+
+    whole = kopt.optimize(SOFTMAX, model, evaluator="fake", iterations=2,
+                          workdir=str(tmp_path / "whole"), db=db)
+    rounds = []
+
+    def fails_second_round(p):
+        if p.role == "coder" and "e1" not in p.name:
+            raise RuntimeError("model down")
+        rounds.append(p.name)
+        return scripted_llm.answer(script, p.role, p.text)
+
+    with pytest.raises(RuntimeError, match="model down"):
+        kopt.optimize(SOFTMAX, fails_second_round, evaluator="fake", iterations=2,
+                      workdir=str(tmp_path / "cut"), db=db)
+    tree = sqlite3.connect(db).execute("select max(tree_id) from opt_trees").fetchone()[0]
+    left = [p["name"] for p in _lib.call("optimize_prompts", {"tree": tree}, db=db)["prompts"]]
+    assert left and all("coder" in n for n in left), left
+    del calls[:]
+    d = kopt.optimize(SOFTMAX, model, resume=tree, db=db)
+    assert d.tree_id == tree and d.stats["stop_reason"] == "2 iterations done", d.stats
+    assert calls[:len(left)] == left or sorted(calls[:len(left)]) == sorted(left), (calls, left)
+    assert d.signature == whole.signature, (d.signature, whole.signature)
+    d = kopt.optimize(None, model, resume=tree, iterations=3, db=db)   # a larger budget
+    assert d.stats["stop_reason"] == "3 iterations done", d.stats
+
+    for bad, what in (({"search": "greedy"}, "search"), ({"workdir": "x"}, "workdir"),
+                      ({"no_tune": True}, "no_tune")):
+        with pytest.raises(kopt.KoptError, match="resume: %s: set when a tree starts" % what):
+            kopt.optimize(None, model, resume=tree, db=db, **bad)
+    with pytest.raises(kopt.KoptError, match="resume: tree %d searches problem softmax" % tree):
+        kopt.optimize(os.path.join(ROOT, "examples", "vector_add"), model, resume=tree, db=db)
+    with pytest.raises(kopt.KoptError, match="987654"):
+        kopt.optimize(None, model, resume=987654, db=db)
+    with pytest.raises(kopt.KoptError, match="problem: required"):
+        kopt.optimize(None, model, db=db)
+
+    d = kopt.optimize(SOFTMAX, model, evaluator="fake", iterations=3, gpus="0,1",
+                      workdir=str(tmp_path / "wide"), db=db)
+    used = sorted({n["gpu"] for n in d.nodes if "gpu" in n})
+    assert d.width == 2 and used == [0, 1], (d.width, used)
+
+
+def test_optimize_overlap_runs_the_whole_search_in_one_process(tmp_path):
+    """overlap=True: the search is one kopt optimize --overlap process whose model is the
+    Python callable (through the relay): the same kind of tree (overlap on, its iterations
+    done), the model asked from the relay's threads with prompts as manual mode writes them,
+    progress gets the search's lines, options reach kopt optimize as flags (a bad one is
+    kopt's error); a model that raises stops the search and its error is raised with a note
+    naming the tree, which a later call resumes."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "optimize"))
+    import scripted_llm
+    script = os.path.join(ROOT, "tests", "optimize", "softmax")
+    db = str(tmp_path / "k.db")
+    asked, lines = [], []
+
+    def model(p):
+        asked.append((p.role, threading.current_thread().name, p.text))
+        return scripted_llm.answer(script, p.role, p.text)
+
+    d = kopt.optimize(SOFTMAX, model, evaluator="fake", iterations=3, overlap=True,
+                      workdir=str(tmp_path / "t1"), db=db, progress=lambda p: lines.append(str(p)))
+    assert d.overlap and d.stats["stop_reason"] == "3 iterations done", d.json
+    roles = {r for r, _, _ in asked}
+    assert {"planner", "coder"} <= roles and all(t == "kopt-model" for _, t, _ in asked), asked
+    assert all("reply contract" in x.lower() or "reply" in x.lower() for _, _, x in asked)
+    assert any("iter 3/3" in l for l in lines), lines[-5:]
+    stored = sqlite3.connect(db).execute("select count(*) from llm_exchanges where run_id = ?",
+                                         (d.tree_id,)).fetchone()[0]
+    assert stored == len(asked), (stored, len(asked))   # each exchange stored, as a model's
+    with pytest.raises(kopt.KoptError, match="no-such-flag"):
+        kopt.optimize(SOFTMAX, model, evaluator="fake", iterations=1, overlap=True, db=db,
+                      no_such_flag=3)
+
+    def fails(p):
+        if p.role == "coder":
+            raise RuntimeError("model down")
+        return scripted_llm.answer(script, p.role, p.text)
+
+    with pytest.raises(RuntimeError, match="model down") as e:
+        kopt.optimize(SOFTMAX, fails, evaluator="fake", iterations=3, overlap=True,
+                      workdir=str(tmp_path / "t2"), db=db)
+    tree = sqlite3.connect(db).execute("select max(tree_id) from opt_trees").fetchone()[0]
+    if sys.version_info >= (3, 11):
+        assert "resume=%d" % tree in e.value.__notes__[0], e.value.__notes__
+    d = kopt.optimize(None, model, resume=tree, overlap=True, db=db)
+    assert d.tree_id == tree and d.stats["stop_reason"] == "3 iterations done", d.json
+
+
 def test_optimize_steps_in_its_own_server(tmp_path, monkeypatch):
     """kopt.optimize on a PyTorch problem evaluates its steps' candidates in a kopt serve of
     its own (the reference's workers and run kept between steps): the server's log names
     each candidate stored with a node, its socket answers at every round and is gone after
-    the call; no_profile reaches the planner; server=False, and a server that cannot start
-    (RuntimeWarning), evaluate here; the server argument's errors name it."""
+    the call; no_profile reaches the planner; a server that ended between steps is started
+    again (RuntimeWarning) and the search goes on in it; server=False, and a server that
+    cannot start (RuntimeWarning), evaluate here; the server argument's errors name it."""
     try:
         import torch  # noqa: F401
     except ImportError:
@@ -220,17 +370,18 @@ def test_optimize_steps_in_its_own_server(tmp_path, monkeypatch):
     llm.mkdir()
     shutil.copy(os.path.join(ROOT, "tests/optimize/kb_tanh/1.cu"), llm / "1.cu")
     db = str(tmp_path / "k.db")
-    socks, alive, prompts = [], [], []
+    servers, alive, prompts = [], [], []
     real = kopt.api.own_server
 
     @contextlib.contextmanager
     def spy(device, log_dir):
-        with real(device, log_dir) as sock:
-            socks.append(sock)
-            yield sock
+        with real(device, log_dir) as srv:
+            servers.append(srv)
+            yield srv
 
     def model(p):
-        alive.append(bool(socks) and socks[-1] is not None and _serve._answers(socks[-1]))
+        srv = servers[-1] if servers else None
+        alive.append(bool(srv and srv.proc and _serve._answers(srv.sock)))
         prompts.append(p.text)
         return scripted_llm.answer(str(llm), p.role, p.text)
 
@@ -243,21 +394,38 @@ def test_optimize_steps_in_its_own_server(tmp_path, monkeypatch):
                       workdir=str(tmp_path / "t1"), db=db)
     log = (tmp_path / "t1" / "serve.log").read_text()
     served = log.count("kopt serve: eval")
-    assert len(socks) == 1 and socks[0] and alive and all(alive), (socks, alive, log)
-    assert not os.path.exists(socks[0]) and not _serve._answers(socks[0]), socks
+    srv = servers[0]
+    assert len(servers) == 1 and srv.starts == 1 and alive and all(alive), (alive, log)
+    assert not os.path.exists(srv.sock) and not _serve._answers(srv.sock), srv.sock
     assert served >= 1 and served == tagged(), (served, tagged(), log, d.json)
     assert any("profiling is off (--no-profile)" in t for t in prompts), prompts[0]
+
+    before = tagged()   # the server ends while the model thinks: started again, goes on
+
+    def ends_it(p):
+        if p.role == "coder" and servers[-1].starts == 1:
+            servers[-1].proc.kill()
+            servers[-1].proc.wait()
+        return model(p)
+
+    with pytest.warns(RuntimeWarning, match="own kopt serve ended"):
+        d = kopt.optimize(problem, ends_it, iterations=1, no_profile=True,
+                          workdir=str(tmp_path / "t4"), db=db)
+    log = (tmp_path / "t4" / "serve.log").read_text()
+    assert servers[-1].starts == 2 and log.count("listening on") == 2, log
+    assert log.count("kopt serve: eval") == tagged() - before >= 1, (log, d.json)
 
     before = tagged()   # server=False: evaluated here, no server started
     kopt.optimize(problem, model, iterations=1, server=False, workdir=str(tmp_path / "t2"),
                   db=db)
-    assert len(socks) == 1 and tagged() > before and not (tmp_path / "t2" / "serve.log").exists()
+    assert len(servers) == 2 and tagged() > before and not (tmp_path / "t2" / "serve.log").exists()
 
     before = tagged()   # a server that cannot start: a warning, evaluated here
     monkeypatch.setattr(_serve, "kopt_program", lambda: str(tmp_path / "no-such-kopt"))
     with pytest.warns(RuntimeWarning, match="own kopt serve did not start"):
         kopt.optimize(problem, model, iterations=1, workdir=str(tmp_path / "t3"), db=db)
-    assert len(socks) == 2 and socks[1] is None and tagged() > before, socks
+    assert len(servers) == 3 and servers[2].failed and servers[2].proc is None, servers
+    assert tagged() > before
 
     for bad in ("", 3):
         with pytest.raises(kopt.KoptError, match="arguments.server"):

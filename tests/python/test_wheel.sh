@@ -62,9 +62,21 @@ check "kopt.optimize's own server starts from the venv's kopt and answers on its
 import sys
 from kopt import _serve
 assert _serve.kopt_program().startswith(sys.argv[1]), _serve.kopt_program()
-with _serve.own_server(0, None) as s:
-    assert s and _serve._answers(s), s
-assert not _serve._answers(s)
+with _serve.own_server(0, None) as srv:
+    assert srv.socket() == srv.sock and _serve._answers(srv.sock), srv.log_path
+assert not _serve._answers(srv.sock)
+PY
+)'
+# kopt.optimize(overlap=True): the venv's kopt optimize, the model through the relay
+check "kopt.optimize(overlap=True) from the venv: a whole search with a Python model" \
+  '(unset KOPT_LIB; "$tmp/venv/bin/python" - "$tmp" <<PY
+import os, sys
+sys.path.insert(0, "tests/optimize")
+import kopt, scripted_llm
+d = kopt.optimize("examples/softmax", lambda p: scripted_llm.answer("tests/optimize/softmax", p.role, p.text),
+                  evaluator="fake", iterations=1, overlap=True, workdir=sys.argv[1] + "/ov",
+                  db=sys.argv[1] + "/ov.db")
+assert d.overlap and d.stats["stop_reason"] == "1 iterations done", d.json
 PY
 )'
 # A machine with only the NVIDIA driver: `pip install kopt[cuda]` brings NVRTC, the CUDA
