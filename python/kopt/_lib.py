@@ -193,15 +193,24 @@ def mcp_opts(db: Optional[str], cache_dir: Optional[str] = None,
              examples_dir: Optional[str] = None, replay_delay_ms: float = 0.0,
              progress: Optional[ProgressCallback] = None) -> _McpOpts:
     """The library's options for a call; `progress` gets each Progress (from a thread of the
-    call; an exception it raises is printed by ctypes and the call goes on)."""
+    call). The first exception it raises is kept in the options' `progress_error` (the call
+    goes on, without calling it again; `call` raises it once the call is done)."""
+    failed: list = []
+
     def relay(_user: Any, done: float, total: float, message: Optional[bytes]) -> None:
-        progress(Progress(done, total, (message or b"").decode("utf-8", "replace")))
+        if failed:
+            return
+        try:
+            progress(Progress(done, total, (message or b"").decode("utf-8", "replace")))
+        except Exception as e:   # noqa: BLE001 (raised when the call is done)
+            failed.append(e)
 
     fn = _ProgressFn(relay) if progress else _ProgressFn()
     o = _McpOpts(2, db.encode() if db else None,
                  examples_dir.encode() if examples_dir else None,
                  cache_dir.encode() if cache_dir else None, 1 << 30, replay_delay_ms, fn, None)
     o._keep = fn   # the C callback lives as long as the options
+    o.progress_error = failed
     return o
 
 
@@ -265,4 +274,7 @@ def call(tool: str, args: Dict[str, Any], db: Optional[str] = None,
         finally:
             L.lib.kopt_ctx_free(ctx)
 
-    return run_interruptible(go, stop)
+    doc = run_interruptible(go, stop)
+    if opts.progress_error:
+        raise opts.progress_error[0]
+    return doc

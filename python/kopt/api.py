@@ -279,13 +279,17 @@ def _optimize_whole(problem: Optional[PathLike], model: Model, cli: Dict[str, An
             argv.append("--server=" + os.fspath(server))
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         err: List[str] = []
+        failed: List[BaseException] = []   # the progress callback's error, raised at the end
 
-        def read_err() -> None:
+        def read_err() -> None:   # drained to the end, whatever the callback does
             for raw in proc.stderr:
                 line = raw.decode("utf-8", "replace").rstrip("\n")
                 err.append(line)
-                if progress:
-                    progress(_lib.Progress(0, 0, line))
+                if progress and not failed:
+                    try:
+                        progress(_lib.Progress(0, 0, line))
+                    except Exception as e:   # noqa: BLE001 (raised once the search ends)
+                        failed.append(e)
 
         reader = threading.Thread(target=read_err, name="kopt-optimize-stderr", daemon=True)
         reader.start()
@@ -304,6 +308,8 @@ def _optimize_whole(problem: Optional[PathLike], model: Model, cli: Dict[str, An
     except ValueError:
         doc = None
     tree = (doc or {}).get("tree_id")
+    if failed and relay.error is None:
+        raise failed[0]
     if relay.error is not None:
         if hasattr(relay.error, "add_note") and tree:
             relay.error.add_note("kopt: optimize tree %d keeps what was done (kopt.optimize("

@@ -122,6 +122,16 @@ def test_progress_reaches_a_python_callback(tmp_path):
     assert evals and all(isinstance(p, kopt.Progress) for p in seen), seen
     assert [p.done for p in evals] == sorted(p.done for p in evals) and evals[-1].done == 12
     assert str(evals[-1]).startswith("[12/12] "), str(evals[-1])
+    calls = []
+
+    def broken(p):
+        calls.append(p)
+        raise ValueError("progress broke")
+
+    with pytest.raises(ValueError, match="progress broke"):   # raised once the tune is done
+        kopt.tune(replay=os.path.join(ROOT, "tests/data/tune/h200/sgemm.json"),
+                  strategy="random", budget=5, db=str(tmp_path / "k.db"), progress=broken)
+    assert len(calls) == 1, calls
     sys.path.insert(0, os.path.join(ROOT, "tests", "optimize"))
     import scripted_llm
     script = os.path.join(ROOT, "tests", "optimize", "softmax")
@@ -327,6 +337,12 @@ def test_optimize_overlap_runs_the_whole_search_in_one_process(tmp_path):
     stored = sqlite3.connect(db).execute("select count(*) from llm_exchanges where run_id = ?",
                                          (d.tree_id,)).fetchone()[0]
     assert stored == len(asked), (stored, len(asked))   # each exchange stored, as a model's
+    def bad_progress(p):
+        raise ValueError("progress broke")
+
+    with pytest.raises(ValueError, match="progress broke"):   # raised when done, no hang
+        kopt.optimize(SOFTMAX, model, evaluator="fake", iterations=1, overlap=True, db=db,
+                      workdir=str(tmp_path / "t0"), progress=bad_progress)
     with pytest.raises(kopt.KoptError, match="no-such-flag"):
         kopt.optimize(SOFTMAX, model, evaluator="fake", iterations=1, overlap=True, db=db,
                       no_such_flag=3)
