@@ -58,6 +58,29 @@ class Progress:
 ProgressCallback = Callable[[Progress], None]
 
 
+class ProgressGuard:
+    """A progress callback called until it first raises: that error is kept in `error` (to
+    be raised when the call is done) and it is not called again, so a broken callback
+    neither stops a run half-way nor leaves a pipe undrained. None: a callback that does
+    nothing."""
+
+    def __init__(self, fn: Optional[ProgressCallback]) -> None:
+        self.fn = fn
+        self.error: Optional[BaseException] = None
+
+    def __call__(self, p: Progress) -> None:
+        if self.fn is None or self.error is not None:
+            return
+        try:
+            self.fn(p)
+        except Exception as e:   # noqa: BLE001 (raised when the call is done)
+            self.error = e
+
+    def raise_error(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+
 def _nvidia_lib_dirs() -> list:
     """The lib folders of NVIDIA's pip packages (nvidia-cuda-nvrtc, nvidia-curand, ...):
     CUDA 13's share nvidia/cu13/lib, CUDA 12's have one folder each."""
@@ -193,24 +216,18 @@ def mcp_opts(db: Optional[str], cache_dir: Optional[str] = None,
              examples_dir: Optional[str] = None, replay_delay_ms: float = 0.0,
              progress: Optional[ProgressCallback] = None) -> _McpOpts:
     """The library's options for a call; `progress` gets each Progress (from a thread of the
-    call). The first exception it raises is kept in the options' `progress_error` (the call
-    goes on, without calling it again; `call` raises it once the call is done)."""
-    failed: list = []
+    call, through a ProgressGuard: the options' `progress_guard`)."""
+    guard = progress if isinstance(progress, ProgressGuard) else ProgressGuard(progress)
 
     def relay(_user: Any, done: float, total: float, message: Optional[bytes]) -> None:
-        if failed:
-            return
-        try:
-            progress(Progress(done, total, (message or b"").decode("utf-8", "replace")))
-        except Exception as e:   # noqa: BLE001 (raised when the call is done)
-            failed.append(e)
+        guard(Progress(done, total, (message or b"").decode("utf-8", "replace")))
 
     fn = _ProgressFn(relay) if progress else _ProgressFn()
     o = _McpOpts(2, db.encode() if db else None,
                  examples_dir.encode() if examples_dir else None,
                  cache_dir.encode() if cache_dir else None, 1 << 30, replay_delay_ms, fn, None)
     o._keep = fn   # the C callback lives as long as the options
-    o.progress_error = failed
+    o.progress_guard = guard
     return o
 
 
@@ -275,6 +292,6 @@ def call(tool: str, args: Dict[str, Any], db: Optional[str] = None,
             L.lib.kopt_ctx_free(ctx)
 
     doc = run_interruptible(go, stop)
-    if opts.progress_error:
-        raise opts.progress_error[0]
+    if not isinstance(progress, ProgressGuard):   # a caller's own guard raises at its end
+        opts.progress_guard.raise_error()
     return doc

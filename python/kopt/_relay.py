@@ -76,11 +76,11 @@ class Relay:
             req = json.loads(_read_all(conn).decode("utf-8"))
             name, role, text = prompt_fields(req)
             try:
-                reply = {"text": self.answer(name, role, text), "finish_reason": "stop",
-                         "model": "python"}
-                if not isinstance(reply["text"], str):
+                out = self.answer(name, role, text)
+                if not isinstance(out, str):
                     raise TypeError("the model returned %s, not the reply's text (str)"
-                                    % type(reply["text"]).__name__)
+                                    % type(out).__name__)
+                reply = {"text": out, "finish_reason": "stop", "model": "python"}
             except Exception as e:   # noqa: BLE001 (the model's own error, raised later)
                 first = False
                 with self._lock:

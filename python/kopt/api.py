@@ -247,21 +247,18 @@ def _optimize_whole(problem: Optional[PathLike], model: Model, cli: Dict[str, An
                     progress: Optional[_lib.ProgressCallback]) -> Document:
     """optimize(..., overlap=True): the whole search as one `kopt optimize --overlap` process
     whose model is `model`, reached through the relay (python/kopt/_relay.py)."""
-    from ._programs import program
     from ._relay import Relay
     from ._serve import kopt_program
     proc: Optional[subprocess.Popen] = None
-    stopped = {"by_model": False}
+    guard = _lib.ProgressGuard(progress)
 
     def stop_search(_e: BaseException) -> None:   # the model raised: end after this step
-        stopped["by_model"] = True
         if proc is not None and proc.poll() is None:
             proc.send_signal(signal.SIGINT)
 
     relay = Relay(lambda name, role, text: model(Prompt(name, role, text)), stop_search)
     try:
-        exe = kopt_program() if os.environ.get("KOPT_LIB") else program("kopt")
-        argv = [exe, "optimize"] + ([os.fspath(problem)] if resume is None else
+        argv = [kopt_program(), "optimize"] + ([os.fspath(problem)] if resume is None else
                                     ["--resume", str(resume)])
         argv += ["--overlap", "--json", "--db", db, "--llm", relay.command(),
                  "--llm-timeout", "86400", "--llm-retries", "0"] + (["-v"] if progress else [])
@@ -279,17 +276,12 @@ def _optimize_whole(problem: Optional[PathLike], model: Model, cli: Dict[str, An
             argv.append("--server=" + os.fspath(server))
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         err: List[str] = []
-        failed: List[BaseException] = []   # the progress callback's error, raised at the end
 
         def read_err() -> None:   # drained to the end, whatever the callback does
             for raw in proc.stderr:
                 line = raw.decode("utf-8", "replace").rstrip("\n")
                 err.append(line)
-                if progress and not failed:
-                    try:
-                        progress(_lib.Progress(0, 0, line))
-                    except Exception as e:   # noqa: BLE001 (raised once the search ends)
-                        failed.append(e)
+                guard(_lib.Progress(0, 0, line))
 
         reader = threading.Thread(target=read_err, name="kopt-optimize-stderr", daemon=True)
         reader.start()
@@ -308,8 +300,8 @@ def _optimize_whole(problem: Optional[PathLike], model: Model, cli: Dict[str, An
     except ValueError:
         doc = None
     tree = (doc or {}).get("tree_id")
-    if failed and relay.error is None:
-        raise failed[0]
+    if relay.error is None:
+        guard.raise_error()
     if relay.error is not None:
         if hasattr(relay.error, "add_note") and tree:
             relay.error.add_note("kopt: optimize tree %d keeps what was done (kopt.optimize("
@@ -371,11 +363,11 @@ def optimize(problem: Optional[PathLike], model: Model, *, search: Optional[str]
                                  or parallel < 1):
         raise _lib.KoptError("arguments.parallel: a whole number, 1 or more (got %r)"
                              % (parallel,), "invalid input")
+    if problem is None and resume is None:
+        raise _lib.KoptError("problem: required (or resume: a stored tree's id)",
+                             "invalid input")
     gpus = options.get("gpus")
     if overlap:
-        if problem is None and resume is None:
-            raise _lib.KoptError("problem: required (or resume: a stored tree's id)",
-                                 "invalid input")
         cli = {"search": search, "iterations": iterations, "proposals": proposals,
                "evaluator": evaluator, "workdir": workdir, "device": device,
                "llm_parallel": parallel, "no_profile": no_profile, **options}
@@ -386,9 +378,6 @@ def optimize(problem: Optional[PathLike], model: Model, *, search: Optional[str]
         start = _resumed(resume, problem, started, db)
         evaluator = (start.get("options") or {}).get("evaluator")
     else:
-        if problem is None:
-            raise _lib.KoptError("problem: required (or resume: a stored tree's id)",
-                                 "invalid input")
         args = {"problem": os.fspath(problem), "search": search, "iterations": iterations,
                 "proposals": proposals, "evaluator": evaluator, "workdir": workdir,
                 "device": device, **options}
@@ -403,18 +392,19 @@ def optimize(problem: Optional[PathLike], model: Model, *, search: Optional[str]
                 "no_profile": no_profile or None,
                 "iterations": iterations if resume is not None else None}
         last: Dict[str, Any] = start
+        guard = _lib.ProgressGuard(progress)   # one for the whole search, raised at its end
         for _ in range(max_rounds):   # a resumed tree's step gives its waiting prompts
             if own is not None:   # a live server (started again if it ended), else here
                 step["server"] = own.socket() or False
-            last = _lib.call("optimize_step", step, db=db, progress=progress)
+            last = _lib.call("optimize_step", step, db=db, progress=guard if progress else None)
             waiting = _lib.call("optimize_prompts", {"tree": tree}, db=db).get("prompts") or []
             if not waiting:
                 break
-            if progress:
-                roles = sorted({p.get("role", "") for p in waiting})
-                progress(_lib.Progress(0, 0, "tree %d: asking the model %d prompt(s) (%s)"
-                                       % (tree, len(waiting), ", ".join(roles))))
+            roles = sorted({p.get("role", "") for p in waiting})
+            guard(_lib.Progress(0, 0, "tree %d: asking the model %d prompt(s) (%s)"
+                                % (tree, len(waiting), ", ".join(roles))))
             _answer_round(tree, waiting, model, parallel, db)
+    guard.raise_error()
     last.setdefault("tree_id", tree)
     return Document(last)
 

@@ -153,18 +153,16 @@ typedef struct text_lines {
 static ssize_t text_line_write(void *cookie, const char *buf, size_t size)
 {
     text_lines *tl = cookie;
+    const char *p = buf, *end = buf + size, *nl;
 
-    for (size_t i = 0; i < size; i++) {
-        if (buf[i] != '\n') {
-            kopt_buf_append(&tl->line, buf + i, 1);
-            continue;
-        }
+    while ((nl = memchr(p, '\n', (size_t)(end - p)))) {
+        kopt_buf_append(&tl->line, p, (size_t)(nl - p));
         if (tl->line.len)
             kopt__mcp_progress(tl->c, ++tl->n, 0, kopt_buf_cstr(&tl->line));
-        tl->line.len = 0;
-        if (tl->line.ptr)
-            tl->line.ptr[0] = '\0';
+        kopt_buf_free(&tl->line);
+        p = nl + 1;
     }
+    kopt_buf_append(&tl->line, p, (size_t)(end - p));   /* the rest of an unfinished line */
     return (ssize_t)size;
 }
 

@@ -141,6 +141,14 @@ def test_progress_reaches_a_python_callback(tmp_path):
                   db=str(tmp_path / "k.db"), progress=lambda p: lines.append(str(p)))
     assert any(l.startswith("iter 1/1 | n") for l in lines), lines
     assert any(l.endswith("asking the model 2 prompt(s) (planner)") for l in lines), lines
+    db = str(tmp_path / "k.db")
+    with pytest.raises(ValueError, match="progress broke"):   # raised when the search is done
+        kopt.optimize(SOFTMAX, lambda p: scripted_llm.answer(script, p.role, p.text),
+                      evaluator="fake", iterations=1, workdir=str(tmp_path / "t5"), db=db,
+                      progress=broken)
+    tree = sqlite3.connect(db).execute("select max(tree_id) from opt_trees").fetchone()[0]
+    d = _lib.call("optimize_tree", {"tree": tree}, db=db)
+    assert len(calls) == 2 and len(d["nodes"]) > 1, (calls, len(d["nodes"]))
     rows = []
     p, c = _bench_suite(tmp_path)
     kopt.bench(p, c, db=None, progress=lambda x: rows.append(x.message))
