@@ -10,11 +10,12 @@ set -u
 cd "$(dirname "$0")/.."
 : "${OUT:=/tmp/kopt-out}"
 part=${1:?A, R, E or a test-name regex}
-if [ -d build-gpu ]; then
-  src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' build-gpu/CMakeCache.txt)
+carried=${SUITE_CARRIED:-build-gpu}     # the carried build folder, if any
+if [ -d "$carried" ]; then
+  src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$carried/CMakeCache.txt")
   if [ -n "$src" ] && [ "$src" != "$PWD" ] && [ ! -e "$src" ]; then
     mkdir -p "$(dirname "$src")"; ln -s "$PWD" "$src"; fi
-  rm -rf build && mv build-gpu build
+  rm -rf build && mv "$carried" build
 fi
 export KOPT_WHEEL=$(ls "$PWD"/dist/*.whl 2>/dev/null | head -1)
 P="kb|torch|python|serve_session"

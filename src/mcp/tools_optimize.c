@@ -219,7 +219,8 @@ kopt_status kopt__mcp_t_optimize_step(kopt__mcp_call *c, kopt_ctx *ctx, json_t *
     step_progress sp = {c, 0};
     kopt_search_stats st;
     json_t *doc = NULL;
-    int code = 0, gpus[KOPT_SCALE_MAX_SLOTS], here;
+    int code = 0, gpus[KOPT_SCALE_MAX_SLOTS], here, fake;
+    const char *ev;
     kopt_status rc;
 
     if ((rc = need_store(c, ctx)) != KOPT_OK)
@@ -232,6 +233,8 @@ kopt_status kopt__mcp_t_optimize_step(kopt__mcp_call *c, kopt_ctx *ctx, json_t *
     /* the tree must exist: a resume of a missing tree would say "run N has no tree" */
     if ((rc = tree_json(c, ctx, tree, 0, &doc)) != KOPT_OK)
         return rc;
+    ev = json_string_value(json_object_get(json_object_get(doc, "options"), "evaluator"));
+    fake = ev && strcmp(ev, "fake") == 0;
     json_decref(doc);
     doc = NULL;
     oo.db_path = mo->db_path;
@@ -247,9 +250,10 @@ kopt_status kopt__mcp_t_optimize_step(kopt__mcp_call *c, kopt_ctx *ctx, json_t *
     oo.manual = !oo.evaluate_only;
     oo.live.eval.device = (int)kopt__mcp_arg_int(c, "device", 0);
     oo.live.eval.cache_dir = mo->cache_dir;
-    /* checked against this machine's GPUs when it has any; without one a fake tree's
-     * stand-ins take any index (a live tree then says there is no GPU) */
-    here = oo.propose_only ? -1 : kopt_scale_gpus_here();
+    /* checked against this machine's GPUs when it has any, as optimize_start: a fake
+     * tree's stand-ins take any index, GPUs here or not (a live tree without a GPU then
+     * says there is no GPU) */
+    here = oo.propose_only || fake ? -1 : kopt_scale_gpus_here();
     if ((rc = gpus_arg(c, ctx, here > 0 ? here : -1, gpus, &oo)) != KOPT_OK)
         return rc;
     if (!oo.propose_only && (rc = server_arg(c, ctx, &oo)) != KOPT_OK)
