@@ -518,6 +518,25 @@ static void prep_join(live *l)
     prep_reap(l, 1);
 }
 
+/* What this evaluator's evaluations compile for before one has run in this process (a
+ * resumed step: kopt optimize --resume, optimize_step, kopt.optimize's steps; with a server
+ * too, which compiles for the same device): the --arch override, else the device's compute
+ * capability through NVML (no CUDA context made). Empty when neither is known: then nothing
+ * is compiled ahead until the first evaluation says. A wrong guess costs CPU only: the
+ * evaluation compiles for its own arch. */
+static void arch_before_first(const live *l, char arch[24])
+{
+    kopt_device_info info;
+    int count = 0;
+
+    if (l->o.eval.arch && l->o.eval.arch[0])
+        snprintf(arch, 24, "%s", l->o.eval.arch);
+    else if (l->o.eval.device >= 0 &&
+             kopt_device_nvml(NULL, l->o.eval.device, &info, &count) == KOPT_OK &&
+             info.cc_major > 0)
+        kopt_arch_for_cc(info.cc_major, info.cc_minor, arch);
+}
+
 /* Compile the step's candidates ahead, up to 8 at once, and return at once: an evaluation
  * starts as soon as its own candidate is compiled (kopt_compile waits for a compile under
  * way of the same candidate, compile_inflight.c), not when the step's slowest is. */
@@ -536,6 +555,8 @@ static void live_prepare(void *self, kopt_ctx *ctx, const char *const *sources,
     pthread_mutex_lock(&l->mu);
     snprintf(arch, sizeof(arch), "%s", l->arch);
     pthread_mutex_unlock(&l->mu);
+    if (!arch[0] && n > 0)
+        arch_before_first(l, arch);
     if (!arch[0] || n <= 0 || !(p = calloc(1, sizeof(*p))))
         return;
     p->l = l;

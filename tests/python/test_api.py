@@ -370,6 +370,42 @@ def test_optimize_overlap_runs_the_whole_search_in_one_process(tmp_path):
     assert d.tree_id == tree and d.stats["stop_reason"] == "3 iterations done", d.json
 
 
+def test_optimize_step_compiles_its_candidates_ahead_for_the_server(tmp_path, monkeypatch):
+    """On a GPU: a step of kopt.optimize (a resumed kopt optimize) compiles its candidates in
+    parallel before the first has been evaluated in its process (the arch from the device),
+    so its own server finds every candidate but a step's first in the compile cache. Every
+    kernel differs (KOPT_SCRIPT_FRESH=1): without the compiles ahead the server compiles each
+    one itself and none is a cache hit."""
+    if not has_gpu():
+        pytest.skip("skipped: no GPU (the compiles ahead of a step that a server evaluates)")
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        pytest.skip("no torch")
+    monkeypatch.delenv("KOPT_SERVER", raising=False)
+    monkeypatch.setenv("KOPT_SCRIPT_FRESH", "1")
+    monkeypatch.setenv("KOPT_CACHE_DIR", str(tmp_path / "cache"))
+    sys.path.insert(0, os.path.join(ROOT, "tests", "optimize"))
+    import scripted_llm
+    llm = tmp_path / "llm"   # kb_tanh's kernel at its problem's scale: correct
+    llm.mkdir()
+    src = open(os.path.join(ROOT, "tests/optimize/kb_tanh/1.cu")).read()
+    assert "n, 1.0f);" in src
+    (llm / "1.cu").write_text(src.replace("n, 1.0f);", "n, 2.0f);"))
+    llm = str(llm)
+    db = str(tmp_path / "k.db")
+    kopt.optimize(os.path.join(ROOT, "tests/optimize/kb_tanh/problem"),
+                  lambda p: scripted_llm.answer(llm, p.role, p.text), iterations=4,
+                  no_profile=True, workdir=str(tmp_path / "t"), db=db)
+    rows = sqlite3.connect(db).execute(
+        "select tag, compile_cache_hit, verdict from evaluations where tag like 'n%' and "
+        "tag != 'n0' order by id").fetchall()
+    log = (tmp_path / "t" / "serve.log").read_text()
+    assert log.count("kopt serve: eval") == len(rows) >= 4, (rows, log)
+    hits = [r for r in rows if r[1]]
+    assert len(hits) >= len(rows) // 2, rows
+
+
 def test_optimize_steps_in_its_own_server(tmp_path, monkeypatch):
     """kopt.optimize on a PyTorch problem evaluates its steps' candidates in a kopt serve of
     its own (the reference's workers and run kept between steps): the server's log names
