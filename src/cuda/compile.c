@@ -167,7 +167,7 @@ kopt_status kopt__compile_nvrtc(kopt_compiled **out, kopt_ctx *ctx, const kopt__
     char **argv = NULL, *meta = NULL;
     char key[sizeof(c->key)] = "";     /* c->key, for the release after c is gone */
     const char *cubin = NULL;
-    int argc = 0, major = 0, minor = 0, built = 0, claimed = 0;
+    int argc = 0, major = 0, minor = 0, built = 0, claimed = 0, lockfd = -1;
     size_t size = 0;
     kopt_status rc;
     kopt_hash *h;
@@ -246,7 +246,8 @@ kopt_status kopt__compile_nvrtc(kopt_compiled **out, kopt_ctx *ctx, const kopt__
     if ((rc = cache_paths(ctx, o, c->key, "cubin", &c->binary_path, &meta)) != KOPT_OK)
         goto cleanup;
     memcpy(key, c->key, sizeof(key));
-    /* from the cache; one being compiled by another thread is waited for */
+    /* from the cache; one being compiled by another thread is waited for, then one being
+     * compiled by another process */
     while (!(o && o->no_cache)) {
         if (cache_load(ctx, c, meta) == KOPT_OK) {
             *out = c;
@@ -255,6 +256,12 @@ kopt_status kopt__compile_nvrtc(kopt_compiled **out, kopt_ctx *ctx, const kopt__
         }
         if ((claimed = kopt__compile_claim(key)) != 0)
             break;
+    }
+    if (!(o && o->no_cache) && (lockfd = kopt__compile_lock(c->binary_path)) >= 0 &&
+        cache_load(ctx, c, meta) == KOPT_OK) {
+        *out = c;                      /* another process compiled it while we waited */
+        c = NULL;
+        goto cleanup;
     }
 
     t0 = kopt_now_ms();
@@ -317,6 +324,8 @@ kopt_status kopt__compile_nvrtc(kopt_compiled **out, kopt_ctx *ctx, const kopt__
 nomem:
     rc = kopt_seterr(ctx, KOPT_E_NOMEM, "compile options");
 cleanup:
+    if (lockfd >= 0)
+        close(lockfd);                 /* releases the cache key's lock */
     if (claimed)
         kopt__compile_release(key);
     if (built)

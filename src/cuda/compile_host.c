@@ -3,6 +3,7 @@
 #include "kopt/proc.h"
 #include "core/core_int.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,11 +68,12 @@ const char *kopt_compile_include_dir(void)
 }
 
 /* The shared object's SHA-256 sits beside it (<key>.so.sha256): a cached .so is used only
- * while it is still what nvcc built. */
-static void record_binary(kopt_ctx *ctx, const char *so)
+ * while it is still what nvcc built. `built` is nvcc's output, hashed before it is renamed
+ * to `so`. */
+static void record_binary(kopt_ctx *ctx, const char *built, const char *so)
 {
     char sum[65], *side = NULL;
-    if (kopt_file_sha256(ctx, so, sum) == KOPT_OK && asprintf(&side, "%s.sha256", so) >= 0)
+    if (kopt_file_sha256(ctx, built, sum) == KOPT_OK && asprintf(&side, "%s.sha256", so) >= 0)
         kopt_file_write(ctx, side, sum, 64);
     free(side);
 }
@@ -209,10 +211,10 @@ kopt_status kopt__compile_host(kopt_compiled **out, kopt_ctx *ctx, const kopt_ca
     kopt_compiled *c = calloc(1, sizeof(*c));
     const char *nvcc = find_nvcc();
     char *dir = o && o->cache_dir ? strdup(o->cache_dir) : kopt_cache_dir(), *sub = NULL;
-    char *src_path = NULL, *log = NULL, *kopt_headers = NULL;
+    char *src_path = NULL, *tmp_path = NULL, *log = NULL, *kopt_headers = NULL;
     char **argv = NULL;
     char key[sizeof(c->key)] = "";      /* c->key, for the release after c is gone */
-    int argc = 0, code = 0, claimed = 0;
+    int argc = 0, code = 0, claimed = 0, lockfd = -1;
     kopt_status rc = KOPT_OK;
     struct stat st;
     kopt_hash *h;
@@ -262,30 +264,23 @@ kopt_status kopt__compile_host(kopt_compiled **out, kopt_ctx *ctx, const kopt_ca
     if ((rc = kopt_mkdirs(ctx, sub)) != KOPT_OK)
         goto cleanup;
     if (asprintf(&c->binary_path, "%s/%s.so", sub, c->key) < 0 ||
+        asprintf(&tmp_path, "%s.tmp.%ld.%lu", c->binary_path, (long)getpid(),
+                 (unsigned long)pthread_self()) < 0 ||
         asprintf(&src_path, "%s/%s.cu", sub, c->key) < 0) {
         rc = kopt_seterr(ctx, KOPT_E_NOMEM, "path");
         goto cleanup;
     }
-    /* from the cache; one being compiled by another thread is waited for (nvcc writes the
-     * cached .so itself: two at once would write the same file) */
+    /* from the cache; one being compiled by another thread is waited for, then one being
+     * compiled by another process (kopt__compile_lock) */
     while (!(o && o->no_cache)) {
-        if (stat(c->binary_path, &st) == 0 && binary_unchanged(ctx, c->binary_path)) {
-            char *side = NULL;
-            size_t len = 0;
-            c->cache_hit = 1;
-            /* the log kept beside the .so gives the kernels' resources again */
-            if (asprintf(&side, "%s.log", c->binary_path) < 0 ||
-                kopt_file_read(ctx, side, &c->log, &len) != KOPT_OK)
-                c->log = strdup("");
-            free(side);
-            host_kernels(c);
-            *out = c;
-            c = NULL;
-            goto cleanup;
-        }
+        if (stat(c->binary_path, &st) == 0 && binary_unchanged(ctx, c->binary_path))
+            goto hit;
         if ((claimed = kopt__compile_claim(c->key)) != 0)
             break;
     }
+    if (!(o && o->no_cache) && (lockfd = kopt__compile_lock(c->binary_path)) >= 0 &&
+        stat(c->binary_path, &st) == 0 && binary_unchanged(ctx, c->binary_path))
+        goto hit;                      /* another process compiled it while we waited */
     /* compile the file itself (messages name it; relative includes work); a candidate that
      * exists only as text is written to the cache first */
     if (access(cand->path, R_OK) == 0) {
@@ -328,7 +323,7 @@ kopt_status kopt__compile_host(kopt_compiled **out, kopt_ctx *ctx, const kopt_ca
         for (int i = 0; i < cand->noptions; i++)
             ok &= (argv[argc++] = strdup(cand->options[i])) != NULL;
         ok &= (argv[argc++] = strdup("-o")) != NULL;
-        ok &= (argv[argc++] = strdup(c->binary_path)) != NULL;
+        ok &= (argv[argc++] = strdup(tmp_path)) != NULL;
         ok &= (argv[argc++] = strdup(src_path)) != NULL;
         if ((argv[argc] = kopt__nvcc_pip_libs(nvcc)) != NULL)
             argc++;
@@ -350,20 +345,44 @@ kopt_status kopt__compile_host(kopt_compiled **out, kopt_ctx *ctx, const kopt_ca
         rc = kopt_seterr(ctx, KOPT_E_COMPILE, "%s: nvcc failed (exit %d) for %s", cand->path, code,
                          c->arch);
         kopt_set_errdetail(ctx, c->log);
-        unlink(c->binary_path);
+        unlink(tmp_path);
         goto cleanup;
     }
-    record_binary(ctx, c->binary_path);
+    /* published whole: its log and checksum first, then the .so renamed into place, so a
+     * process that finds the .so finds them too */
     {
         char *side = NULL;
         if (asprintf(&side, "%s.log", c->binary_path) >= 0)
             kopt_file_write(ctx, side, c->log, strlen(c->log));
         free(side);
     }
+    record_binary(ctx, tmp_path, c->binary_path);
+    if (rename(tmp_path, c->binary_path) != 0) {
+        rc = kopt_seterr(ctx, KOPT_E_IO, "%s: %s", c->binary_path, strerror(errno));
+        unlink(tmp_path);
+        goto cleanup;
+    }
     host_kernels(c);
     *out = c;
     c = NULL;
+    goto cleanup;
+hit:
+    {
+        char *side = NULL;
+        size_t len = 0;
+        c->cache_hit = 1;
+        /* the log kept beside the .so gives the kernels' resources again */
+        if (asprintf(&side, "%s.log", c->binary_path) < 0 ||
+            kopt_file_read(ctx, side, &c->log, &len) != KOPT_OK)
+            c->log = strdup("");
+        free(side);
+        host_kernels(c);
+        *out = c;
+        c = NULL;
+    }
 cleanup:
+    if (lockfd >= 0)
+        close(lockfd);                 /* releases the key's lock */
     if (claimed)
         kopt__compile_release(key);
     kopt__strv_free_n(argc, argv);
@@ -371,6 +390,7 @@ cleanup:
     free(dir);
     free(sub);
     free(src_path);
+    free(tmp_path);
     free(kopt_headers);
     free(log);
     return rc;

@@ -1,12 +1,18 @@
-/* Compiles under way in this process, by cache key: a thread that would compile what
- * another thread is compiling (kopt optimize's compiles ahead and the evaluation that wants
- * the same candidate) waits for it and then finds it in the compile cache, instead of
- * compiling it twice or writing the same cached binary at once. */
+/* Compiles under way, by cache key: a thread that would compile what another thread is
+ * compiling (kopt optimize's compiles ahead and the evaluation that wants the same candidate)
+ * waits for it and then finds it in the compile cache, instead of compiling it twice or
+ * writing the same cached binary at once; and across processes that share the cache, the
+ * same through a lock file beside the binary (kopt__compile_lock). */
 #include "compile_int.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #define INFLIGHT_MAX 64
 
@@ -55,4 +61,22 @@ void kopt__compile_release(const char *key)
         inflight[i][0] = '\0';
     pthread_cond_broadcast(&inflight_done);
     pthread_mutex_unlock(&inflight_mu);
+}
+
+int kopt__compile_lock(const char *binary_path)
+{
+    char *path = NULL;
+    int fd;
+
+    if (!binary_path || asprintf(&path, "%s.lock", binary_path) < 0)
+        return -1;
+    fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    free(path);
+    while (fd >= 0 && flock(fd, LOCK_EX) != 0) {
+        if (errno != EINTR) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    return fd;
 }

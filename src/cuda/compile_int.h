@@ -87,6 +87,15 @@ void kopt__hash_headers(kopt_hash *h, const char *dir);
  * failed). */
 int kopt__compile_claim(const char *key);
 void kopt__compile_release(const char *key);
+/* Then, across processes that share the compile cache (a kopt serve and the step that sends
+ * it candidates, each compiling ahead; two kopt bench runs): an exclusive lock on
+ * "<binary_path>.lock" (flock), held while this process compiles and publishes the binary;
+ * one that waited looks in the cache again. Two processes then never compile a candidate at
+ * once, and none rewrites a binary another may be running: two nvcc runs of one source give
+ * different bytes (nvcc names its temporary files in the .so), which the file guard of a
+ * running host-mode candidate rightly calls a change (TAMPER). The descriptor (close it to
+ * release), or -1 when no lock could be taken (then the compile goes on unlocked). */
+int kopt__compile_lock(const char *binary_path);
 /* "-L<nvcc's folder>/../lib" where nvcc is NVIDIA's pip package (cudart in ../lib, no
  * ../lib64), else NULL; malloc'd (compile_host.c). */
 char *kopt__nvcc_pip_libs(const char *nvcc);

@@ -7,6 +7,7 @@
 #include "ktest.h"
 
 #include "kopt/compile.h"
+#include "kopt/proc.h"
 #include "kopt/cute.h"
 #include "kopt/worker.h"
 #include "../../src/cuda/compile_int.h"
@@ -16,6 +17,7 @@
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -851,6 +853,68 @@ static void test_concurrent_compiles_share_one(void)
     free(text);
 }
 
+/* Two processes compile the same host-mode candidate into one cache (a kopt serve and the
+ * step that sends it its candidates, each compiling ahead): the second waits for the first
+ * (the key's lock) and takes its .so from the cache, so nvcc runs once and the .so is never
+ * rewritten under a candidate that runs it (two nvcc runs give different bytes: the file
+ * guard would call that TAMPER). The .so's checksum beside it is the .so's, and no temporary
+ * file is left. */
+static void test_processes_compile_a_host_candidate_once(void)
+{
+    kopt_buf b = KOPT_BUF_INIT;
+    kopt_compiled *out = NULL;
+    char *text, *side = NULL, *want = NULL, *nvcc = kopt_find_program(NULL, "nvcc");
+    char sum[65], sub[1100];
+    int status = 0, leftover = 0;
+    size_t len = 0;
+    pid_t pid;
+    DIR *d;
+    struct dirent *e;
+
+    if (!nvcc) {
+        printf("  skipped: no nvcc on PATH (host mode compiles with it)\n");
+        return;
+    }
+    free(nvcc);
+    kopt_buf_printf(&b, "/*@kopt\n{\"mode\": \"host\"}\n*/\n#include <cuda_runtime.h>\n"
+                    "#include \"kopt/candidate.h\"\n"
+                    "__global__ void k(float *y) { y[threadIdx.x] = 1.0f; }\n"
+                    "extern \"C\" int kopt_candidate_run(const kopt_candidate_io *io)\n"
+                    "{ k<<<1, 32, 0, (cudaStream_t)io->stream>>>((float *)io->tensors[0].data);\n"
+                    "  return cudaGetLastError() == cudaSuccess ? 0 : 1; }\n"
+                    "// a key of its own: %ld %d\n", (long)time(NULL), getpid());
+    text = kopt_buf_detach(&b);
+    fflush(NULL);
+    pid = fork();
+    if (pid == 0)                      /* the other process: built (0) or cached (1) */
+        _exit((int)(long)compile_same(text));
+    usleep(200 * 1000);                /* nvcc is under way there (about a second) */
+    if (!CHECK(compile_text(&out, "same.cu", text, NULL, 0) == KOPT_OK)) {
+        fprintf(stderr, "  %s\n%s\n", kopt_errmsg(ctx), kopt_errdetail(ctx));
+    } else {
+        CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status));
+        /* one built it, the other took it from the cache */
+        CHECK_EQ_INT(WEXITSTATUS(status) + out->cache_hit, 1);
+        CHECK_EQ_INT(WEXITSTATUS(status), 0);
+        CHECK(asprintf(&side, "%s.sha256", out->binary_path) >= 0 &&
+              kopt_file_read(ctx, side, &want, &len) == KOPT_OK && len == 64);
+        CHECK(kopt_file_sha256(ctx, out->binary_path, sum) == KOPT_OK && want &&
+              memcmp(want, sum, 64) == 0);
+        snprintf(sub, sizeof(sub), "%s/compile", cache);
+        for (d = opendir(sub); d && (e = readdir(d)) != NULL;)
+            leftover += strstr(e->d_name, ".so.tmp.") != NULL;
+        if (d)
+            closedir(d);
+        CHECK_EQ_INT(leftover, 0);
+    }
+    if (pid > 0)
+        waitpid(pid, &status, 0);
+    kopt_compiled_free(out);
+    free(side);
+    free(want);
+    free(text);
+}
+
 static int ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), m = strlen(suffix);
@@ -1110,6 +1174,7 @@ int main(int argc, char **argv)
         KTEST(regression_compile_device_function_stack),
         KTEST(regression_include_dir_from_threads),
         KTEST(test_concurrent_compiles_share_one),
+        KTEST(test_processes_compile_a_host_candidate_once),
     };
     char *ref = NULL;
     int rc = 1;
