@@ -480,14 +480,15 @@ def test_optimize_steps_in_its_own_server(tmp_path, monkeypatch):
     assert log.count("kopt serve: eval") == tagged() - before >= 1, (log, d.json)
 
     before = tagged()   # server=False: evaluated here, no server started
-    kopt.optimize(problem, model, iterations=1, server=False, workdir=str(tmp_path / "t2"),
-                  db=db)
+    kopt.optimize(problem, model, iterations=1, server=False, no_profile=True,
+                  workdir=str(tmp_path / "t2"), db=db)
     assert len(servers) == 2 and tagged() > before and not (tmp_path / "t2" / "serve.log").exists()
 
     before = tagged()   # a server that cannot start: a warning, evaluated here
     monkeypatch.setattr(_serve, "kopt_program", lambda: str(tmp_path / "no-such-kopt"))
     with pytest.warns(RuntimeWarning, match="own kopt serve did not start"):
-        kopt.optimize(problem, model, iterations=1, workdir=str(tmp_path / "t3"), db=db)
+        kopt.optimize(problem, model, iterations=1, no_profile=True,
+                      workdir=str(tmp_path / "t3"), db=db)
     assert len(servers) == 3 and servers[2].failed and servers[2].proc is None, servers
     assert tagged() > before
 
