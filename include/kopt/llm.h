@@ -66,8 +66,12 @@ typedef struct kopt_llm_request {
     const char *role;         /* who asks: "planner", "coder", "debugger", "ping"; recorded */
     const char *tag;          /* the caller's label (a tree node, say); recorded; may be NULL */
     int64_t run_id;           /* recorded; 0: none (stored as NULL) */
+    /* version 2: */
+    const char *name;         /* the prompt's name, as manual mode names its file
+                               * ("e1-p1-planner", "e1-p1-coder.turn2"); in the request JSON
+                               * (command backends, the record), not in its hash; may be NULL */
 } kopt_llm_request;
-#define KOPT_LLM_REQUEST_INIT {1, NULL, NULL, 0, 0, -1.0, NULL, NULL, 0}
+#define KOPT_LLM_REQUEST_INIT {2, NULL, NULL, 0, 0, -1.0, NULL, NULL, 0, NULL}
 
 typedef struct kopt_llm_usage {
     int64_t prompt_tokens;    /* all input tokens, cached ones included */

@@ -14,8 +14,9 @@ import threading
 
 
 def prompt_fields(req):
-    """(name, role, text) of a request as kopt's manual mode would write it: the prompt,
-    then each later turn of the conversation ("Your reply (turn N)", "kopt's answer")."""
+    """(name, role, text) of a request as kopt's manual mode would write it: its name
+    ("e1-p1-planner"; from kopt before 2: node and role, "n0-planner"), the prompt, then each
+    later turn of the conversation ("Your reply (turn N)", "kopt's answer")."""
     msgs = req.get("messages") or []
     role = req.get("role") or ""
     text = msgs[0].get("content", "") if msgs else ""
@@ -23,7 +24,8 @@ def prompt_fields(req):
         text += "\n\n---\n\n# %s (turn %d)\n\n%s" % ("Your reply" if m % 2 else "kopt's answer",
                                                    (m + 1) // 2, msgs[m].get("content", ""))
     turn = len(msgs) // 2 + 1
-    name = "%s-%s" % (req.get("tag") or "request", role) + (".turn%d" % turn if turn > 1 else "")
+    name = req.get("name") or ("%s-%s" % (req.get("tag") or "request", role) +
+                               (".turn%d" % turn if turn > 1 else ""))
     return name, role, text
 
 

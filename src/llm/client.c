@@ -203,6 +203,8 @@ char *kopt_llm_request_json(const kopt_llm_request *rq, const char *model)
         json_object_set_new(o, "model", json_string(model));
     if (rq->tag)
         json_object_set_new(o, "tag", json_string(rq->tag));
+    if (rq->version >= 2 && rq->name)
+        json_object_set_new(o, "name", json_string(rq->name));
     s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(9));
     json_decref(o);
     return s;
@@ -238,6 +240,8 @@ static const char *request_problem(const kopt_llm_request *rq)
         return "the role is not valid UTF-8";
     if (rq->tag && !kopt__llm_utf8_valid(rq->tag, strlen(rq->tag)))
         return "the tag is not valid UTF-8";
+    if (rq->version >= 2 && rq->name && !kopt__llm_utf8_valid(rq->name, strlen(rq->name)))
+        return "the name is not valid UTF-8";
     return NULL;
 }
 

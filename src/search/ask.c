@@ -140,6 +140,8 @@ static void ask_pending(kopt_search *s, kopt_ctx *ctx, kopt_llm_client *llm,
             int who[KOPT_LLM_TOGETHER_MAX], k = 0, i;
             for (i = from; i < n && k < KOPT_LLM_TOGETHER_MAX; i++)
                 if (!a[i].answered) {
+                    turn_key(&a[i], a[i].name, sizeof(a[i].name));
+                    a[i].rq.name = a[i].name;   /* manual mode's name for it */
                     who[k] = i;
                     rq[k++] = a[i].rq;
                 }

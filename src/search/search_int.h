@@ -68,6 +68,7 @@ typedef struct kopt__search_ask {
     int nmsg, cap;
     char *prompt;
     char key[64];               /* the conversation's name (manual mode's files) */
+    char name[80];              /* this turn's name (key, or key.turnN): rq.name */
     char tag[32];
     kopt_llm_reply reply;       /* the latest reply */
     int answered, waiting;

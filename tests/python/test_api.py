@@ -9,6 +9,7 @@ import contextlib
 import ctypes
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -321,7 +322,8 @@ def test_optimize_resumes_a_tree_and_spreads_over_gpus(tmp_path):
 def test_optimize_overlap_runs_the_whole_search_in_one_process(tmp_path):
     """overlap=True: the search is one kopt optimize --overlap process whose model is the
     Python callable (through the relay): the same kind of tree (overlap on, its iterations
-    done), the model asked from the relay's threads with prompts as manual mode writes them,
+    done), the model asked from the relay's threads with prompts as manual mode writes them
+    and named as manual mode names them,
     progress gets the search's lines, options reach kopt optimize as flags (a bad one is
     kopt's error); a model that raises stops the search and its error is raised with a note
     naming the tree, which a later call resumes."""
@@ -331,13 +333,21 @@ def test_optimize_overlap_runs_the_whole_search_in_one_process(tmp_path):
     db = str(tmp_path / "k.db")
     asked, lines = [], []
 
+    names = []
+
     def model(p):
         asked.append((p.role, threading.current_thread().name, p.text))
+        names.append(p.name)
         return scripted_llm.answer(script, p.role, p.text)
 
     d = kopt.optimize(SOFTMAX, model, evaluator="fake", iterations=3, overlap=True,
                       workdir=str(tmp_path / "t1"), db=db, progress=lambda p: lines.append(str(p)))
     assert d.overlap and d.stats["stop_reason"] == "3 iterations done", d.json
+    # named as manual mode and the step-by-step search name them (not by node: n0-planner)
+    manual = re.compile(r"^(e\d+-p\d+-(planner|coder)|e\d+-n\d+-templatizer|n\d+-debugger)"
+                        r"(\.turn\d+)?$")
+    assert "e1-p1-planner" in names and "n1-debugger" in names, names
+    assert not [n for n in names if not manual.match(n)], names
     roles = {r for r, _, _ in asked}
     assert {"planner", "coder"} <= roles and all(t == "kopt-model" for _, t, _ in asked), asked
     assert all("reply contract" in x.lower() or "reply" in x.lower() for _, _, x in asked)

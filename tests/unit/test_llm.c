@@ -473,10 +473,11 @@ static void test_request_hash(void)
 
     b.tag = "node 7";
     b.run_id = 3;
+    b.name = "e1-p1-coder";
     kopt_llm_request_hash(&a, ha);
     kopt_llm_request_hash(&b, hb);
     kopt_llm_request_hash(&d, hd);
-    CHECK_EQ_STR(ha, hb);              /* tag and run are not part of the request */
+    CHECK_EQ_STR(ha, hb);              /* tag, run and name are not part of the request */
     CHECK(strcmp(ha, hd) != 0);
     b.temperature = 0.7;
     kopt_llm_request_hash(&b, hb);
@@ -498,6 +499,15 @@ static void test_request_hash(void)
     j = kopt_llm_request_json(&a, "gpt-4o");
     CHECK_EQ_STR(j, "{\"max_tokens\":1024,\"messages\":[{\"content\":\"write a kernel\","
                     "\"role\":\"user\"}],\"model\":\"gpt-4o\",\"role\":\"coder\"}");
+    free(j);
+    /* the name (version 2) goes with the request to a command backend and the record */
+    a.name = "e1-p1-coder";
+    j = kopt_llm_request_json(&a, "gpt-4o");
+    CHECK(j && strstr(j, "\"name\":\"e1-p1-coder\""));
+    free(j);
+    a.version = 1;                     /* a version 1 caller's struct has no name to read */
+    j = kopt_llm_request_json(&a, "gpt-4o");
+    CHECK(j && !strstr(j, "\"name\""));
     free(j);
 }
 
